@@ -1,0 +1,92 @@
+"""agentnb: LLM agents you can see and debug, inside Jupyter.
+
+>>> from agentnb import Agent, tool
+>>> from agentnb.testing import ScriptedProvider, call
+>>> @tool
+... def shout(text: str) -> str:
+...     '''Upper-case a text.'''
+...     return text.upper()
+>>> Agent(ScriptedProvider([call("shout", text="hi"), "HI"]), tools=[shout]).run("shout hi").output
+'HI'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentnb.agent import DEFAULT_MAX_TOOL_CALLS, Agent
+from agentnb.errors import (
+    AgentnbError,
+    AuthenticationError,
+    MissingDependencyError,
+    ModelBehaviorError,
+    ModelNotFoundError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+    StopRun,
+    ToolDefinitionError,
+    UserError,
+)
+from agentnb.loop import StepController, ToolDecision
+from agentnb.messages import (
+    AssistantMessage,
+    Image,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    Usage,
+    UserMessage,
+)
+from agentnb.printer import TextPrinter
+from agentnb.providers import Provider, get_provider
+from agentnb.result import RunResult
+from agentnb.tools import Tool, ToolContext, ToolExample, tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_MAX_TOOL_CALLS",
+    "Agent",
+    "AgentnbError",
+    "AssistantMessage",
+    "AuthenticationError",
+    "Image",
+    "MissingDependencyError",
+    "ModelBehaviorError",
+    "ModelNotFoundError",
+    "Provider",
+    "ProviderError",
+    "RateLimitError",
+    "RunResult",
+    "ServerError",
+    "StepController",
+    "StopRun",
+    "SystemMessage",
+    "TextPrinter",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolDecision",
+    "ToolDefinitionError",
+    "ToolExample",
+    "ToolMessage",
+    "Usage",
+    "UserError",
+    "UserMessage",
+    "get_provider",
+    "load_transcript",
+    "tool",
+]
+
+
+def load_transcript(path: str) -> RunResult:
+    """Load a transcript saved with :meth:`RunResult.save`."""
+    return RunResult.load(path)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext agentnb``: registers the ``%agent`` / ``%%agent`` magics."""
+    from agentnb.notebook.magics import load_ipython_extension as load
+
+    load(ipython)

@@ -1,0 +1,213 @@
+"""The :class:`Agent`: a provider, tools and limits; ``run`` / ``arun`` / ``stream``.
+
+>>> from agentnb import Agent, tool
+>>> from agentnb.testing import ScriptedProvider, call
+>>> @tool
+... def add(a: int, b: int) -> int:
+...     '''Add two integers.'''
+...     return a + b
+>>> model = ScriptedProvider([call("add", a=2, b=3), "2 + 3 = 5"])
+>>> result = Agent(model, tools=[add]).run("What is 2 + 3?")
+>>> result.output, result.tool_calls, result.stop_reason
+('2 + 3 = 5', 1, 'answer')
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from time import perf_counter
+from typing import Any, TypeVar
+
+from agentnb.errors import StopRun, UserError
+from agentnb.events import Event, RunFinished, RunStarted
+from agentnb.loop import LoopConfig, RunState, StepController, run_loop
+from agentnb.messages import Message, SystemMessage, coerce_messages
+from agentnb.providers import Provider, get_provider
+from agentnb.result import RunResult
+from agentnb.tools import Tool, coerce_tools
+
+#: The one default for the tool-call limit.
+DEFAULT_MAX_TOOL_CALLS = 10
+
+T = TypeVar("T")
+Prompt = str | Message | dict[str, Any] | Sequence[Any]
+
+
+class Agent:
+    """An LLM agent: asks the model, runs the tools it calls, until it answers in text.
+
+    Args:
+        provider: a :class:`~agentnb.providers.Provider` or a spec such as
+            ``"openai:gpt-4o-mini"`` or ``"local"``.
+        tools: tools, typed functions or OpenAI-format tool dicts.
+        system: a system prompt, put first unless the messages already start with one.
+        max_tool_calls: at most this many tool calls are handled in one run; then the model
+            is asked once more without tools and must answer in text.
+        tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a tool name; a forcing choice
+            applies to the first model call of each run.
+        stream: ask the provider for incremental output (text deltas as events).
+        tool_timeout: default timeout in seconds for tools that set none.
+        settings: passed to the provider with every request (e.g. ``temperature``).
+    """
+
+    def __init__(
+        self,
+        provider: Provider | str,
+        tools: Iterable[Any] = (),
+        *,
+        system: str | None = None,
+        max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,
+        tool_choice: str = "auto",
+        stream: bool = False,
+        tool_timeout: float | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        self.provider = get_provider(provider)
+        self.tools: dict[str, Tool] = coerce_tools(tools)
+        if not isinstance(max_tool_calls, int) or max_tool_calls < 0:
+            raise UserError(f"max_tool_calls must be a whole number >= 0, not {max_tool_calls!r}")
+        if tool_choice not in ("auto", "required", "none") and tool_choice not in self.tools:
+            raise UserError(f"tool_choice {tool_choice!r} is not 'auto', 'required', 'none' or a tool name")
+        self.system = system
+        self.max_tool_calls = max_tool_calls
+        self.tool_choice = tool_choice
+        self.stream_default = stream
+        self.tool_timeout = tool_timeout
+        self.settings = dict(settings or {})
+
+    def __repr__(self) -> str:
+        return f"Agent({self.provider!r}, tools={list(self.tools)}, max_tool_calls={self.max_tool_calls})"
+
+    def messages_for(self, prompt: Prompt, history: RunResult | Sequence[Message] | None = None) -> list[Message]:
+        """The conversation a run starts from: history (or the system prompt), then the prompt."""
+        new = coerce_messages(prompt)
+        if history is not None:
+            old = list(history.messages) if isinstance(history, RunResult) else coerce_messages(list(history))
+            return old + new
+        if self.system and not (new and isinstance(new[0], SystemMessage)):
+            return [SystemMessage(self.system), *new]
+        return new
+
+    async def stream(
+        self,
+        prompt: Prompt,
+        *,
+        history: RunResult | Sequence[Message] | None = None,
+        controller: StepController | None = None,
+        stream: bool | None = None,
+    ) -> AsyncIterator[Event | RunResult]:
+        """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
+
+        Cancelling the consuming task, a KeyboardInterrupt, or a controller's ``StopRun`` ends
+        the run with ``stop_reason="cancelled"``; the transcript keeps every completed step.
+        """
+        state = RunState(self.messages_for(prompt, history))
+        cfg = LoopConfig(
+            self.provider,
+            self.tools,
+            self.max_tool_calls,
+            self.tool_choice,
+            self.stream_default if stream is None else stream,
+            self.tool_timeout,
+            self.settings,
+            controller,
+        )
+        start = perf_counter()
+        error: BaseException | None = None
+        first = RunStarted(0, self.provider.name, tuple(self.tools), self.max_tool_calls, len(state.messages))
+        state.events.append(first)
+        yield first
+        try:
+            async for event in run_loop(cfg, state):
+                state.events.append(event)
+                yield event
+        except (asyncio.CancelledError, KeyboardInterrupt, StopRun):
+            state.stop_reason = "cancelled"
+        except UserError:
+            raise
+        except Exception as exc:  # provider failures end the run but keep the transcript
+            state.stop_reason = "error"
+            error = exc
+        depth = max((getattr(e, "depth", 0) for e in state.events[-1:]), default=0)
+        reason = state.stop_reason or "cancelled"
+        message = f"{type(error).__name__}: {error}" if error is not None else None
+        end = RunFinished(depth, reason, state.tool_calls, state.usage, perf_counter() - start, message)
+        state.events.append(end)
+        yield end
+        yield RunResult(
+            state.output,
+            tuple(state.messages),
+            tuple(state.events),
+            state.usage,
+            reason,
+            state.tool_calls,
+            end.duration,
+            message,
+            error,
+        )
+
+    async def arun(
+        self,
+        prompt: Prompt,
+        *,
+        history: RunResult | Sequence[Message] | None = None,
+        on_event: Callable[[Event], Any] | None = None,
+        controller: StepController | None = None,
+        stream: bool | None = None,
+    ) -> RunResult:
+        """Run to the end and return the result; ``on_event`` sees every event live."""
+        async for item in self.stream(prompt, history=history, controller=controller, stream=stream):
+            if isinstance(item, RunResult):
+                return item
+            if on_event is not None:
+                on_event(item)
+        raise RuntimeError("unreachable: the stream always ends with a RunResult")
+
+    def run(
+        self,
+        prompt: Prompt,
+        *,
+        history: RunResult | Sequence[Message] | None = None,
+        on_event: Callable[[Event], Any] | None = None,
+        controller: StepController | None = None,
+        stream: bool | None = None,
+    ) -> RunResult:
+        """Synchronous :meth:`arun`; works inside a running event loop (Jupyter) too."""
+        return run_sync(
+            lambda: self.arun(prompt, history=history, on_event=on_event, controller=controller, stream=stream)
+        )
+
+
+def run_sync(make: Callable[[], Awaitable[T]]) -> T:
+    """Drive a coroutine to completion from synchronous code.
+
+    Outside an event loop this uses a fresh loop; inside one (a Jupyter cell) it re-enters the
+    running loop through nest_asyncio. A KeyboardInterrupt that arrives while the loop waits
+    cancels the task, which then finishes cleanly (an agent run returns ``cancelled``).
+    """
+    try:
+        loop = asyncio.get_running_loop()
+        owned = False
+    except RuntimeError:
+        loop = asyncio.new_event_loop()
+        owned = True
+    if not owned:
+        import nest_asyncio
+
+        nest_asyncio.apply(loop)
+    task = loop.create_task(make())  # type: ignore[arg-type]
+    try:
+        while True:
+            try:
+                return loop.run_until_complete(task)
+            except KeyboardInterrupt:
+                if task.done():
+                    raise
+                task.cancel()
+    finally:
+        if owned:
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()

@@ -1,0 +1,261 @@
+"""Typed events: everything the loop does, as frozen dataclasses tagged by ``kind``.
+
+The loop renders nothing; the widget, the magics, the terminal printer and the transcript
+recorder all consume these. Every event carries the recursion ``depth`` it happened at
+(depth 0 is the first model call of a run; each round of tool calls adds one).
+
+>>> from agentnb.events import ToolStarted, event_from_dict
+>>> e = ToolStarted(depth=1, call_id="c1", name="add", arguments={"a": 1})
+>>> event_from_dict(e.to_dict()) == e
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from agentnb.messages import Image, ToolCall, Usage
+
+class _EventBase:
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """This event as JSON-ready data (see :func:`event_from_dict`)."""
+        return event_to_dict(self)  # type: ignore[arg-type]
+
+
+StopReason: TypeAlias = Literal["answer", "direct_output", "limit", "cancelled", "error"]
+DedupAction: TypeAlias = Literal["execute", "skip", "allow_repeat"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunStarted(_EventBase):
+    depth: int
+    provider: str
+    tools: tuple[str, ...]
+    max_tool_calls: int
+    n_messages: int
+    kind: Literal["run_started"] = "run_started"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest(_EventBase):
+    """The loop is about to ask the model (``tools`` is empty once the limit is reached)."""
+
+    depth: int
+    n_messages: int
+    tools: tuple[str, ...]
+    tool_choice: str
+    kind: Literal["model_request"] = "model_request"
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta(_EventBase):
+    depth: int
+    text: str
+    kind: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta(_EventBase):
+    """A fragment of a streamed tool call (name and/or argument text), by call index."""
+
+    depth: int
+    index: int
+    name: str | None
+    arguments: str
+    kind: Literal["tool_call_delta"] = "tool_call_delta"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse(_EventBase):
+    depth: int
+    text: str | None
+    tool_calls: tuple[ToolCall, ...]
+    usage: Usage
+    duration: float
+    kind: Literal["model_response"] = "model_response"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequested(_EventBase):
+    depth: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownTool(_EventBase):
+    depth: int
+    call_id: str
+    name: str
+    available: tuple[str, ...]
+    kind: Literal["unknown_tool"] = "unknown_tool"
+
+
+@dataclass(frozen=True, slots=True)
+class ValidationResult(_EventBase):
+    """Arguments checked against the tool's JSON Schema; ``errors`` empty means valid."""
+
+    depth: int
+    call_id: str
+    name: str
+    errors: tuple[str, ...]
+    kind: Literal["validation"] = "validation"
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+@dataclass(frozen=True, slots=True)
+class DedupDecision(_EventBase):
+    depth: int
+    call_id: str
+    name: str
+    fingerprint: str
+    seen_before: bool
+    action: DedupAction
+    kind: Literal["dedup"] = "dedup"
+
+
+@dataclass(frozen=True, slots=True)
+class StepDecision(_EventBase):
+    """A step controller (the debugger) decided what to do before a model or tool call."""
+
+    depth: int
+    target: Literal["model", "tool"]
+    action: Literal["run", "skip", "edit"]
+    call_id: str | None = None
+    arguments: dict[str, Any] | None = None
+    kind: Literal["step_decision"] = "step_decision"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStarted(_EventBase):
+    depth: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    kind: Literal["tool_started"] = "tool_started"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFinished(_EventBase):
+    depth: int
+    call_id: str
+    name: str
+    result: str
+    error: str | None
+    duration: float
+    kind: Literal["tool_finished"] = "tool_finished"
+
+
+@dataclass(frozen=True, slots=True)
+class AttachmentAdded(_EventBase):
+    depth: int
+    call_id: str
+    name: str
+    image: Image
+    kind: Literal["attachment"] = "attachment"
+
+
+@dataclass(frozen=True, slots=True)
+class LimitReached(_EventBase):
+    depth: int
+    max_tool_calls: int
+    tool_calls: int
+    kind: Literal["limit_reached"] = "limit_reached"
+
+
+@dataclass(frozen=True, slots=True)
+class DirectOutput(_EventBase):
+    depth: int
+    call_id: str
+    name: str
+    text: str
+    kind: Literal["direct_output"] = "direct_output"
+
+
+@dataclass(frozen=True, slots=True)
+class FinalAnswer(_EventBase):
+    depth: int
+    text: str
+    kind: Literal["final_answer"] = "final_answer"
+
+
+@dataclass(frozen=True, slots=True)
+class RunFinished(_EventBase):
+    depth: int
+    stop_reason: StopReason
+    tool_calls: int
+    usage: Usage
+    duration: float
+    error: str | None = None
+    kind: Literal["run_finished"] = "run_finished"
+
+
+Event: TypeAlias = (
+    RunStarted
+    | ModelRequest
+    | TextDelta
+    | ToolCallDelta
+    | ModelResponse
+    | ToolCallRequested
+    | UnknownTool
+    | ValidationResult
+    | DedupDecision
+    | StepDecision
+    | ToolStarted
+    | ToolFinished
+    | AttachmentAdded
+    | LimitReached
+    | DirectOutput
+    | FinalAnswer
+    | RunFinished
+)
+
+EVENT_TYPES: dict[str, type] = {
+    cls.__dataclass_fields__["kind"].default: cls  # type: ignore[attr-defined]
+    for cls in Event.__args__  # type: ignore[attr-defined]
+}
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, Image):
+        return {"__image__": value.to_dict()}
+    if isinstance(value, ToolCall):
+        return {"__tool_call__": value.to_dict()}
+    if isinstance(value, Usage):
+        return {"__usage__": value.to_dict()}
+    if isinstance(value, tuple):
+        return [_encode(v) for v in value]
+    return value
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, dict):
+        if "__image__" in value:
+            return Image.from_dict(value["__image__"])
+        if "__tool_call__" in value:
+            return ToolCall.from_dict(value["__tool_call__"])
+        if "__usage__" in value:
+            return Usage(**value["__usage__"])
+    if isinstance(value, list):
+        return tuple(_decode(v) for v in value)
+    return value
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    return {f.name: _encode(getattr(event, f.name)) for f in dataclasses.fields(event)}
+
+
+def event_from_dict(d: dict[str, Any]) -> Event:
+    cls = EVENT_TYPES[d["kind"]]
+    kwargs = {k: _decode(v) for k, v in d.items() if k != "kind"}
+    # dict-valued fields (arguments) must stay dicts, which _decode leaves alone.
+    return cls(**kwargs)  # type: ignore[no-any-return]

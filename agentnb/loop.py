@@ -1,0 +1,312 @@
+"""The core: ask the model, run the tools it asks for, append the results, ask again.
+
+One async generator, :func:`run_loop`, yields typed events and renders nothing. It is written
+as a loop over recursion depths (depth ``d`` is the ``d``-th model call of the run) rather than
+as literal recursion, so long runs cannot hit Python's recursion limit.
+
+Limit semantics (one name, one default): ``max_tool_calls`` counts every tool call the model
+asks for that the loop *handles* -- executed, or answered with an error because the tool was
+unknown, the arguments were invalid, or the call was a repeat. At most that many are handled;
+once the count reaches the limit the model is asked once more with no tools and must answer in
+text. Calls beyond the budget in the same turn are answered "not executed".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any, Literal, Protocol
+
+from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
+from agentnb.errors import ModelBehaviorError
+from agentnb.events import (
+    AttachmentAdded,
+    DedupDecision,
+    DirectOutput,
+    Event,
+    FinalAnswer,
+    LimitReached,
+    ModelRequest,
+    ModelResponse,
+    StepDecision,
+    StopReason,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallRequested,
+    ToolFinished,
+    ToolStarted,
+    UnknownTool,
+    ValidationResult,
+)
+from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
+from agentnb.providers.base import Completion, Provider, Request, TextChunk
+from agentnb.tools import Tool, ToolContext, render_result
+
+ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDecision:
+    """What a step controller wants done with a tool call."""
+
+    action: Literal["run", "skip"] = "run"
+    arguments: dict[str, Any] | None = None
+
+
+class StepController(Protocol):
+    """Pauses a run before each model call and each tool call (the debugger implements this).
+
+    Either method may raise :class:`agentnb.errors.StopRun` to end the run as ``cancelled``.
+    """
+
+    async def before_model(self, depth: int, request: Request) -> None: ...
+
+    async def before_tool(self, depth: int, call: ToolCall) -> ToolDecision: ...
+
+
+@dataclass(slots=True)
+class LoopConfig:
+    provider: Provider
+    tools: dict[str, Tool]
+    max_tool_calls: int = 10
+    tool_choice: str = "auto"
+    stream: bool = False
+    tool_timeout: float | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    controller: StepController | None = None
+
+
+@dataclass(slots=True)
+class RunState:
+    """What a run has produced so far; ``messages`` only ever holds completed steps."""
+
+    messages: list[Message]
+    events: list[Event] = field(default_factory=list)
+    usage: Usage = Usage()
+    tool_calls: int = 0
+    output: str = ""
+    stop_reason: StopReason | None = None
+
+
+@dataclass(slots=True)
+class _Exec:
+    index: int
+    call: ToolCall
+    tool: Tool
+    arguments: dict[str, Any]
+    fp: str
+    result: str = ""
+    error: str | None = None
+    ctx: ToolContext | None = None
+    duration: float = 0.0
+
+
+async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
+    """Drive one run to its end, yielding every event; results accumulate in ``state``."""
+    tools = cfg.tools
+    all_tools = tuple(tools.values())
+    names = tuple(tools)
+    dedup = Deduplicator()
+    depth = 0
+    choice = cfg.tool_choice
+    while True:
+        limited = state.tool_calls >= cfg.max_tool_calls
+        offer = bool(tools) and not limited and choice != "none"
+        request = Request(
+            tuple(state.messages),
+            all_tools if offer else (),
+            choice if offer else "none",
+            cfg.settings,
+        )
+        yield ModelRequest(depth, len(request.messages), names if offer else (), request.tool_choice)
+        if cfg.controller is not None:
+            await cfg.controller.before_model(depth, request)
+        start = perf_counter()
+        if cfg.stream:
+            completion = None
+            async for item in cfg.provider.stream(request):
+                if isinstance(item, Completion):
+                    completion = item
+                elif isinstance(item, TextChunk):
+                    yield TextDelta(depth, item.text)
+                else:
+                    yield ToolCallDelta(depth, item.index, item.name, item.arguments)
+            if completion is None:
+                raise ModelBehaviorError(f"{cfg.provider!r} ended its stream without a completion")
+        else:
+            completion = await cfg.provider.complete(request)
+        state.usage += completion.usage
+        calls = completion.tool_calls
+        yield ModelResponse(depth, completion.text, calls, completion.usage, perf_counter() - start)
+        # A named or required choice forces the first call only (as the OpenAI Agents SDK
+        # resets it): forcing every turn would loop until the limit.
+        choice = "auto" if choice != "none" else choice
+
+        if not calls or not offer:
+            pending: list[Message] = [AssistantMessage(completion.text, calls)]
+            pending += [ToolMessage(c.id, c.name, "Not executed: no tools are available now.", True) for c in calls]
+            state.messages.extend(pending)
+            state.output = completion.text or ""
+            state.stop_reason = "limit" if limited else "answer"
+            yield FinalAnswer(depth, state.output)
+            return
+
+        # Decide what to do with each call, in order; only executions need work afterwards.
+        budget = cfg.max_tool_calls - state.tool_calls
+        plans: list[ToolMessage | _Exec | int] = []  # int: a repeat of plans[int] in this turn
+        in_turn: dict[str, int] = {}
+        for i, call in enumerate(calls):
+            yield ToolCallRequested(depth, call.id, call.name, call.arguments)
+            if i >= budget:
+                plans.append(ToolMessage(call.id, call.name, "Not executed: the tool-call limit was reached.", True))
+                continue
+            state.tool_calls += 1
+            tool = tools.get(call.name)
+            if tool is None:
+                yield UnknownTool(depth, call.id, call.name, names)
+                plans.append(ToolMessage(call.id, call.name, _unknown_message(call.name, names), True))
+                continue
+            arguments = call.arguments
+            if cfg.controller is not None:
+                decision = await cfg.controller.before_tool(depth, call)
+                if decision.action == "skip":
+                    yield StepDecision(depth, "tool", "skip", call.id)
+                    plans.append(ToolMessage(call.id, call.name, "The user skipped this call; it was not run.", True))
+                    continue
+                if decision.arguments is not None and decision.arguments != arguments:
+                    arguments = decision.arguments
+                    yield StepDecision(depth, "tool", "edit", call.id, arguments)
+            errors = (call.parse_error or "arguments are not valid JSON",) if arguments is None else tool.validate(arguments)
+            yield ValidationResult(depth, call.id, call.name, tuple(errors))
+            if errors or arguments is None:
+                plans.append(ToolMessage(call.id, call.name, _invalid_message(tool, errors), True))
+                continue
+            fp = fingerprint(call.name, arguments)
+            earlier = dedup.lookup(fp)
+            seen = earlier is not None or fp in in_turn
+            action = "execute" if not seen else ("allow_repeat" if tool.allow_repeat else "skip")
+            yield DedupDecision(depth, call.id, call.name, fp, seen, action)
+            if action != "skip":
+                in_turn.setdefault(fp, len(plans))
+                plans.append(_Exec(len(plans), call, tool, arguments, fp))
+            elif earlier is not None:
+                plans.append(ToolMessage(call.id, call.name, repeat_message(call.name, earlier)))
+            else:
+                plans.append(in_turn[fp])
+
+        execs = [p for p in plans if isinstance(p, _Exec)]
+        for p in execs:
+            yield ToolStarted(depth, p.call.id, p.call.name, p.arguments)
+        if len(execs) == 1:
+            await _execute(execs[0], depth, cfg.tool_timeout, threaded=False)
+            yield _finished(depth, execs[0])
+        elif execs:
+            async for p in _execute_all(execs, depth, cfg.tool_timeout):
+                yield _finished(depth, p)
+
+        messages: list[Message] = [AssistantMessage(completion.text, calls)]
+        images: list[Image] = []
+        direct: list[_Exec] = []
+        for k, plan in enumerate(plans):
+            if isinstance(plan, int):  # a repeat within the turn answers from the first call
+                first = plans[plan]
+                assert isinstance(first, _Exec)
+                call = calls[k]
+                messages.append(ToolMessage(call.id, call.name, repeat_message(call.name, first.result)))
+            elif isinstance(plan, ToolMessage):
+                messages.append(plan)
+            else:
+                ok = plan.error is None
+                messages.append(ToolMessage(plan.call.id, plan.call.name, plan.result, not ok))
+                if ok:
+                    dedup.record(plan.fp, plan.result)
+                ctx = plan.ctx
+                if ctx is not None:
+                    for image in ctx.images:
+                        yield AttachmentAdded(depth, plan.call.id, plan.call.name, image)
+                    images += ctx.images
+                    if ok and (plan.tool.direct_output or ctx.direct):
+                        direct.append(plan)
+        if images:
+            messages.append(UserMessage(ATTACHMENT_NOTE, tuple(images)))
+        state.messages.extend(messages)  # the step is complete: commit it
+
+        if direct:
+            state.output = "\n\n".join(p.result for p in direct)
+            state.stop_reason = "direct_output"
+            yield DirectOutput(depth, direct[0].call.id, direct[0].call.name, state.output)
+            yield FinalAnswer(depth, state.output)
+            return
+        if state.tool_calls >= cfg.max_tool_calls:
+            yield LimitReached(depth, cfg.max_tool_calls, state.tool_calls)
+        depth += 1
+
+
+def _finished(depth: int, p: _Exec) -> ToolFinished:
+    return ToolFinished(depth, p.call.id, p.call.name, p.result, p.error, p.duration)
+
+
+async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threaded: bool) -> _Exec:
+    """Run one tool; exceptions and timeouts become an error result for the model."""
+    tool = p.tool
+    ctx = ToolContext(p.call.id, tool.name, depth)
+    p.ctx = ctx
+    timeout = tool.timeout or default_timeout
+    start = perf_counter()
+    try:
+        fn = tool.fn
+        if fn is None:
+            raise NotImplementedError(f"tool {tool.name!r} has no Python implementation")
+        kwargs = tool.prepare(p.arguments, ctx)
+        if tool.is_async:
+            value = await (asyncio.wait_for(fn(**kwargs), timeout) if timeout else fn(**kwargs))
+        elif timeout or threaded:
+            # A thread lets the timeout fire and parallel calls overlap; a timed-out thread
+            # cannot be killed and finishes in the background.
+            work = asyncio.to_thread(fn, **kwargs)
+            value = await (asyncio.wait_for(work, timeout) if timeout else work)
+        else:
+            value = fn(**kwargs)
+        p.result = render_result(value)
+    except asyncio.TimeoutError:
+        p.error = f"timed out after {timeout:g} s"
+        p.result = f"Error: {tool.name} did not finish within {timeout:g} seconds."
+    except Exception as exc:  # a failing tool is data for the model, not a crash
+        p.error = f"{type(exc).__name__}: {exc}"
+        p.result = f"Error: {tool.name} raised {p.error}"
+    p.duration = perf_counter() - start
+    return p
+
+
+async def _execute_all(execs: list[_Exec], depth: int, timeout: float | None) -> AsyncIterator[_Exec]:
+    """Run several calls concurrently, yielding each as it finishes."""
+    tasks = [asyncio.ensure_future(_execute(p, depth, timeout, threaded=True)) for p in execs]
+    try:
+        for next_done in asyncio.as_completed(tasks):
+            yield await next_done
+    finally:
+        for t in tasks:
+            t.cancel()
+
+
+def _unknown_message(name: str, names: tuple[str, ...]) -> str:
+    available = ", ".join(names) or "(none)"
+    return f'Function "{name}" not found. Available functions: {available}. Call one of these, or answer in text.'
+
+
+def _invalid_message(tool: Tool, errors: list[str] | tuple[str, ...]) -> str:
+    lines = "\n".join(f"- {e}" for e in errors)
+    return (
+        f"Invalid arguments for {tool.name}; it was not run:\n{lines}\n"
+        f"Its parameters schema is {_compact(tool.parameters)}. Fix the arguments and call it again."
+    )
+
+
+def _compact(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, separators=(",", ":"))
+
+
+EventCallback = Callable[[Event], Any]

@@ -1,0 +1,194 @@
+"""Conversation messages, tool calls and images, and their JSON form.
+
+Messages are frozen dataclasses tagged by ``role``, so consumers can ``match`` on them:
+
+>>> from agentnb.messages import UserMessage, message_from_dict
+>>> m = UserMessage("hi")
+>>> message_from_dict(m.to_dict()) == m
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+JSON: TypeAlias = Any
+
+
+@dataclass(frozen=True, slots=True)
+class Image:
+    """An image attached to a message: raw bytes and a MIME type."""
+
+    data: bytes = field(repr=False)
+    mime: str = "image/png"
+
+    @classmethod
+    def coerce(cls, image: Any, mime: str = "image/png") -> Image:
+        """Accept an :class:`Image`, raw bytes, or anything with a PIL-style ``save()``."""
+        if isinstance(image, Image):
+            return image
+        if isinstance(image, (bytes, bytearray, memoryview)):
+            return cls(bytes(image), mime)
+        if hasattr(image, "save"):
+            buf = io.BytesIO()
+            fmt = mime.split("/", 1)[1].upper()
+            image.save(buf, format="JPEG" if fmt == "JPG" else fmt)
+            return cls(buf.getvalue(), mime)
+        raise TypeError(f"cannot attach {type(image).__name__} as an image; pass bytes or a PIL image")
+
+    @property
+    def b64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+    @property
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{self.b64}"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"mime": self.mime, "data": self.b64}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, str]) -> Image:
+        return cls(base64.b64decode(d["data"]), d["mime"])
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One call the model asked for.
+
+    ``arguments`` is ``None`` when the model's arguments were not valid JSON; ``raw_arguments``
+    then keeps the text and ``parse_error`` says what was wrong, so the loop can tell the model.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, JSON] | None
+    raw_arguments: str | None = None
+    parse_error: str | None = None
+
+    def to_dict(self) -> dict[str, JSON]:
+        d: dict[str, JSON] = {"id": self.id, "name": self.name, "arguments": self.arguments}
+        if self.raw_arguments is not None:
+            d["raw_arguments"] = self.raw_arguments
+        if self.parse_error is not None:
+            d["parse_error"] = self.parse_error
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, JSON]) -> ToolCall:
+        return cls(d["id"], d["name"], d.get("arguments"), d.get("raw_arguments"), d.get("parse_error"))
+
+
+@dataclass(frozen=True, slots=True)
+class SystemMessage:
+    content: str
+    role: Literal["system"] = "system"
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {"role": "system", "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class UserMessage:
+    content: str
+    images: tuple[Image, ...] = ()
+    role: Literal["user"] = "user"
+
+    def to_dict(self) -> dict[str, JSON]:
+        d: dict[str, JSON] = {"role": "user", "content": self.content}
+        if self.images:
+            d["images"] = [i.to_dict() for i in self.images]
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class AssistantMessage:
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    role: Literal["assistant"] = "assistant"
+
+    def to_dict(self) -> dict[str, JSON]:
+        d: dict[str, JSON] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            d["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class ToolMessage:
+    """The result of one tool call, as the model will read it."""
+
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    role: Literal["tool"] = "tool"
+
+    def to_dict(self) -> dict[str, JSON]:
+        d: dict[str, JSON] = {
+            "role": "tool",
+            "tool_call_id": self.tool_call_id,
+            "name": self.name,
+            "content": self.content,
+        }
+        if self.is_error:
+            d["is_error"] = True
+        return d
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts; they add up across model calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def to_dict(self) -> dict[str, int]:
+        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage
+
+
+def message_from_dict(d: dict[str, JSON]) -> Message:
+    """Rebuild a message from :meth:`to_dict` output (also accepts plain OpenAI-style dicts)."""
+    role = d.get("role")
+    if role == "system":
+        return SystemMessage(d["content"])
+    if role == "user":
+        content = d.get("content") or ""
+        if not isinstance(content, str):
+            raise ValueError("multimodal user content must be given as text plus 'images'")
+        return UserMessage(content, tuple(Image.from_dict(i) for i in d.get("images", ())))
+    if role == "assistant":
+        calls = tuple(ToolCall.from_dict(c) for c in d.get("tool_calls", ()))
+        return AssistantMessage(d.get("content"), calls)
+    if role == "tool":
+        return ToolMessage(d["tool_call_id"], d.get("name", ""), d["content"], d.get("is_error", False))
+    raise ValueError(f"unknown message role {role!r}")
+
+
+def coerce_messages(value: str | Message | dict | list | tuple) -> list[Message]:
+    """Turn a prompt string, a message, a dict, or a list of them into a message list."""
+    if isinstance(value, str):
+        return [UserMessage(value)]
+    if isinstance(value, dict):
+        return [message_from_dict(value)]
+    if isinstance(value, (list, tuple)):
+        out: list[Message] = []
+        for item in value:
+            out.extend(coerce_messages(item))
+        return out
+    if isinstance(value, (SystemMessage, UserMessage, AssistantMessage, ToolMessage)):
+        return [value]
+    raise TypeError(f"expected a prompt string or messages, got {type(value).__name__}")

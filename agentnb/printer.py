@@ -1,0 +1,123 @@
+"""A plain-text event printer for terminals and logs (the CLI and the text fallback use it).
+
+>>> from agentnb.events import ToolStarted
+>>> format_event(ToolStarted(depth=1, call_id="c1", name="add", arguments={"a": 1}))
+'  [1] run add(a=1)'
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from agentnb.events import (
+    AttachmentAdded,
+    DedupDecision,
+    DirectOutput,
+    Event,
+    FinalAnswer,
+    LimitReached,
+    ModelRequest,
+    ModelResponse,
+    RunFinished,
+    RunStarted,
+    StepDecision,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallRequested,
+    ToolFinished,
+    ToolStarted,
+    UnknownTool,
+    ValidationResult,
+)
+
+
+def _args(arguments: Any) -> str:
+    if not isinstance(arguments, dict):
+        return "<invalid JSON>"
+    return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
+
+
+def shorten(text: str, width: int = 200) -> str:
+    """One line, at most ``width`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def format_event(event: Event, *, width: int = 200) -> str | None:
+    """One readable line (or a few) for an event; None for events shown elsewhere (deltas)."""
+    d = f"  [{event.depth}]"
+    match event:
+        case RunStarted(provider=p, tools=t, max_tool_calls=m):
+            return f"run started: model {p}, tools {', '.join(t) or '(none)'}, max {m} tool calls"
+        case ModelRequest(n_messages=n, tools=t, tool_choice=c):
+            offer = f"{len(t)} tools, choice {c}" if t else "no tools"
+            return f"{d} ask model ({n} messages, {offer})"
+        case ModelResponse(text=text, tool_calls=calls, usage=u, duration=s):
+            what = f"{len(calls)} tool call(s)" if calls else "text"
+            tokens = f", {u.input_tokens}+{u.output_tokens} tokens" if u.total_tokens else ""
+            return f"{d} model replied with {what} in {s:.2f}s{tokens}"
+        case ToolCallRequested(name=n, arguments=a):
+            return f"{d} call {n}({_args(a)})"
+        case UnknownTool(name=n, available=a):
+            return f"{d} unknown tool {n!r}; available: {', '.join(a)}"
+        case ValidationResult(errors=errs) if errs:
+            return f"{d} invalid arguments: " + "; ".join(errs)
+        case DedupDecision(fingerprint=fp, seen_before=True, action=act):
+            return f"{d} repeat call {fp[:12]}: {'not run, earlier result given' if act == 'skip' else 'run again (allow_repeat)'}"
+        case StepDecision(target=t, action=a, arguments=args):
+            return f"{d} debugger: {a} {t}" + (f" with {_args(args)}" if args is not None else "")
+        case ToolStarted(name=n, arguments=a):
+            return f"{d} run {n}({_args(a)})"
+        case ToolFinished(name=n, result=r, error=e, duration=s):
+            status = f"failed: {e}" if e else f"-> {shorten(r, width)}"
+            return f"{d} {n} {status} ({s * 1000:.1f} ms)"
+        case AttachmentAdded(name=n, image=img):
+            return f"{d} {n} attached an image ({img.mime}, {len(img.data)} bytes)"
+        case LimitReached(max_tool_calls=m):
+            return f"{d} tool-call limit ({m}) reached: the model must answer now"
+        case DirectOutput(name=n):
+            return f"{d} {n} returned the final answer directly"
+        case FinalAnswer(text=t):
+            return f"answer: {t}"
+        case RunFinished(stop_reason=r, tool_calls=n, usage=u, duration=s, error=e):
+            tail = f", error: {e}" if e else ""
+            return f"run finished: {r}, {n} tool call(s), {u.total_tokens} tokens, {s:.2f}s{tail}"
+        case _:
+            return None
+
+
+class TextPrinter:
+    """Prints events as they come; streamed text is written as it arrives.
+
+    >>> import io
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> out = io.StringIO()
+    >>> _ = Agent(ScriptedProvider(["Hi."])).run("hello", on_event=TextPrinter(out))
+    >>> "answer: Hi." in out.getvalue()
+    True
+    """
+
+    def __init__(self, file: TextIO | None = None, *, width: int = 200) -> None:
+        self.file = file if file is not None else sys.stdout
+        self.width = width
+        self._streaming = False
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, (TextDelta, ToolCallDelta)):
+            if isinstance(event, TextDelta):
+                if not self._streaming:
+                    self.file.write(f"  [{event.depth}] model: ")
+                    self._streaming = True
+                self.file.write(event.text)
+                self.file.flush()
+            return
+        if self._streaming:
+            self.file.write("\n")
+            self._streaming = False
+        line = format_event(event, width=self.width)
+        if line is not None:
+            self.file.write(line + "\n")
+            self.file.flush()

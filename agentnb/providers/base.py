@@ -1,0 +1,145 @@
+"""The provider interface: what the loop knows about a model.
+
+A provider answers one :class:`Request` (the conversation, the tools on offer, the tool
+choice) with one :class:`Completion` (text and/or tool calls, plus usage). Streaming
+providers also yield :class:`TextChunk` / :class:`ToolCallChunk` pieces first and end their
+stream with the assembled :class:`Completion`. Whether a call came from a native API or was
+parsed out of text is invisible to the loop.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+from agentnb.messages import Message, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from agentnb.tools import Tool
+
+#: ``"auto"`` (text or a call), ``"required"`` (a call only), ``"none"``, or a tool's name.
+ToolChoice: TypeAlias = str
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One model call: the whole conversation so far and the tools on offer."""
+
+    messages: Sequence[Message]
+    tools: Sequence[Tool] = ()
+    tool_choice: ToolChoice = "auto"
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """A model's reply: text, tool calls, or both."""
+
+    text: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    finish_reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextChunk:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallChunk:
+    """A fragment of tool call number ``index``: any of id, name and argument text."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+Chunk: TypeAlias = TextChunk | ToolCallChunk
+
+
+class Provider(ABC):
+    """Base class of every model backend.
+
+    Subclasses implement :meth:`complete`; streaming backends also override :meth:`stream`.
+    Capability flags tell callers what the backend can do natively.
+    """
+
+    #: Short name shown in events and reprs.
+    name: str = "provider"
+    #: True when the backend takes tool schemas and returns structured calls itself.
+    supports_native_tools: bool = True
+    #: True when :meth:`stream` yields real incremental chunks.
+    supports_streaming: bool = False
+
+    @abstractmethod
+    async def complete(self, request: Request) -> Completion:
+        """Answer one request."""
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
+        """Yield chunks, then the assembled completion (default: one chunk from ``complete``)."""
+        completion = await self.complete(request)
+        if completion.text:
+            yield TextChunk(completion.text)
+        yield completion
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def parse_arguments(call_id: str, name: str, raw: str | None) -> ToolCall:
+    """Build a :class:`ToolCall` from argument text, keeping bad JSON visible (never ``{}``)."""
+    text = (raw or "").strip()
+    if not text:
+        return ToolCall(call_id, name, {})
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return ToolCall(call_id, name, None, raw, f"arguments are not valid JSON: {exc}")
+    if not isinstance(value, dict):
+        return ToolCall(call_id, name, None, raw, "arguments must be a JSON object")
+    return ToolCall(call_id, name, value)
+
+
+class CompletionAssembler:
+    """Accumulates streamed chunks into a :class:`Completion`.
+
+    Tool-call fragments are merged by index, so names and argument text split over many
+    chunks, and several interleaved calls, come out whole.
+
+    >>> a = CompletionAssembler()
+    >>> for c in [ToolCallChunk(0, "c1", "add", '{"a": '), ToolCallChunk(0, arguments="1}")]:
+    ...     a.add(c)
+    >>> a.finish().tool_calls[0].arguments
+    {'a': 1}
+    """
+
+    __slots__ = ("_text", "_calls")
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._calls: dict[int, list[Any]] = {}
+
+    def add(self, chunk: Chunk) -> None:
+        if isinstance(chunk, TextChunk):
+            self._text.append(chunk.text)
+            return
+        slot = self._calls.setdefault(chunk.index, [None, "", []])
+        if chunk.id:
+            slot[0] = chunk.id
+        if chunk.name:
+            slot[1] += chunk.name
+        if chunk.arguments:
+            slot[2].append(chunk.arguments)
+
+    def finish(self, usage: Usage = Usage(), finish_reason: str | None = None) -> Completion:
+        calls = tuple(
+            parse_arguments(cid or f"call_{i}", name, "".join(parts))
+            for i, (cid, name, parts) in sorted(self._calls.items())
+        )
+        text = "".join(self._text) or None
+        return Completion(text, calls, usage, finish_reason)

@@ -1,0 +1,299 @@
+"""JSON Schema from Python type hints and docstrings (used by :mod:`agentnb.tools`).
+
+Every problem found is collected into a list instead of raised one at a time, so a bad tool
+definition is reported in one error.
+
+>>> from typing import Literal
+>>> schema_for(Literal["c", "f"], [], "unit")
+{'type': 'string', 'enum': ['c', 'f']}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, get_args, get_origin, get_type_hints
+
+try:  # typing_extensions TypedDicts are also recognised when present
+    from typing import is_typeddict
+except ImportError:  # pragma: no cover - Python < 3.10
+    is_typeddict = None  # type: ignore[assignment]
+
+_SIMPLE: dict[Any, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_ARRAYS = (list, tuple, set, frozenset, Sequence, typing.List, typing.Tuple, typing.Set)  # noqa: UP006
+_NONE = type(None)
+
+
+def schema_for(tp: Any, problems: list[str], where: str) -> dict[str, Any]:
+    """The JSON Schema of type ``tp``; unsupported parts are appended to ``problems``."""
+    if tp is Any or tp is object:
+        return {}
+    if tp is _NONE or tp is None:
+        return {"type": "null"}
+    if tp in _SIMPLE:
+        return {"type": _SIMPLE[tp]}
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin is typing.Annotated:
+        schema = schema_for(args[0], problems, where)
+        text = next((a for a in args[1:] if isinstance(a, str)), None)
+        return {**schema, "description": text} if text else schema
+    if origin is typing.Literal:
+        return _enum_schema(list(args))
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _enum_schema([m.value for m in tp])
+    if origin in (typing.Union, types.UnionType):
+        return _union_schema(args, problems, where)
+    if origin in _ARRAYS or tp in _ARRAYS:
+        return _array_schema(origin or tp, args, problems, where)
+    if origin in (dict, Mapping, typing.Dict) or tp in (dict, typing.Dict):  # noqa: UP006
+        return _dict_schema(args, problems, where)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        return _dataclass_schema(tp, problems, where)
+    if is_typeddict is not None and is_typeddict(tp):
+        return _typeddict_schema(tp, problems, where)
+    problems.append(f"{where}: unsupported type {_type_name(tp)}")
+    return {}
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or repr(tp)
+
+
+def _enum_schema(values: list[Any]) -> dict[str, Any]:
+    kinds = {type(v) for v in values}
+    schema: dict[str, Any] = {}
+    if len(kinds) == 1 and (t := next(iter(kinds))) in _SIMPLE:
+        schema["type"] = _SIMPLE[t]
+    schema["enum"] = values
+    return schema
+
+
+def _union_schema(args: tuple[Any, ...], problems: list[str], where: str) -> dict[str, Any]:
+    members = [schema_for(a, problems, where) for a in args]
+    # Simple members collapse into {"type": [...]}, which weak models read more easily.
+    if all(set(m) == {"type"} and isinstance(m["type"], str) for m in members):
+        return {"type": [m["type"] for m in members]}
+    return {"anyOf": members}
+
+
+def _array_schema(origin: Any, args: tuple[Any, ...], problems: list[str], where: str) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "array"}
+    if origin in (tuple, typing.Tuple) and args and not (len(args) == 2 and args[1] is Ellipsis):  # noqa: UP006
+        schema["prefixItems"] = [schema_for(a, problems, f"{where}[{i}]") for i, a in enumerate(args)]
+        schema["minItems"] = schema["maxItems"] = len(args)
+    elif args:
+        schema["items"] = schema_for(args[0], problems, f"{where}[]")
+    if origin in (set, frozenset, typing.Set):  # noqa: UP006
+        schema["uniqueItems"] = True
+    return schema
+
+
+def _dict_schema(args: tuple[Any, ...], problems: list[str], where: str) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object"}
+    if args:
+        if args[0] is not str:
+            problems.append(f"{where}: dict keys must be str in JSON, not {_type_name(args[0])}")
+        schema["additionalProperties"] = schema_for(args[1], problems, f"{where}{{}}")
+    return schema
+
+
+def _object_schema(
+    props: dict[str, dict[str, Any]], required: list[str], description: str | None
+) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        schema["required"] = required
+    schema["additionalProperties"] = False
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _hints(tp: Any, problems: list[str], where: str) -> dict[str, Any]:
+    try:
+        return get_type_hints(tp, include_extras=True)
+    except Exception as exc:  # unresolvable forward references and the like
+        problems.append(f"{where}: cannot resolve type hints ({exc})")
+        return {}
+
+
+def _dataclass_schema(tp: type, problems: list[str], where: str) -> dict[str, Any]:
+    hints = _hints(tp, problems, where)
+    props: dict[str, dict[str, Any]] = {}
+    required: list[str] = []
+    docs = parse_docstring(tp.__doc__ or "")[1] if tp.__doc__ else {}
+    for f in dataclasses.fields(tp):
+        if not f.init:
+            continue
+        prop = schema_for(hints.get(f.name, Any), problems, f"{where}.{f.name}")
+        if f.name in docs:
+            prop = {**prop, "description": docs[f.name]}
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+        elif f.default is not dataclasses.MISSING and _jsonable(f.default):
+            prop = {**prop, "default": _json_default(f.default)}
+        props[f.name] = prop
+    return _object_schema(props, required, _summary(tp))
+
+
+def _typeddict_schema(tp: type, problems: list[str], where: str) -> dict[str, Any]:
+    hints = _hints(tp, problems, where)
+    props = {k: schema_for(v, problems, f"{where}.{k}") for k, v in hints.items()}
+    required = [k for k in hints if k in getattr(tp, "__required_keys__", hints)]
+    return _object_schema(props, required, _summary(tp))
+
+
+def _summary(tp: type) -> str | None:
+    doc = tp.__doc__
+    if not doc or doc.startswith(tp.__name__ + "("):  # dataclasses' generated docstring
+        return None
+    return parse_docstring(doc)[0] or None
+
+
+def _jsonable(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool, enum.Enum))
+
+
+def _json_default(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+# --- docstrings -------------------------------------------------------------------------
+
+_GOOGLE_ARGS = re.compile(r"^(Args|Arguments|Parameters|Params)\s*:\s*$")
+_GOOGLE_OTHER = re.compile(
+    r"^(Returns?|Yields?|Raises?|Examples?|Notes?|See Also|References|Attributes|Warnings?)\s*:\s*$"
+)
+_GOOGLE_ITEM = re.compile(r"^(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+_NUMPY_ITEM = re.compile(r"^(\w+)\s*(:.*)?$")
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """Split a docstring into its description and per-parameter descriptions.
+
+    Understands Google (``Args:``) and NumPy (``Parameters`` / ``----------``) sections.
+
+    >>> parse_docstring('''Add numbers.
+    ...
+    ... Args:
+    ...     a: the first
+    ...     b (int): the second,
+    ...         continued
+    ... ''')
+    ('Add numbers.', {'a': 'the first', 'b': 'the second, continued'})
+    """
+    lines = inspect.cleandoc(doc).splitlines()
+    summary: list[str] = []
+    params: dict[str, str] = {}
+    i = 0
+    in_summary = True
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.strip()
+        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if _GOOGLE_ARGS.match(stripped):
+            in_summary = False
+            i = _read_google(lines, i + 1, params)
+            continue
+        if nxt and set(nxt) == {"-"} and stripped:  # a NumPy section header
+            in_summary = False
+            if stripped.lower() in ("parameters", "params", "arguments", "args"):
+                i = _read_numpy(lines, i + 2, params)
+                continue
+            i += 2
+            continue
+        if _GOOGLE_OTHER.match(stripped):
+            in_summary = False
+        if in_summary:
+            summary.append(stripped)
+        i += 1
+    return " ".join(" ".join(summary).split()) if summary else "", params
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _read_google(lines: list[str], i: int, params: dict[str, str]) -> int:
+    base: int | None = None
+    current: str | None = None
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        ind = _indent(line)
+        if base is None:
+            if ind == 0:
+                return i
+            base = ind
+        if ind < base:
+            return i
+        m = _GOOGLE_ITEM.match(line.strip()) if ind == base else None
+        if m:
+            current = m.group(1).lstrip("*")
+            params[current] = m.group(3).strip()
+        elif current is not None:
+            params[current] = f"{params[current]} {line.strip()}".strip()
+        i += 1
+    return i
+
+
+def _read_numpy(lines: list[str], i: int, params: dict[str, str]) -> int:
+    current: str | None = None
+    while i < len(lines):
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        nxt = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if _indent(line) == 0:
+            if nxt and set(nxt) == {"-"}:
+                return i  # the next section
+            m = _NUMPY_ITEM.match(line.strip())
+            if not m:
+                return i
+            current = m.group(1)
+            params[current] = ""
+        elif current is not None:
+            params[current] = f"{params[current]} {line.strip()}".strip()
+        i += 1
+    return i
+
+
+# --- converting validated JSON back into the Python types a function expects ------------
+
+
+def converter_for(tp: Any) -> Callable[[Any], Any] | None:
+    """A function turning JSON data into ``tp`` (dataclasses, enums, tuples), or None if as-is."""
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin is typing.Annotated:
+        return converter_for(args[0])
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return tp
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        hints = get_type_hints(tp)
+        subs = {f.name: converter_for(hints.get(f.name, Any)) for f in dataclasses.fields(tp)}
+        subs = {k: v for k, v in subs.items() if v is not None}
+        return lambda d: tp(**{k: (subs[k](v) if k in subs else v) for k, v in d.items()})
+    if origin in (typing.Union, types.UnionType):
+        inner = [(a, converter_for(a)) for a in args if a is not _NONE]
+        if len(inner) == 1 and inner[0][1] is not None:
+            conv = inner[0][1]
+            return lambda v: None if v is None else conv(v)
+        return None
+    if origin in (list, Sequence) and args:
+        conv = converter_for(args[0])
+        return None if conv is None else (lambda v: [conv(x) for x in v])
+    if origin is tuple:
+        return tuple
+    if origin in (set, frozenset):
+        return origin  # type: ignore[no-any-return]
+    return None

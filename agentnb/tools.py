@@ -1,0 +1,330 @@
+"""Tools: the ``@tool`` decorator, the :class:`Tool` type, argument validation.
+
+>>> from typing import Literal
+>>> @tool
+... def weather(city: str, unit: Literal["c", "f"] = "c") -> str:
+...     '''Current weather for a city.
+...
+...     Args:
+...         city: the city name
+...         unit: temperature unit
+...     '''
+...     return f"12 {unit} in {city}"
+>>> weather.parameters["required"]
+['city']
+>>> weather.validate({"city": "Paris", "unit": "k"})
+["unit: 'k' is not one of ['c', 'f']"]
+>>> weather("Oslo")
+'12 c in Oslo'
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, overload
+
+from agentnb.errors import ToolDefinitionError
+from agentnb.messages import Image
+from agentnb.schema import converter_for, parse_docstring, schema_for
+
+if TYPE_CHECKING:
+    import jsonschema
+
+_NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+
+
+@dataclass(frozen=True, slots=True)
+class ToolExample:
+    """A few-shot example: a user request and the arguments the tool should get."""
+
+    query: str
+    arguments: dict[str, Any]
+
+
+class ToolContext:
+    """Passed to a tool that declares a parameter annotated ``ToolContext``.
+
+    Lets the tool attach images for the model to see, or make its result the final answer.
+    """
+
+    __slots__ = ("call_id", "name", "depth", "images", "direct")
+
+    def __init__(self, call_id: str, name: str, depth: int) -> None:
+        self.call_id = call_id
+        self.name = name
+        self.depth = depth
+        self.images: list[Image] = []
+        self.direct = False
+
+    def attach_image(self, image: Any, mime: str = "image/png") -> None:
+        """Queue an image (PNG/JPEG bytes or a PIL image) for the model's next turn."""
+        self.images.append(Image.coerce(image, mime))
+
+    def return_directly(self) -> None:
+        """Make this call's result the run's final answer (no further model call)."""
+        self.direct = True
+
+
+class Tool:
+    """A callable the model can ask for, with its name, description and JSON Schema.
+
+    Build one with :func:`tool`; the constructor takes an explicit schema.
+    """
+
+    __slots__ = (
+        "name",
+        "description",
+        "parameters",
+        "fn",
+        "is_async",
+        "direct_output",
+        "allow_repeat",
+        "timeout",
+        "examples",
+        "context_param",
+        "_validator",
+        "_converters",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: Mapping[str, Any] | None = None,
+        fn: Callable[..., Any] | None = None,
+        *,
+        direct_output: bool = False,
+        allow_repeat: bool = False,
+        timeout: float | None = None,
+        examples: Iterable[Any] = (),
+        context_param: str | None = None,
+        converters: Mapping[str, Callable[[Any], Any]] | None = None,
+        problems: list[str] | None = None,
+    ) -> None:
+        problems = list(problems or ())
+        if not name or not set(name) <= _NAME_OK or len(name) > 64:
+            problems.append(f"name {name!r} must be 1-64 letters, digits, '_' or '-'")
+        if not description:
+            problems.append("no description: add a docstring or pass description=...")
+        # Imported here: with jupyter's format extras installed, importing jsonschema takes
+        # about a second, which `import agentnb` should not pay.
+        import jsonschema
+
+        params = dict(parameters) if parameters is not None else _empty_object()
+        if params.get("type") != "object":
+            problems.append("parameters schema must have type 'object'")
+        try:
+            validator_cls = jsonschema.validators.validator_for(params, jsonschema.Draft202012Validator)
+            validator_cls.check_schema(params)
+            self._validator = validator_cls(params)
+        except jsonschema.SchemaError as exc:
+            problems.append(f"parameters is not a valid JSON Schema: {exc.message}")
+        if timeout is not None and not timeout > 0:
+            problems.append(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if fn is not None and not callable(fn):
+            problems.append(f"fn must be callable, not {type(fn).__name__}")
+        self.name = name
+        self.description = description
+        self.parameters = params
+        self.fn = fn
+        self.is_async = fn is not None and inspect.iscoroutinefunction(fn)
+        self.direct_output = direct_output
+        self.allow_repeat = allow_repeat
+        self.timeout = timeout
+        self.context_param = context_param
+        self._converters = dict(converters or {})
+        self.examples = tuple(self._coerce_examples(examples, problems))
+        if problems:
+            raise ToolDefinitionError(name, problems)
+
+    # --- construction --------------------------------------------------------------------
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        **options: Any,
+    ) -> Tool:
+        """Build a tool from a typed function; its docstring gives the descriptions."""
+        problems: list[str] = []
+        tool_name = name or getattr(fn, "__name__", "")
+        summary, docs = parse_docstring(fn.__doc__ or "")
+        try:
+            hints = inspect.get_annotations(fn, eval_str=True)
+        except Exception as exc:
+            problems.append(f"cannot resolve type hints ({exc})")
+            hints = {}
+        props: dict[str, Any] = {}
+        required: list[str] = []
+        converters: dict[str, Callable[[Any], Any]] = {}
+        context_param = None
+        for p in inspect.signature(fn).parameters.values():
+            tp = hints.get(p.name, inspect.Parameter.empty)
+            if tp is ToolContext or tp == "ToolContext":
+                context_param = p.name
+                continue
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                problems.append(f"parameter {p.name}: *args/**kwargs cannot be described to a model")
+                continue
+            if p.kind is p.POSITIONAL_ONLY:
+                problems.append(f"parameter {p.name}: positional-only parameters are not supported")
+                continue
+            if tp is inspect.Parameter.empty:
+                problems.append(f"parameter {p.name}: missing type annotation")
+                continue
+            prop = schema_for(tp, problems, f"parameter {p.name}")
+            if p.name in docs and docs[p.name]:
+                prop = {**prop, "description": docs[p.name]}
+            if p.default is p.empty:
+                required.append(p.name)
+            elif p.default is None or isinstance(p.default, (str, int, float, bool)):
+                prop = {**prop, "default": p.default}
+            props[p.name] = prop
+            conv = converter_for(tp)
+            if conv is not None:
+                converters[p.name] = conv
+        for documented in docs:
+            if documented not in props and documented != context_param:
+                problems.append(f"docstring documents {documented!r}, which is not a parameter")
+        schema: dict[str, Any] = {"type": "object", "properties": props}
+        if required:
+            schema["required"] = required
+        schema["additionalProperties"] = False
+        return cls(
+            tool_name,
+            description if description is not None else summary,
+            schema,
+            fn,
+            context_param=context_param,
+            converters=converters,
+            problems=problems,
+            **options,
+        )
+
+    @classmethod
+    def from_openai(cls, spec: Mapping[str, Any], fn: Callable[..., Any] | None = None, **options: Any) -> Tool:
+        """Build a tool from an OpenAI-format dict ``{"type": "function", "function": {...}}``."""
+        problems: list[str] = []
+        func = spec.get("function", spec) if spec.get("type", "function") == "function" else None
+        if not isinstance(func, Mapping):
+            raise ToolDefinitionError(str(spec.get("name", "?")), ["expected {'type': 'function', 'function': {...}}"])
+        parameters = func.get("parameters")
+        if parameters is None:
+            problems.append("function has no 'parameters' schema")
+        return cls(func.get("name", ""), func.get("description", ""), parameters, fn, problems=problems, **options)
+
+    def _coerce_examples(self, examples: Iterable[Any], problems: list[str]) -> Iterable[ToolExample]:
+        for i, ex in enumerate(examples):
+            if isinstance(ex, ToolExample):
+                query, args = ex.query, ex.arguments
+            elif isinstance(ex, Mapping) and "query" in ex:
+                query, args = ex["query"], ex.get("arguments", {})
+            elif isinstance(ex, (tuple, list)) and len(ex) == 2:
+                query, args = ex
+            else:
+                problems.append(f"example {i}: expected (query, arguments) or {{'query':..., 'arguments':...}}")
+                continue
+            if hasattr(self, "_validator"):
+                for err in self.validate(args):
+                    problems.append(f"example {i} ({query!r}): {err}")
+            yield ToolExample(str(query), dict(args))
+
+    # --- use ------------------------------------------------------------------------------
+
+    def validate(self, arguments: Any) -> list[str]:
+        """Every way ``arguments`` breaks the schema, as sentences for the model; ``[]`` if valid."""
+        errors = self._validator.iter_errors(arguments)
+        return sorted(_describe(e) for e in errors)
+
+    def prepare(self, arguments: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        """Validated JSON arguments -> the keyword arguments the function takes."""
+        kwargs = {k: self._converters[k](v) if k in self._converters else v for k, v in arguments.items()}
+        if self.context_param:
+            kwargs[self.context_param] = ctx
+        return kwargs
+
+    def openai_schema(self) -> dict[str, Any]:
+        """This tool as an OpenAI ``tools`` entry."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.fn is None:
+            raise TypeError(f"tool {self.name!r} has no Python implementation")
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+
+def _empty_object() -> dict[str, Any]:
+    return {"type": "object", "properties": {}, "additionalProperties": False}
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    path = ".".join(str(p) for p in error.absolute_path)
+    return f"{path}: {error.message}" if path else error.message
+
+
+def render_result(value: Any) -> str:
+    """A tool's return value as the text the model reads."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "(no output)"
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> Tool: ...
+@overload
+def tool(fn: Mapping[str, Any], /, **options: Any) -> Tool: ...
+@overload
+def tool(
+    *,
+    name: str | None = ...,
+    description: str | None = ...,
+    direct_output: bool = ...,
+    allow_repeat: bool = ...,
+    timeout: float | None = ...,
+    examples: Iterable[Any] = ...,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(fn: Any = None, /, **options: Any) -> Any:
+    """Turn a typed function (sync or async) into a :class:`Tool`.
+
+    Use bare (``@tool``) or with options (``@tool(direct_output=True, timeout=5)``).
+    An OpenAI-format dict is accepted too: ``tool({"type": "function", ...}, fn=handler)``.
+    Options: ``name``, ``description``, ``direct_output``, ``allow_repeat``, ``timeout``
+    (seconds), ``examples`` (``[(query, arguments), ...]``).
+    """
+    if fn is None:
+        return lambda f: Tool.from_function(f, **options)
+    if isinstance(fn, Tool):
+        return fn
+    if isinstance(fn, Mapping):
+        return Tool.from_openai(fn, **options)
+    return Tool.from_function(fn, **options)
+
+
+def coerce_tools(tools: Iterable[Any]) -> dict[str, Tool]:
+    """Tools (or plain functions, or OpenAI dicts) by name; duplicate names are an error."""
+    out: dict[str, Tool] = {}
+    for t in tools:
+        t = tool(t)
+        if t.name in out:
+            raise ToolDefinitionError(t.name, ["two tools have this name"])
+        out[t.name] = t
+    return out
