@@ -64,6 +64,11 @@ class Agent:
         settings: dict[str, Any] | None = None,
     ) -> None:
         self.provider = get_provider(provider)
+        if not self.provider.supports_native_tools:
+            # Text-only models get tool calling simulated in the prompt.
+            from agentnb.providers.untooled import UnTooled
+
+            self.provider = UnTooled(self.provider)
         self.tools: dict[str, Tool] = coerce_tools(tools)
         if not isinstance(max_tool_calls, int) or max_tool_calls < 0:
             raise UserError(f"max_tool_calls must be a whole number >= 0, not {max_tool_calls!r}")

@@ -184,7 +184,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             if errors or arguments is None:
                 plans.append(ToolMessage(call.id, call.name, _invalid_message(tool, errors), True))
                 continue
-            fp = fingerprint(call.name, arguments)
+            fp = fingerprint(call.name, {**tool.defaults, **arguments} if tool.defaults else arguments)
             earlier = dedup.lookup(fp)
             seen = earlier is not None or fp in in_turn
             action = "execute" if not seen else ("allow_repeat" if tool.allow_repeat else "skip")

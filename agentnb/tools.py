@@ -85,6 +85,7 @@ class Tool:
         "timeout",
         "examples",
         "context_param",
+        "defaults",
         "_validator",
         "_converters",
     )
@@ -135,6 +136,12 @@ class Tool:
         self.allow_repeat = allow_repeat
         self.timeout = timeout
         self.context_param = context_param
+        props = params.get("properties")
+        #: Schema defaults, so ``{"city": "Paris"}`` and ``{"city": "Paris", "unit": "c"}``
+        #: are recognised as the same call.
+        self.defaults = {
+            k: v["default"] for k, v in (props.items() if isinstance(props, dict) else ()) if isinstance(v, dict) and "default" in v
+        }
         self._converters = dict(converters or {})
         self.examples = tuple(self._coerce_examples(examples, problems))
         if problems:

@@ -25,6 +25,23 @@ ToolChoice: TypeAlias = str
 
 
 @dataclass(frozen=True, slots=True)
+class OutputConstraint:
+    """What a text-only backend must write, for backends that can constrain decoding.
+
+    The UnTooled layer sets this on the requests it sends to a text model whose
+    ``supports_constraints`` is True. The reply must then be either plain text that does not
+    start with ``{`` or ``[`` (not allowed when ``tool_choice`` is ``"required"`` or a tool
+    name), or one JSON object ``{"name": ..., "arguments": {...}}`` whose arguments match that
+    tool's parameters schema (only the named tool when ``tool_choice`` is a name; when
+    ``parallel`` is True a JSON array of such objects is allowed too).
+    """
+
+    tools: tuple[Tool, ...]
+    tool_choice: ToolChoice = "auto"
+    parallel: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Request:
     """One model call: the whole conversation so far and the tools on offer."""
 
@@ -32,6 +49,7 @@ class Request:
     tools: Sequence[Tool] = ()
     tool_choice: ToolChoice = "auto"
     settings: dict[str, Any] = field(default_factory=dict)
+    constraint: OutputConstraint | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +93,8 @@ class Provider(ABC):
     supports_native_tools: bool = True
     #: True when :meth:`stream` yields real incremental chunks.
     supports_streaming: bool = False
+    #: True when the backend honours :attr:`Request.constraint` (constrained decoding).
+    supports_constraints: bool = False
 
     @abstractmethod
     async def complete(self, request: Request) -> Completion:
