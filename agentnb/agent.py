@@ -100,10 +100,11 @@ class Agent:
         *,
         history: RunResult | Sequence[Message] | None = None,
         controller: StepController | None = None,
-        stream: bool | None = None,
+        stream: bool = True,
     ) -> AsyncIterator[Event | RunResult]:
         """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
 
+        The provider streams (text deltas arrive as events) unless ``stream=False``.
         Cancelling the consuming task, a KeyboardInterrupt, or a controller's ``StopRun`` ends
         the run with ``stop_reason="cancelled"``; the transcript keeps every completed step.
         """
@@ -113,7 +114,7 @@ class Agent:
             self.tools,
             self.max_tool_calls,
             self.tool_choice,
-            self.stream_default if stream is None else stream,
+            stream,
             self.tool_timeout,
             self.settings,
             controller,
@@ -134,7 +135,7 @@ class Agent:
         except Exception as exc:  # provider failures end the run but keep the transcript
             state.stop_reason = "error"
             error = exc
-        depth = max((getattr(e, "depth", 0) for e in state.events[-1:]), default=0)
+        depth = state.events[-1].depth
         reason = state.stop_reason or "cancelled"
         message = f"{type(error).__name__}: {error}" if error is not None else None
         end = RunFinished(depth, reason, state.tool_calls, state.usage, perf_counter() - start, message)
@@ -162,7 +163,8 @@ class Agent:
         stream: bool | None = None,
     ) -> RunResult:
         """Run to the end and return the result; ``on_event`` sees every event live."""
-        async for item in self.stream(prompt, history=history, controller=controller, stream=stream):
+        streaming = self.stream_default if stream is None else stream
+        async for item in self.stream(prompt, history=history, controller=controller, stream=streaming):
             if isinstance(item, RunResult):
                 return item
             if on_event is not None:

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeAlias
 
 from agentnb.messages import Image, ToolCall, Usage
 
+
 class _EventBase:
     __slots__ = ()
 

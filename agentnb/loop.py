@@ -179,7 +179,9 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                 if decision.arguments is not None and decision.arguments != arguments:
                     arguments = decision.arguments
                     yield StepDecision(depth, "tool", "edit", call.id, arguments)
-            errors = (call.parse_error or "arguments are not valid JSON",) if arguments is None else tool.validate(arguments)
+            errors = (
+                (call.parse_error or "arguments are not valid JSON",) if arguments is None else tool.validate(arguments)
+            )
             yield ValidationResult(depth, call.id, call.name, tuple(errors))
             if errors or arguments is None:
                 plans.append(ToolMessage(call.id, call.name, _invalid_message(tool, errors), True))

@@ -54,7 +54,7 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
         case ModelRequest(n_messages=n, tools=t, tool_choice=c):
             offer = f"{len(t)} tools, choice {c}" if t else "no tools"
             return f"{d} ask model ({n} messages, {offer})"
-        case ModelResponse(text=text, tool_calls=calls, usage=u, duration=s):
+        case ModelResponse(tool_calls=calls, usage=u, duration=s):
             what = f"{len(calls)} tool call(s)" if calls else "text"
             tokens = f", {u.input_tokens}+{u.output_tokens} tokens" if u.total_tokens else ""
             return f"{d} model replied with {what} in {s:.2f}s{tokens}"

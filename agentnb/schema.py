@@ -103,9 +103,7 @@ def _dict_schema(args: tuple[Any, ...], problems: list[str], where: str) -> dict
     return schema
 
 
-def _object_schema(
-    props: dict[str, dict[str, Any]], required: list[str], description: str | None
-) -> dict[str, Any]:
+def _object_schema(props: dict[str, dict[str, Any]], required: list[str], description: str | None) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         schema["required"] = required

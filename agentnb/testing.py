@@ -12,12 +12,16 @@ A reply is one of:
 * a :class:`~agentnb.providers.Completion`, used as it is;
 * an exception instance, raised (to test provider failures).
 
->>> from agentnb import Agent
+>>> from agentnb import Agent, tool
+>>> @tool
+... def echo(text: str) -> str:
+...     '''Echo the text.'''
+...     return text
 >>> model = ScriptedProvider([call("echo", text="hi"), "done"])
->>> Agent(model, tools=[]).run("go").stop_reason
-'answer'
->>> len(model.requests)
-2
+>>> Agent(model, tools=[echo]).run("go").output
+'done'
+>>> model.requests[1].messages[-1].content
+'hi'
 """
 
 from __future__ import annotations

@@ -140,7 +140,9 @@ class Tool:
         #: Schema defaults, so ``{"city": "Paris"}`` and ``{"city": "Paris", "unit": "c"}``
         #: are recognised as the same call.
         self.defaults = {
-            k: v["default"] for k, v in (props.items() if isinstance(props, dict) else ()) if isinstance(v, dict) and "default" in v
+            k: v["default"]
+            for k, v in (props.items() if isinstance(props, dict) else ())
+            if isinstance(v, dict) and "default" in v
         }
         self._converters = dict(converters or {})
         self.examples = tuple(self._coerce_examples(examples, problems))
@@ -186,7 +188,7 @@ class Tool:
                 problems.append(f"parameter {p.name}: missing type annotation")
                 continue
             prop = schema_for(tp, problems, f"parameter {p.name}")
-            if p.name in docs and docs[p.name]:
+            if docs.get(p.name):
                 prop = {**prop, "description": docs[p.name]}
             if p.default is p.empty:
                 required.append(p.name)

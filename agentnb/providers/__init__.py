@@ -64,7 +64,7 @@ def __getattr__(name: str) -> Any:
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
     """Split ``"kind:model"`` into its parts; ``"local"`` has no model part."""
-    kind, sep, model = spec.strip().partition(":")
+    kind, _, model = spec.strip().partition(":")
     kind = kind.lower()
     if kind not in SPEC_KINDS:
         known = ", ".join(f"'{k}:MODEL'" if k != "local" else "'local'" for k in SPEC_KINDS)

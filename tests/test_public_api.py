@@ -1,0 +1,99 @@
+"""The public surface is deliberate, light to import, and its docstring examples run."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+import agentnb
+
+EXPECTED_ALL = [
+    "DEFAULT_MAX_TOOL_CALLS",
+    "Agent",
+    "AgentnbError",
+    "AssistantMessage",
+    "AuthenticationError",
+    "Image",
+    "MissingDependencyError",
+    "ModelBehaviorError",
+    "ModelNotFoundError",
+    "Provider",
+    "ProviderError",
+    "RateLimitError",
+    "RunResult",
+    "ServerError",
+    "StepController",
+    "StopRun",
+    "SystemMessage",
+    "TextPrinter",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolDecision",
+    "ToolDefinitionError",
+    "ToolExample",
+    "ToolMessage",
+    "Usage",
+    "UserError",
+    "UserMessage",
+    "get_provider",
+    "load_transcript",
+    "tool",
+]
+
+CORE_MODULES = [
+    "agentnb",
+    "agentnb.agent",
+    "agentnb.dedupe",
+    "agentnb.events",
+    "agentnb.loop",
+    "agentnb.messages",
+    "agentnb.printer",
+    "agentnb.providers",
+    "agentnb.providers.base",
+    "agentnb.result",
+    "agentnb.schema",
+    "agentnb.testing",
+    "agentnb.tools",
+]
+
+
+def test_all_is_pinned() -> None:
+    assert agentnb.__all__ == EXPECTED_ALL
+    for name in agentnb.__all__:
+        assert hasattr(agentnb, name), name
+
+
+def test_import_stays_light() -> None:
+    code = (
+        "import sys, agentnb, agentnb.testing, agentnb.providers;"
+        "heavy = [m for m in ('torch', 'transformers', 'openai', 'ipywidgets', 'IPython', 'jsonschema')"
+        " if m in sys.modules]; print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("module", CORE_MODULES)
+def test_docstring_examples_run(module: str) -> None:
+    mod = importlib.import_module(module)
+    failures, _ = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert failures == 0
+
+
+def test_default_limit_has_one_name_and_one_value() -> None:
+    import inspect
+
+    assert agentnb.DEFAULT_MAX_TOOL_CALLS == 10
+    assert inspect.signature(agentnb.Agent).parameters["max_tool_calls"].default == 10
+
+
+def test_unknown_provider_spec_is_a_clear_user_error() -> None:
+    with pytest.raises(agentnb.UserError, match="unknown provider spec 'gpt4'"):
+        agentnb.Agent("gpt4")
+    with pytest.raises(agentnb.UserError, match="names no model"):
+        agentnb.get_provider("openai:")

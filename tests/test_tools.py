@@ -1,0 +1,257 @@
+"""Tool definitions: schemas from signatures and docstrings, explicit schemas, validation."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+from typing import Annotated, Literal, Optional, TypedDict
+
+import pytest
+
+from agentnb import Tool, ToolContext, ToolDefinitionError, tool
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+@dataclasses.dataclass
+class Point:
+    """A point.
+
+    Args:
+        x: horizontal
+        y: vertical
+    """
+
+    x: float
+    y: float = 0.0
+
+
+class Address(TypedDict):
+    street: str
+    zip: int
+
+
+def test_google_docstring_and_types_snapshot() -> None:
+    @tool
+    def search(
+        query: str,
+        limit: int = 5,
+        mode: Literal["fast", "deep"] = "fast",
+        color: Color | None = None,
+        tags: list[str] | None = None,
+        weights: dict[str, float] | None = None,
+    ) -> str:
+        """Search the index.
+
+        More detail that is part of the description.
+
+        Args:
+            query: what to look for
+            limit (int): at most this many
+                results, continued here
+            mode: search mode
+            color: a colour filter
+            tags: tags to match
+            weights: per-field weights
+
+        Returns:
+            the hits
+        """
+        return query
+
+    assert search.name == "search"
+    assert search.description == "Search the index. More detail that is part of the description."
+    assert search.parameters == {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "what to look for"},
+            "limit": {"type": "integer", "description": "at most this many results, continued here", "default": 5},
+            "mode": {"type": "string", "enum": ["fast", "deep"], "description": "search mode", "default": "fast"},
+            "color": {
+                "anyOf": [{"type": "string", "enum": ["red", "green"]}, {"type": "null"}],
+                "description": "a colour filter",
+                "default": None,
+            },
+            "tags": {
+                "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
+                "description": "tags to match",
+                "default": None,
+            },
+            "weights": {
+                "anyOf": [{"type": "object", "additionalProperties": {"type": "number"}}, {"type": "null"}],
+                "description": "per-field weights",
+                "default": None,
+            },
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    }
+
+
+def test_numpy_docstring() -> None:
+    @tool
+    def area(width: float, height: float) -> float:
+        """Area of a rectangle.
+
+        Parameters
+        ----------
+        width : float
+            The width,
+            in metres.
+        height : float
+            The height.
+
+        Returns
+        -------
+        float
+        """
+        return width * height
+
+    props = area.parameters["properties"]
+    assert props["width"]["description"] == "The width, in metres."
+    assert props["height"]["description"] == "The height."
+    assert area.description == "Area of a rectangle."
+
+
+def test_nested_dataclass_typeddict_and_conversion() -> None:
+    @tool
+    def place(point: Point, address: Address, color: Color = Color.RED, opt: Optional[int] = None) -> str:  # noqa: UP045
+        """Place a point."""
+        assert isinstance(point, Point)
+        assert isinstance(color, Color)
+        return f"{point.x},{point.y},{address['zip']},{color.value}"
+
+    props = place.parameters["properties"]
+    assert props["point"] == {
+        "type": "object",
+        "properties": {
+            "x": {"type": "number", "description": "horizontal"},
+            "y": {"type": "number", "description": "vertical", "default": 0.0},
+        },
+        "required": ["x"],
+        "additionalProperties": False,
+        "description": "A point.",
+    }
+    assert props["address"]["required"] == ["street", "zip"]
+    assert props["opt"]["type"] == ["integer", "null"]
+    assert place.validate({"point": {"x": 1}, "address": {"street": "a", "zip": 1}}) == []
+    assert place.validate({"point": {"x": "1"}, "address": {"street": "a", "zip": 1, "extra": 2}}) == [
+        "address: Additional properties are not allowed ('extra' was unexpected)",
+        "point.x: '1' is not of type 'number'",
+    ]
+    ctx = ToolContext("c", "place", 0)
+    kwargs = place.prepare({"point": {"x": 1, "y": 2}, "address": {"street": "a", "zip": 9}, "color": "green"}, ctx)
+    assert place.fn(**kwargs) == "1,2,9,green"
+
+
+def test_validation_reports_every_error_in_words() -> None:
+    @tool
+    def f(a: int, unit: Literal["c", "f"]) -> None:
+        """F."""
+
+    assert f.validate({"a": 1, "unit": "c"}) == []
+    assert f.validate({"a": "x", "unit": "k", "zzz": 1}) == [
+        "Additional properties are not allowed ('zzz' was unexpected)",
+        "a: 'x' is not of type 'integer'",
+        "unit: 'k' is not one of ['c', 'f']",
+    ]
+    assert f.validate({}) == ["'a' is a required property", "'unit' is a required property"]
+
+
+def test_bad_definition_lists_every_problem() -> None:
+    def bad(a, *rest, b: set[int] | complex = 1, **kw):  # type: ignore[no-untyped-def]
+        """Bad.
+
+        Args:
+            nothere: documented but missing
+        """
+
+    with pytest.raises(ToolDefinitionError) as info:
+        tool(bad)
+    problems = info.value.problems
+    assert "parameter a: missing type annotation" in problems
+    assert any("*args/**kwargs" in p and "rest" in p for p in problems)
+    assert any("*args/**kwargs" in p and "kw" in p for p in problems)
+    assert any("unsupported type complex" in p for p in problems)
+    assert any("nothere" in p for p in problems)
+    assert "invalid tool 'bad'" in str(info.value)
+
+
+def test_missing_description_and_bad_name() -> None:
+    with pytest.raises(ToolDefinitionError) as info:
+        Tool("bad name!", "", {"type": "object"})
+    assert len(info.value.problems) == 2
+
+
+def test_explicit_schema_and_openai_dict() -> None:
+    spec = {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "description": "Current time in a timezone.",
+            "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}, "required": ["tz"]},
+        },
+    }
+    t = tool(spec, fn=lambda tz: f"12:00 {tz}")
+    assert t.name == "get_time" and t.parameters["required"] == ["tz"]
+    assert t.openai_schema() == spec
+    assert t.validate({}) == ["'tz' is a required property"]
+    raw = Tool("echo", "Echo.", {"type": "object", "properties": {"x": {"type": "string"}}}, lambda x: x)
+    assert raw("hi") == "hi"
+    with pytest.raises(ToolDefinitionError, match="not a valid JSON Schema"):
+        Tool("broken", "Broken.", {"type": "object", "properties": {"x": {"type": 5}}})
+
+
+def test_options_and_examples_are_checked() -> None:
+    @tool(direct_output=True, allow_repeat=True, timeout=2.5, examples=[("Add 1 and 2", {"a": 1, "b": 2})])
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    assert (add.direct_output, add.allow_repeat, add.timeout) == (True, True, 2.5)
+    assert add.examples[0].query == "Add 1 and 2"
+
+    def neg(a: int) -> int:
+        """Negate."""
+        return -a
+
+    with pytest.raises(ToolDefinitionError) as info:
+        tool(examples=[{"query": "q", "arguments": {"a": "x"}}, "nonsense"])(neg)
+    assert info.value.problems == [
+        "example 0 ('q'): a: 'x' is not of type 'integer'",
+        "example 1: expected (query, arguments) or {'query':..., 'arguments':...}",
+    ]
+
+
+def test_annotated_description_async_and_context_param() -> None:
+    @tool
+    async def fetch(url: Annotated[str, "the address"], ctx: ToolContext) -> str:
+        """Fetch a page."""
+        ctx.attach_image(b"png")
+        return url
+
+    assert fetch.is_async and fetch.context_param == "ctx"
+    assert fetch.parameters["properties"] == {"url": {"type": "string", "description": "the address"}}
+    ctx = ToolContext("c1", "fetch", 0)
+    assert asyncio.run(fetch.fn(**fetch.prepare({"url": "u"}, ctx))) == "u"
+    assert len(ctx.images) == 1
+
+
+def test_tuple_and_set_schemas() -> None:
+    @tool
+    def f(pair: tuple[int, str], items: tuple[int, ...], uniq: set[str]) -> None:
+        """F."""
+
+    p = f.parameters["properties"]
+    assert p["pair"] == {
+        "type": "array",
+        "prefixItems": [{"type": "integer"}, {"type": "string"}],
+        "minItems": 2,
+        "maxItems": 2,
+    }
+    assert p["items"] == {"type": "array", "items": {"type": "integer"}}
+    assert p["uniq"] == {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
