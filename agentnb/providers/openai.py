@@ -1,0 +1,404 @@
+"""The native track: OpenAI Chat Completions, and every server that speaks it.
+
+:class:`OpenAIProvider` sends our tools as ``tools``, reads tool calls back (several per
+turn), streams text and tool-call deltas, and turns HTTP failures into the typed errors of
+:mod:`agentnb.errors`. ``base_url`` points it at any OpenAI-compatible server (Ollama, vLLM,
+LM Studio, llama.cpp, ``transformers serve``); see ``docs/native.md``.
+
+The ``openai`` SDK is imported here only, when a provider is built, so ``import agentnb``
+works without it.
+
+>>> p = OpenAIProvider("qwen2.5", base_url="http://localhost:11434/v1")
+>>> p
+OpenAIProvider('qwen2.5', base_url='http://localhost:11434/v1')
+>>> p.build_request(Request([UserMessage("hi")]))["messages"]
+[{'role': 'user', 'content': 'hi'}]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from agentnb.errors import (
+    AuthenticationError,
+    MissingDependencyError,
+    ModelNotFoundError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+    UserError,
+)
+from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
+from agentnb.providers.base import (
+    Chunk,
+    Completion,
+    CompletionAssembler,
+    Provider,
+    Request,
+    TextChunk,
+    ToolCallChunk,
+    parse_arguments,
+)
+
+__all__ = ["OpenAIProvider"]
+
+#: Local servers ignore the key but the SDK insists on one (vLLM's documented placeholder).
+PLACEHOLDER_KEY = "EMPTY"
+#: Options of the SDK's ``create()`` that are not part of the JSON body.
+_REQUEST_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
+_create_params: frozenset[str] | None = None
+
+
+class _Secret:
+    """Holds the API key so that no repr, ``vars()`` dump or log line can show it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    def redact(self, text: str) -> str:
+        # Short strings are no secret worth hiding, and replacing them would garble the text.
+        return text.replace(self.value, "***") if len(self.value) >= 8 else text
+
+
+class OpenAIProvider(Provider):
+    """A model behind the OpenAI Chat Completions API (or any server that speaks it).
+
+    Args:
+        model: the model name the server knows (``gpt-4o-mini``, ``qwen2.5:7b``, ...).
+        api_key: the key; default ``OPENAI_API_KEY``. Without a key and with a ``base_url`` (a
+            local server) a placeholder is sent. The key never appears in reprs, events,
+            transcripts or error messages.
+        base_url: the server's ``/v1`` URL; default ``OPENAI_BASE_URL``, else OpenAI.
+        max_retries: retries of rate-limited, 5xx and failed connections, with exponential
+            backoff (the SDK's; it honours ``Retry-After``).
+        timeout: seconds per request.
+        stream_usage: ask for token usage at the end of streams
+            (``stream_options={"include_usage": True}``); dropped automatically when a server
+            rejects it.
+        settings: defaults for every request (``temperature``, ``max_tokens``, ...); a
+            request's own settings win. Keys the SDK does not know go in the JSON body as they
+            are (e.g. vLLM's ``top_k``).
+        client_options: passed to ``openai.AsyncOpenAI`` (``organization``,
+            ``default_headers``, ``http_client``, ...).
+
+    >>> OpenAIProvider("m", api_key="sk-secret", base_url="http://127.0.0.1:8000/v1").name
+    'm'
+    """
+
+    supports_native_tools = True
+    supports_streaming = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_retries: int = 2,
+        timeout: float = 120.0,
+        stream_usage: bool = True,
+        settings: dict[str, Any] | None = None,
+        **client_options: Any,
+    ) -> None:
+        _sdk()  # fail now, with the extra to install, rather than at the first call
+        if not isinstance(model, str) or not model:
+            raise UserError(f"OpenAIProvider needs a model name, got {model!r}")
+        self.name = model
+        self.model = model
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if self.base_url is None:
+                raise UserError(
+                    "OpenAIProvider needs an API key: set OPENAI_API_KEY or pass api_key=...; "
+                    "for a local server pass base_url=... (no key needed)"
+                )
+            key = PLACEHOLDER_KEY
+        self._key = _Secret(key)
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.stream_usage = stream_usage
+        self.settings = dict(settings or {})
+        self._client_options = client_options
+        self._client: Any = None
+        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    def __repr__(self) -> str:
+        if self.base_url is None:
+            return f"OpenAIProvider({self.model!r})"
+        return f"OpenAIProvider({self.model!r}, base_url={_without_userinfo(self.base_url)!r})"
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the current client (optional; a new one opens on use)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    # -- the client ---------------------------------------------------------------------
+
+    @property
+    def client(self) -> Any:
+        """The ``openai.AsyncOpenAI`` client for the running event loop.
+
+        An HTTP connection pool belongs to the event loop that opened it, and ``Agent.run``
+        drives each run on a fresh loop outside Jupyter, so a new loop gets a new client.
+        """
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if self._client is None or (self._client_loop is not None and self._client_loop() is not loop):
+            self._client = _sdk().AsyncOpenAI(
+                api_key=self._key.value,
+                base_url=self.base_url,
+                max_retries=self.max_retries,
+                timeout=self.timeout,
+                **self._client_options,
+            )
+            self._client_loop = weakref.ref(loop) if loop is not None else None
+        return self._client
+
+    # -- request ------------------------------------------------------------------------
+
+    def build_request(self, request: Request) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create`` for one request.
+
+        >>> from agentnb import tool
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> p = OpenAIProvider("m", base_url="http://127.0.0.1:1/v1")
+        >>> kw = p.build_request(Request([UserMessage("2+3?")], [add], tool_choice="add"))
+        >>> kw["tool_choice"], kw["tools"][0]["function"]["name"]
+        ({'type': 'function', 'function': {'name': 'add'}}, 'add')
+        """
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [to_openai(m) for m in request.messages]}
+        if request.tools:
+            kwargs["tools"] = [t.openai_schema() for t in request.tools]
+            choice = request.tool_choice
+            if choice in ("required", "none"):
+                kwargs["tool_choice"] = choice
+            elif choice != "auto":  # "auto" is the API's default: leaving it out suits more servers
+                kwargs["tool_choice"] = {"type": "function", "function": {"name": choice}}
+        settings = {**self.settings, **request.settings} if self.settings else request.settings
+        if settings:
+            known = _known_params()
+            extra = {k: v for k, v in settings.items() if k not in known}
+            kwargs.update((k, v) for k, v in settings.items() if k in known)
+            if extra:
+                kwargs["extra_body"] = {**kwargs.get("extra_body", {}), **extra}
+        return kwargs
+
+    # -- response -----------------------------------------------------------------------
+
+    async def complete(self, request: Request) -> Completion:
+        kwargs = self.build_request(request)
+        try:
+            response = await self.client.chat.completions.create(**kwargs)
+        except _sdk().OpenAIError as exc:
+            raise self._error(exc) from exc
+        return parse_completion(response)
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
+        kwargs = self.build_request(request)
+        kwargs["stream"] = True
+        if self.stream_usage:
+            kwargs["stream_options"] = {"include_usage": True}
+        assembler = CompletionAssembler()
+        ids: dict[int, tuple[str | None, str]] = {}  # index -> (id, name so far)
+        usage = Usage()
+        finish: str | None = None
+        try:
+            stream = await self._open_stream(kwargs)
+            async for chunk in stream:
+                if chunk.usage is not None:
+                    usage = _usage(chunk.usage)
+                for choice in chunk.choices[:1]:
+                    finish = choice.finish_reason or finish
+                    delta = choice.delta
+                    if delta is None:
+                        continue
+                    if delta.content:
+                        piece = TextChunk(delta.content)
+                        assembler.add(piece)
+                        yield piece
+                    for tc in delta.tool_calls or ():
+                        part = _tool_call_chunk(tc, ids)
+                        assembler.add(part)
+                        yield part
+        except _sdk().OpenAIError as exc:
+            raise self._error(exc, streaming=True) from exc
+        yield assembler.finish(usage, finish)
+
+    async def _open_stream(self, kwargs: dict[str, Any]) -> Any:
+        sdk = _sdk()
+        try:
+            return await self.client.chat.completions.create(**kwargs)
+        except sdk.BadRequestError as exc:
+            if "stream_options" not in kwargs or "stream_options" not in _server_message(exc):
+                raise
+        # This server does not take stream_options: stop asking for usage.
+        self.stream_usage = False
+        del kwargs["stream_options"]
+        return await self.client.chat.completions.create(**kwargs)
+
+    def _error(self, exc: Exception, *, streaming: bool = False) -> ProviderError:
+        """A typed agentnb error with the server's own message (and never the key)."""
+        error = self._classify(exc, streaming)
+        text = self._key.redact(str(error))
+        return error if text == str(error) else type(error)(text, status=error.status)
+
+    def _classify(self, exc: Exception, streaming: bool) -> ProviderError:
+        sdk = _sdk()
+        where = self.base_url or "the OpenAI API"
+        message = _server_message(exc)
+        if isinstance(exc, sdk.APIStatusError):
+            status = exc.status_code
+            if status in (401, 403):
+                return AuthenticationError(f"{where} rejected the API key ({status}): {message}", status=status)
+            if status == 404:
+                hint = "check the model name, and that base_url ends in /v1"
+                text = f"model {self.model!r} not found at {where} (404): {message} ({hint})"
+                return ModelNotFoundError(text, status=status)
+            retried = f"after {self.max_retries} retries ({status}): {message}"
+            if status == 429:
+                return RateLimitError(f"rate limited by {where} {retried}", status=status)
+            if status >= 500:
+                return ServerError(f"{where} failed {retried}", status=status)
+            return ProviderError(f"{where} refused the request ({status}): {message}", status=status)
+        if isinstance(exc, sdk.APITimeoutError):
+            return ProviderError(f"{where} did not answer within {self.timeout:g} s")
+        if isinstance(exc, sdk.APIConnectionError):
+            if streaming:
+                return ProviderError(f"the connection to {where} broke mid-stream: {_cause(exc)}")
+            return ProviderError(f"could not connect to {where} ({_cause(exc)}); is the server running?")
+        return ProviderError(f"{where}: {message}")
+
+
+# -- messages out -------------------------------------------------------------------------
+
+
+def to_openai(message: Message) -> dict[str, Any]:
+    """One message in Chat Completions form.
+
+    >>> to_openai(ToolMessage("call_1", "add", "5"))
+    {'role': 'tool', 'tool_call_id': 'call_1', 'content': '5'}
+    """
+    if isinstance(message, UserMessage):
+        if not message.images:
+            return {"role": "user", "content": message.content}
+        parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+        parts += [{"type": "image_url", "image_url": {"url": i.data_url}} for i in message.images]
+        return {"role": "user", "content": parts}
+    if isinstance(message, AssistantMessage):
+        out: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            out["tool_calls"] = [_call_out(c) for c in message.tool_calls]
+        return out
+    if isinstance(message, ToolMessage):
+        # An error result goes as it is: its text already tells the model what went wrong.
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": message.content}
+    raise TypeError(f"cannot send {type(message).__name__} to an OpenAI-compatible server")
+
+
+def _call_out(call: ToolCall) -> dict[str, Any]:
+    # Arguments that were not valid JSON go back verbatim, so the model sees what it wrote.
+    raw = call.raw_arguments or ""
+    arguments = raw if call.arguments is None else json.dumps(call.arguments, ensure_ascii=False)
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+
+
+# -- responses in -------------------------------------------------------------------------
+
+
+def parse_completion(response: Any) -> Completion:
+    """A :class:`Completion` from a ``ChatCompletion`` (first choice)."""
+    usage = _usage(response.usage) if response.usage is not None else Usage()
+    if not response.choices:
+        raise ProviderError("the server answered with no choices")
+    choice = response.choices[0]
+    message = choice.message
+    calls = tuple(
+        parse_arguments(tc.id, tc.function.name, tc.function.arguments)
+        for tc in message.tool_calls or ()
+        if getattr(tc, "function", None) is not None
+    )
+    return Completion(message.content or None, calls, usage, choice.finish_reason)
+
+
+def _tool_call_chunk(tc: Any, ids: dict[int, tuple[str | None, str]]) -> ToolCallChunk:
+    fn = tc.function
+    name = fn.name if fn is not None else None
+    seen_id, seen_name = ids.get(tc.index, (None, ""))
+    # Some servers repeat the id and whole name in every delta; OpenAI sends them once and
+    # others split the name. A repeat of both is not a new fragment.
+    if name and tc.id and tc.id == seen_id and name == seen_name:
+        name = None
+    ids[tc.index] = (tc.id or seen_id, seen_name + (name or ""))
+    return ToolCallChunk(tc.index, tc.id, name, (fn.arguments or "") if fn is not None else "")
+
+
+def _usage(u: Any) -> Usage:
+    return Usage(u.prompt_tokens or 0, u.completion_tokens or 0)
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _sdk() -> Any:
+    try:
+        import openai
+    except ImportError:
+        raise MissingDependencyError("OpenAIProvider", "openai") from None
+    return openai
+
+
+def _known_params() -> frozenset[str]:
+    global _create_params
+    if _create_params is None:
+        import inspect
+
+        from openai.resources.chat.completions import AsyncCompletions
+
+        names = set(inspect.signature(AsyncCompletions.create).parameters) - {"self"}
+        _create_params = frozenset(names)
+    return _create_params
+
+
+def _server_message(exc: Exception) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+        if isinstance(inner, str):
+            return inner
+    if isinstance(body, str) and body.strip():
+        return body.strip()
+    return str(getattr(exc, "message", None) or exc)
+
+
+def _cause(exc: BaseException) -> str:
+    inner = exc.__cause__ or exc.__context__
+    return f"{type(inner).__name__}: {inner}" if inner is not None else str(exc)
+
+
+def _without_userinfo(url: str) -> str:
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
