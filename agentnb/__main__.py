@@ -1,0 +1,3 @@
+from agentnb.cli import main
+
+raise SystemExit(main())

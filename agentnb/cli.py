@@ -1,0 +1,135 @@
+"""The ``agentnb`` command: ``agentnb demo`` and ``agentnb run "prompt"``.
+
+``agentnb demo`` runs an agent on the embedded SmolLM2-135M-Instruct model (the ``local``
+provider) with a calculator, a unit converter and a calendar tool, printing the live trace.
+``agentnb run`` takes any prompt, provider spec and tools from an importable module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from agentnb.agent import DEFAULT_MAX_TOOL_CALLS, Agent
+from agentnb.errors import UserError
+from agentnb.printer import TextPrinter
+from agentnb.providers import get_provider
+from agentnb.tools import Tool
+
+DEMO_PROMPTS = [
+    "What is 37 * 91?",
+    "How many miles is 42 km?",
+    "What day of the week was 2000-01-01?",
+]
+
+
+def load_tools(specs: Sequence[str]) -> list[Tool]:
+    """Tools from ``module`` (every Tool in it) or ``module:name,name``."""
+    tools: list[Tool] = []
+    for spec in specs:
+        module_name, _, names = spec.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise UserError(f"cannot import tools module {module_name!r}: {exc}") from exc
+        if names:
+            for name in names.split(","):
+                obj = getattr(module, name.strip(), None)
+                if not isinstance(obj, Tool):
+                    raise UserError(f"{module_name}:{name} is not an agentnb tool (decorate it with @tool)")
+                tools.append(obj)
+        else:
+            found = [v for v in vars(module).values() if isinstance(v, Tool)]
+            if not found:
+                raise UserError(f"module {module_name!r} defines no @tool")
+            tools.extend(found)
+    return tools
+
+
+def _provider_options(args: argparse.Namespace) -> dict[str, Any]:
+    base_url = getattr(args, "base_url", None)
+    return {"base_url": base_url} if base_url else {}
+
+
+def _run(agent: Agent, prompt: str, stream: bool, quiet: bool) -> int:
+    printer = None if quiet else TextPrinter(sys.stdout)
+    result = agent.run(prompt, on_event=printer, stream=stream)
+    if quiet:
+        print(result.output)
+    return 1 if result.stop_reason == "error" else 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from agentnb.demo_tools import DEMO_TOOLS
+
+    print(f"agentnb demo: provider {args.provider!r}, tools {', '.join(t.name for t in DEMO_TOOLS)}")
+    print("(the first run loads the model; later steps reuse it)\n")
+    agent = Agent(get_provider(args.provider, **_provider_options(args)), tools=DEMO_TOOLS)
+    status = 0
+    for prompt in [args.prompt] if args.prompt else DEMO_PROMPTS:
+        print(f"\n>>> {prompt}")
+        status |= _run(agent, prompt, args.stream, quiet=False)
+    return status
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    tools = load_tools(args.tools.split(";")) if args.tools else []
+    agent = Agent(
+        get_provider(args.provider, **_provider_options(args)),
+        tools=tools,
+        system=args.system,
+        max_tool_calls=args.max_tool_calls,
+    )
+    if args.json:
+        result = agent.run(args.prompt, stream=args.stream)
+        print(json.dumps(result.to_dict(), ensure_ascii=False))
+        return 1 if result.stop_reason == "error" else 0
+    return _run(agent, args.prompt, args.stream, args.quiet)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agentnb", description="LLM agents you can see and debug.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser, default_provider: str) -> None:
+        p.add_argument(
+            "--provider",
+            default=os.environ.get("AGENTNB_PROVIDER", default_provider),
+            help="provider spec: 'local', 'openai:MODEL', 'hf:ID_OR_PATH' (default: %(default)s)",
+        )
+        p.add_argument("--base-url", help="OpenAI-compatible server URL (else OPENAI_BASE_URL)")
+        p.add_argument("--no-stream", dest="stream", action="store_false", help="do not stream model output")
+
+    demo = sub.add_parser("demo", help="run the demo agent on the embedded SmolLM2 model")
+    common(demo, "local")
+    demo.add_argument("--prompt", help="one prompt instead of the built-in ones")
+    demo.set_defaults(func=cmd_demo)
+
+    run = sub.add_parser("run", help="run one prompt")
+    run.add_argument("prompt")
+    common(run, "local")
+    run.add_argument("--tools", help="'module' or 'module:name,name'; several separated by ';'")
+    run.add_argument("--system", help="system prompt")
+    run.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
+    run.add_argument("--quiet", action="store_true", help="print only the answer")
+    run.add_argument("--json", action="store_true", help="print the whole transcript as JSON")
+    run.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except UserError as exc:
+        print(f"agentnb: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
