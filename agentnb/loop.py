@@ -167,7 +167,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             tool = tools.get(call.name)
             if tool is None:
                 yield UnknownTool(depth, call.id, call.name, names)
-                plans.append(ToolMessage(call.id, call.name, _unknown_message(call.name, names), True))
+                plans.append(ToolMessage(call.id, call.name, _unknown_message(call, names), True))
                 continue
             arguments = call.arguments
             if cfg.controller is not None:
@@ -294,9 +294,11 @@ async def _execute_all(execs: list[_Exec], depth: int, timeout: float | None) ->
             t.cancel()
 
 
-def _unknown_message(name: str, names: tuple[str, ...]) -> str:
+def _unknown_message(call: ToolCall, names: tuple[str, ...]) -> str:
     available = ", ".join(names) or "(none)"
-    return f'Function "{name}" not found. Available functions: {available}. Call one of these, or answer in text.'
+    if call.parse_error and not call.name:  # a text model's call attempt that could not be read
+        return f"Your tool call could not be read: {call.parse_error}. Available functions: {available}."
+    return f'Function "{call.name}" not found. Available functions: {available}. Call one of these, or answer in text.'
 
 
 def _invalid_message(tool: Tool, errors: list[str] | tuple[str, ...]) -> str:

@@ -427,3 +427,13 @@ def test_model_request_events_show_tools_withdrawn_at_the_limit() -> None:
     result = Agent(model, tools=[add], max_tool_calls=1).run("go")
     reqs = [e for e in result.events if isinstance(e, ModelRequest)]
     assert [(r.tools, r.tool_choice) for r in reqs] == [(("add",), "auto"), ((), "none")]
+
+
+def test_unreadable_call_attempt_tells_the_model_why() -> None:
+    attempt = ToolCall("c1", "", None, '{"name": "add", "arguments": {"a": 1,', "unterminated JSON object")
+    model = ScriptedProvider([[attempt], "ok"])
+    result = Agent(model, tools=[add]).run("go")
+    feedback = model.requests[1].messages[-1]
+    assert feedback.is_error
+    assert feedback.content == "Your tool call could not be read: unterminated JSON object. Available functions: add."
+    assert result.tool_calls == 1
