@@ -341,3 +341,28 @@ def parse_reply(text: str, tools: Iterable[Mapping[str, Any]]) -> dict | None:
     ({'name': 'f', 'arguments': {'x': 1}}, None)
     """
     return parse_reply_detailed(text, tools)["call"]
+
+
+if __name__ == "__main__":
+    # A sanity check rather than a measurement: the picker prompt's size for the task set, and that an
+    # ideal reply (the expected call) survives this parser and validFuncCall for every request.
+    import importlib.util
+    from pathlib import Path
+
+    _spec = importlib.util.spec_from_file_location("scoring", Path(__file__).with_name("scoring.py"))
+    _scoring = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_scoring)
+    _data = _scoring.load_tasks()
+    _prompt = build_messages([], _data["tools"])[0]["content"]
+    print(f"picker system prompt for {len(_data['tools'])} tools: {len(_prompt)} characters")
+    _items = [(t["expected"], _data["tools"]) for t in _data["tasks"]]
+    _items += [(c["expected"], c["functions"]) for c in _scoring.load_fc_cases()]
+    _ok = 0
+    for _expected, _tools in _items:
+        if _expected is None:
+            _ok += parse_reply("Happy to help with that!", _tools) is None
+            continue
+        _args = {k: v[0] for k, v in _expected["arguments"].items() if v[0] != _scoring.OMITTED}
+        _reply = json.dumps({"name": _expected["name"], "arguments": _args})
+        _ok += _scoring.score_call(_expected, parse_reply(_reply, _tools))["correct"]
+    print(f"ideal replies scored correct through the baseline parser: {_ok}/{len(_items)}")

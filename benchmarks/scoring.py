@@ -226,3 +226,12 @@ def summarise(results: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     categories = sorted({r["category"] for r in results if r.get("category") is not None})
     summary["by_category"] = {c: _summary([r for r in results if r.get("category") == c]) for c in categories}
     return summary
+
+
+if __name__ == "__main__":
+    _tasks = load_tasks()
+    _cases = load_fc_cases()
+    _no_tool = sum(t["expected"] is None for t in _tasks["tasks"])
+    print(f"tasks.json: {len(_tasks['tools'])} tools, {len(_tasks['tasks'])} requests ({_no_tool} need no tool)")
+    for _category in ("simple", "multiple"):
+        print(f"fc_cases.json: {sum(c['category'] == _category for c in _cases)} {_category} cases")
