@@ -86,7 +86,7 @@ class Agent:
 
     def messages_for(self, prompt: Prompt, history: RunResult | Sequence[Message] | None = None) -> list[Message]:
         """The conversation a run starts from: history (or the system prompt), then the prompt."""
-        new = coerce_messages(prompt)
+        new = coerce_messages(prompt if isinstance(prompt, (str, dict, list, tuple)) else [prompt])
         if history is not None:
             old = list(history.messages) if isinstance(history, RunResult) else coerce_messages(list(history))
             return old + new
@@ -100,11 +100,12 @@ class Agent:
         *,
         history: RunResult | Sequence[Message] | None = None,
         controller: StepController | None = None,
-        stream: bool = True,
+        stream: bool | None = True,
     ) -> AsyncIterator[Event | RunResult]:
         """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
 
-        The provider streams (text deltas arrive as events) unless ``stream=False``.
+        The provider streams (text deltas arrive as events) unless ``stream=False``
+        (``None`` means the default, True).
         Cancelling the consuming task, a KeyboardInterrupt, or a controller's ``StopRun`` ends
         the run with ``stop_reason="cancelled"``; the transcript keeps every completed step.
         """
@@ -114,7 +115,7 @@ class Agent:
             self.tools,
             self.max_tool_calls,
             self.tool_choice,
-            stream,
+            stream is not False,
             self.tool_timeout,
             self.settings,
             controller,
@@ -203,7 +204,7 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
         import nest_asyncio
 
         nest_asyncio.apply(loop)
-    task = loop.create_task(make())  # type: ignore[arg-type]
+    task: asyncio.Task[T] = loop.create_task(make())  # type: ignore[arg-type]
     try:
         while True:
             try:

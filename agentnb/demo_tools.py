@@ -12,11 +12,12 @@ import ast
 import datetime as _dt
 import math
 import operator
-from typing import Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 from agentnb.tools import tool
 
-_BINOPS = {
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -25,12 +26,19 @@ _BINOPS = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
-_FUNCS = {"sqrt": math.sqrt, "log": math.log, "sin": math.sin, "cos": math.cos, "abs": abs, "round": round}
+_UNARY: dict[type, Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_FUNCS: dict[str, Callable[..., Any]] = {
+    "sqrt": math.sqrt,
+    "log": math.log,
+    "sin": math.sin,
+    "cos": math.cos,
+    "abs": abs,
+    "round": round,
+}
 _CONSTS = {"pi": math.pi, "e": math.e}
 
 
-def _eval(node: ast.AST) -> float:
+def _eval(node: ast.AST) -> Any:
     if isinstance(node, ast.Expression):
         return _eval(node.body)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
@@ -39,11 +47,11 @@ def _eval(node: ast.AST) -> float:
         left, right = _eval(node.left), _eval(node.right)
         if isinstance(node.op, ast.Pow) and abs(right) > 100:
             raise ValueError("exponent too large")
-        return _BINOPS[type(node.op)](left, right)  # type: ignore[no-any-return]
+        return _BINOPS[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
-        return _UNARY[type(node.op)](_eval(node.operand))  # type: ignore[no-any-return]
+        return _UNARY[type(node.op)](_eval(node.operand))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS:
-        return _FUNCS[node.func.id](*(_eval(a) for a in node.args))  # type: ignore[no-any-return]
+        return _FUNCS[node.func.id](*(_eval(a) for a in node.args))
     if isinstance(node, ast.Name) and node.id in _CONSTS:
         return _CONSTS[node.id]
     raise ValueError(f"unsupported expression: {ast.unparse(node)}")

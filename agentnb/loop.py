@@ -24,6 +24,7 @@ from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
 from agentnb.errors import ModelBehaviorError
 from agentnb.events import (
     AttachmentAdded,
+    DedupAction,
     DedupDecision,
     DirectOutput,
     Event,
@@ -189,7 +190,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             fp = fingerprint(call.name, {**tool.defaults, **arguments} if tool.defaults else arguments)
             earlier = dedup.lookup(fp)
             seen = earlier is not None or fp in in_turn
-            action = "execute" if not seen else ("allow_repeat" if tool.allow_repeat else "skip")
+            action: DedupAction = "execute" if not seen else ("allow_repeat" if tool.allow_repeat else "skip")
             yield DedupDecision(depth, call.id, call.name, fp, seen, action)
             if action != "skip":
                 in_turn.setdefault(fp, len(plans))

@@ -278,18 +278,23 @@ def converter_for(tp: Any) -> Callable[[Any], Any] | None:
         return tp
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         hints = get_type_hints(tp)
-        subs = {f.name: converter_for(hints.get(f.name, Any)) for f in dataclasses.fields(tp)}
-        subs = {k: v for k, v in subs.items() if v is not None}
+        subs: dict[str, Callable[[Any], Any]] = {}
+        for f in dataclasses.fields(tp):
+            sub = converter_for(hints.get(f.name, Any))
+            if sub is not None:
+                subs[f.name] = sub
         return lambda d: tp(**{k: (subs[k](v) if k in subs else v) for k, v in d.items()})
     if origin in (typing.Union, types.UnionType):
-        inner = [(a, converter_for(a)) for a in args if a is not _NONE]
-        if len(inner) == 1 and inner[0][1] is not None:
-            conv = inner[0][1]
-            return lambda v: None if v is None else conv(v)
-        return None
+        inner = [converter_for(a) for a in args if a is not _NONE]
+        only = inner[0] if len(inner) == 1 else None
+        if only is None:
+            return None
+        return lambda v: None if v is None else only(v)
     if origin in (list, Sequence) and args:
-        conv = converter_for(args[0])
-        return None if conv is None else (lambda v: [conv(x) for x in v])
+        item = converter_for(args[0])
+        if item is None:
+            return None
+        return lambda v: [item(x) for x in v]
     if origin is tuple:
         return tuple
     if origin in (set, frozenset):

@@ -162,7 +162,7 @@ class Tool:
     ) -> Tool:
         """Build a tool from a typed function; its docstring gives the descriptions."""
         problems: list[str] = []
-        tool_name = name or getattr(fn, "__name__", "")
+        tool_name: str = name or getattr(fn, "__name__", "")
         summary, docs = parse_docstring(fn.__doc__ or "")
         try:
             hints = inspect.get_annotations(fn, eval_str=True)
@@ -226,7 +226,8 @@ class Tool:
         parameters = func.get("parameters")
         if parameters is None:
             problems.append("function has no 'parameters' schema")
-        return cls(func.get("name", ""), func.get("description", ""), parameters, fn, problems=problems, **options)
+        name = str(func.get("name") or "")
+        return cls(name, str(func.get("description") or ""), parameters, fn, problems=problems, **options)
 
     def _coerce_examples(self, examples: Iterable[Any], problems: list[str]) -> Iterable[ToolExample]:
         for i, ex in enumerate(examples):
