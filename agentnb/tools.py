@@ -162,7 +162,7 @@ class Tool:
     ) -> Tool:
         """Build a tool from a typed function; its docstring gives the descriptions."""
         problems: list[str] = []
-        tool_name: str = name or getattr(fn, "__name__", "")
+        tool_name = str(name or getattr(fn, "__name__", ""))
         summary, docs = parse_docstring(fn.__doc__ or "")
         try:
             hints = inspect.get_annotations(fn, eval_str=True)
