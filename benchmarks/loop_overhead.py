@@ -43,7 +43,7 @@ async def agent_run(name: str, n: int) -> float:
     start = time.perf_counter()
     result = await agent.arun("go")
     elapsed = time.perf_counter() - start
-    if result.tool_calls != n or result.stop_reason != "limit" and result.stop_reason != "answer":
+    if result.tool_calls != n or result.stop_reason not in ("limit", "answer"):
         raise SystemExit(f"unexpected result: {result!r}")
     return elapsed
 
