@@ -235,6 +235,7 @@ def _zip_longest(rows: list[list[Any]]) -> list[list[Any]]:
 def _handler(server: WireServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # else headers and body wait out a 40 ms delayed ACK
 
         def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
             pass
