@@ -1,0 +1,47 @@
+"""Lint gates: ruff over the whole project, mypy over the core."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+CORE = [
+    "agentnb/__init__.py",
+    "agentnb/agent.py",
+    "agentnb/cli.py",
+    "agentnb/dedupe.py",
+    "agentnb/demo_tools.py",
+    "agentnb/errors.py",
+    "agentnb/events.py",
+    "agentnb/loop.py",
+    "agentnb/messages.py",
+    "agentnb/printer.py",
+    "agentnb/result.py",
+    "agentnb/schema.py",
+    "agentnb/testing.py",
+    "agentnb/tools.py",
+    "agentnb/providers/__init__.py",
+    "agentnb/providers/base.py",
+]
+
+
+def tool(name: str) -> str:
+    found = BIN / name
+    return str(found) if found.exists() else (shutil.which(name) or name)
+
+
+def test_ruff_is_clean() -> None:
+    out = subprocess.run(
+        [tool("ruff"), "check", "agentnb", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_mypy_is_clean_on_the_core() -> None:
+    out = subprocess.run([tool("mypy"), "--follow-imports=silent", *CORE], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
