@@ -1,0 +1,165 @@
+"""Options of the ``%agent`` magics: parsing a magic line, notebook defaults, ``{name}`` interpolation.
+
+Options come first; the rest of the line is the prompt, kept exactly as written (quotes and
+apostrophes included). ``--`` ends the options, for a prompt that starts with a dash.
+
+>>> opts, prompt = parse_line("--tools add,search -n 3 What's 2 + 3?")
+>>> opts.tools, opts.max_tool_calls, prompt
+(('add', 'search'), 3, "What's 2 + 3?")
+>>> interpolate("Sum of {xs} and {{literal}}", {"xs": [1, 2]})
+'Sum of [1, 2] and {literal}'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentnb.errors import UserError
+
+
+@dataclass(frozen=True, slots=True)
+class MagicOptions:
+    """Options of one ``%agent`` call or the notebook defaults (None: not set)."""
+
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    tools: tuple[str, ...] | None = None
+    max_tool_calls: int | None = None
+    system: str | None = None
+    stream: bool | None = None
+    step: bool | None = None
+    quiet: bool | None = None
+    out: str | None = None
+    new: bool | None = None
+
+    def merged_over(self, defaults: MagicOptions) -> MagicOptions:
+        """These options, with unset ones taken from ``defaults``."""
+        changes = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not None}
+        return dataclasses.replace(defaults, **changes)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self) if getattr(self, f.name) is not None
+        )
+        return f"AgentConfig({shown})"
+
+
+# option -> (field, kind); kind is "str", "int", "list" or a bool constant for flags
+_OPTIONS: dict[str, tuple[str, Any]] = {
+    "--provider": ("provider", "str"),
+    "-p": ("provider", "str"),
+    "--model": ("model", "str"),
+    "-m": ("model", "str"),
+    "--base-url": ("base_url", "str"),
+    "--tools": ("tools", "list"),
+    "-t": ("tools", "list"),
+    "--max-tool-calls": ("max_tool_calls", "int"),
+    "-n": ("max_tool_calls", "int"),
+    "--system": ("system", "str"),
+    "-s": ("system", "str"),
+    "--stream": ("stream", True),
+    "--no-stream": ("stream", False),
+    "--step": ("step", True),
+    "--no-step": ("step", False),
+    "--quiet": ("quiet", True),
+    "-q": ("quiet", True),
+    "--no-quiet": ("quiet", False),
+    "--out": ("out", "str"),
+    "-o": ("out", "str"),
+    "--new": ("new", True),
+}
+
+USAGE = (
+    "options: -p/--provider SPEC|VAR, -m/--model NAME, --base-url URL, -t/--tools a,b|none, "
+    "-n/--max-tool-calls N, -s/--system TEXT, --stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new"
+)
+
+_TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
+
+
+def parse_line(line: str) -> tuple[MagicOptions, str]:
+    """Split a magic line into options and the prompt text that follows them."""
+    values: dict[str, Any] = {}
+    rest = line
+    while True:
+        m = _TOKEN.match(rest)
+        if m is None or not m.group(1).startswith("-"):
+            break
+        token, rest = m.group(1), rest[m.end() :]
+        if token == "--":
+            break
+        name, eq, inline = token.partition("=")
+        if name not in _OPTIONS:
+            raise UserError(f"unknown option {name!r}; {USAGE}")
+        field, kind = _OPTIONS[name]
+        if isinstance(kind, bool):
+            if eq:
+                raise UserError(f"{name} is a flag and takes no value")
+            values[field] = kind
+            continue
+        if eq:
+            raw = inline
+        else:
+            m = _TOKEN.match(rest)
+            if m is None:
+                raise UserError(f"{name} needs a value; {USAGE}")
+            raw, rest = m.group(1), rest[m.end() :]
+        values[field] = _convert(name, kind, _unquote(raw))
+    out = values.get("out")
+    if out is not None and not out.isidentifier():
+        raise UserError(f"--out needs a Python variable name, not {out!r}")
+    return MagicOptions(**values), rest.strip()
+
+
+def _unquote(raw: str) -> str:
+    if raw[:1] in "\"'":
+        try:
+            return shlex.split(raw)[0]
+        except (ValueError, IndexError):
+            return raw
+    return raw
+
+
+def _convert(name: str, kind: str, raw: str) -> Any:
+    if kind == "int":
+        try:
+            value = int(raw)
+        except ValueError:
+            raise UserError(f"{name} needs a whole number, not {raw!r}") from None
+        if value < 0:
+            raise UserError(f"{name} needs a number >= 0, not {value}")
+        return value
+    if kind == "list":
+        names = tuple(n.strip() for n in raw.split(",") if n.strip())
+        return () if names in ((), ("none",)) else names
+    return raw
+
+
+class _Formatter(string.Formatter):
+    def get_value(self, key: Any, args: Any, kwargs: Mapping[str, Any]) -> Any:
+        if isinstance(key, int):
+            raise UserError("empty {} in the prompt: put a variable name inside, or write {{}} for literal braces")
+        if key not in kwargs:
+            raise UserError(
+                f"name {key!r} is not defined in the notebook (used as {{{key}}}; write {{{{ for a literal brace)"
+            )
+        return kwargs[key]
+
+
+def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
+    """Replace ``{name}`` (also ``{name.attr}``, ``{name[0]}``, ``{name:.2f}``) from ``namespace``."""
+    try:
+        return _Formatter().vformat(text, (), namespace)
+    except UserError:
+        raise
+    except (ValueError, KeyError, IndexError, AttributeError, TypeError) as exc:
+        raise UserError(
+            f"cannot fill in the prompt's {{...}} fields ({exc}); write {{{{ and }}}} for literal braces"
+        ) from None

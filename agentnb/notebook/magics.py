@@ -1,0 +1,307 @@
+"""The ``%agent`` / ``%%agent`` magics, ``%agent_config`` and ``%agent_reset``.
+
+After ``%load_ext agentnb``::
+
+    %agent_config --provider openai:gpt-4o-mini --max-tool-calls 5   # notebook defaults
+    %agent What is {x} squared?                                      # one line
+    %%agent --tools add,search --out r                               # cell body = prompt
+    Look up {city} and add the two numbers.
+
+* ``{name}`` is filled in from the notebook's variables (``{{`` for a literal brace).
+* Tools: every :class:`~agentnb.Tool` (``@tool``) in the namespace, or ``--tools a,b``.
+* The result is stored in ``_agent_result`` (and in ``--out VAR``); a step-through run's
+  debugger in ``_agent_debugger``.
+* Each call continues the previous conversation; ``--new`` or ``%agent_reset`` starts fresh.
+* A run shows the live trace widget (text lines where there is no kernel, nothing with
+  ``--quiet``). ``--step`` starts the step-through debugger and returns at once.
+
+Mistakes (unknown option, tool or variable) are reported as one ``UsageError`` line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
+
+from agentnb.agent import Agent
+from agentnb.errors import UserError
+from agentnb.notebook.config import MagicOptions, interpolate, parse_line
+from agentnb.notebook.runner import RunHandle, drive, run_blocking
+from agentnb.providers import SPEC_KINDS, Provider, get_provider, parse_spec
+from agentnb.result import RunResult
+from agentnb.tools import Tool, tool
+
+RESULT_VAR = "_agent_result"
+DEBUGGER_VAR = "_agent_debugger"
+DEFAULT_PROVIDER = "local"
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A run the magic is about to make."""
+
+    agent: Agent
+    prompt: str
+    history: RunResult | None
+    store: Callable[[RunResult], None]
+    on_event: Any
+    widget: Any
+
+
+@magics_class
+class AgentMagics(Magics):
+    """The magics and their per-notebook state (defaults, conversation, cached providers)."""
+
+    #: "auto" (a widget in a kernel, text elsewhere), "widget" or "text".
+    display_mode = "auto"
+
+    def __init__(self, shell: Any) -> None:
+        super().__init__(shell)
+        self.defaults = MagicOptions()
+        self.history: RunResult | None = None
+        self.debugger: Any = None
+        self._providers: dict[tuple[str, str | None], Provider] = {}
+
+    # --- magics ------------------------------------------------------------------------------
+
+    @no_var_expand
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> None:
+        """Run the agent: ``%agent [options] prompt`` or ``%%agent [options]`` + prompt cell."""
+        try:
+            plan = self._plan(line, cell)
+            if plan is None:
+                return
+
+            def attach(handle: RunHandle) -> None:
+                if plan.widget is not None:
+                    plan.widget.on_stop(handle.cancel)
+
+            make = lambda: drive(plan.agent, plan.prompt, history=plan.history, on_event=plan.on_event)  # noqa: E731
+            plan.store(run_blocking(make, attach))
+        except UserError as exc:
+            raise UsageError(_one_line(exc)) from None
+
+    @no_var_expand
+    @line_magic
+    def agent_config(self, line: str) -> MagicOptions:
+        """Set notebook defaults for ``%agent`` (same options); ``--reset`` clears them."""
+        try:
+            if line.strip() == "--reset":
+                self.defaults = MagicOptions()
+                return self.defaults
+            opts, rest = parse_line(line)
+            if rest:
+                raise UserError(f"%agent_config takes only options, not {rest!r}")
+            if opts.new or opts.out:
+                raise UserError("--new and --out apply to one run, not as defaults")
+            merged = opts.merged_over(self.defaults)
+            if opts.provider or opts.model:
+                self._provider(merged)  # a wrong spec is reported now, not at the first run
+            self.defaults = merged
+            return self.defaults
+        except UserError as exc:
+            raise UsageError(_one_line(exc)) from None
+
+    @line_magic
+    def agent_reset(self, line: str = "") -> None:
+        """Forget the conversation (the next ``%agent`` starts fresh); stop a paused run."""
+        if self.debugger is not None and self.debugger.state in ("paused", "running"):
+            self.debugger.stop()
+        self.history = None
+
+    # --- a run -------------------------------------------------------------------------------
+
+    async def run_async(self, line: str, cell: str | None = None) -> None:
+        """The magic as a coroutine, awaited by the kernel (see :func:`_await_agent_magics`).
+
+        The cell waits for the run while the kernel's event loop stays free, so the Stop
+        button works (ipykernel >= 7.4) and no loop is re-entered.
+        """
+        try:
+            plan = self._plan(line, cell)
+            if plan is None:
+                return
+            loop = asyncio.get_running_loop()
+            task = loop.create_task(drive(plan.agent, plan.prompt, history=plan.history, on_event=plan.on_event))
+            if plan.widget is not None:
+                plan.widget.on_stop(lambda: loop.call_soon_threadsafe(task.cancel))
+            try:
+                result = await asyncio.shield(task)
+            except (asyncio.CancelledError, KeyboardInterrupt):  # the kernel was interrupted
+                task.cancel()
+                result = await task
+            plan.store(result)
+        except UserError as exc:
+            raise UsageError(_one_line(exc)) from None
+
+    def _plan(self, line: str, cell: str | None) -> _Plan | None:
+        opts, prompt = parse_line(line)
+        if cell is not None:
+            if prompt:
+                raise UserError(f"%%agent takes options on its first line and the prompt in the cell; not {prompt!r}")
+            prompt = cell.strip()
+        if not prompt:
+            raise UserError("no prompt: write it after the options (%agent) or in the cell body (%%agent)")
+        return self._prepare(opts.merged_over(self.defaults), prompt)
+
+    def _prepare(self, opts: MagicOptions, prompt: str) -> _Plan | None:
+        """Build the agent; start a step-through run (returns None) or say how to run."""
+        ns = self.shell.user_ns
+        if self.debugger is not None and self.debugger.state in ("paused", "running"):
+            raise UserError(f"a step-through run is still going: {DEBUGGER_VAR}.stop() or .continue_() it first")
+        prompt = interpolate(prompt, ns)
+        system = interpolate(opts.system, ns) if opts.system else None
+        kwargs: dict[str, Any] = {"system": system, "stream": bool(opts.stream)}
+        if opts.max_tool_calls is not None:
+            kwargs["max_tool_calls"] = opts.max_tool_calls
+        provider = self._provider(opts)
+        agent = Agent(provider, self._tools(opts.tools), **kwargs)
+        key = self._provider_key(opts)
+        if self._providers.get(key) is provider:
+            self._providers[key] = agent.provider  # keep the UnTooled wrapper (and its caches)
+        history = None if opts.new else self.history
+        mode = self._mode(opts)
+
+        def store(result: RunResult) -> None:
+            ns[RESULT_VAR] = result
+            if opts.out:
+                ns[opts.out] = result
+            self.history = result
+
+        if opts.step:
+            self._start_debugger(agent, prompt, history, mode, store)
+            return None
+        if mode == "widget":
+            from agentnb.notebook.trace import TraceWidget
+
+            widget = TraceWidget().show()
+            return _Plan(agent, prompt, history, store, widget, widget)
+        return _Plan(agent, prompt, history, store, _printer() if mode == "text" else None, None)
+
+    def _start_debugger(self, agent: Agent, prompt: str, history: RunResult | None, mode: str, store: Any) -> None:
+        from agentnb.notebook.debugger import Debugger
+
+        dbg = Debugger(agent, widget=mode == "widget")
+        self.debugger = self.shell.user_ns[DEBUGGER_VAR] = dbg
+        shown = dbg.view if mode == "widget" else dbg
+        handle = _display(shown) if mode != "quiet" else None
+
+        def finished(result: RunResult) -> None:
+            store(result)
+            if handle is not None:  # so the saved text/plain shows the whole trace
+                handle.update(shown)
+
+        dbg.start(prompt, history=history, on_end=finished, on_event=_printer() if mode == "text" else None)
+
+    def _mode(self, opts: MagicOptions) -> str:
+        if opts.quiet:
+            return "quiet"
+        if self.display_mode != "auto":
+            return self.display_mode
+        return "widget" if getattr(self.shell, "kernel", None) is not None else "text"
+
+    def _provider_key(self, opts: MagicOptions) -> tuple[str, str | None]:
+        return (f"{opts.provider or DEFAULT_PROVIDER}|{opts.model or ''}", opts.base_url)
+
+    def _provider(self, opts: MagicOptions) -> Provider:
+        name = opts.provider or DEFAULT_PROVIDER
+        value = self.shell.user_ns.get(name) if name.isidentifier() else None
+        if isinstance(value, Provider):
+            if opts.model or opts.base_url:
+                raise UserError(
+                    f"--model/--base-url need a provider spec such as 'openai:MODEL', not the object {name!r}"
+                )
+            return value
+        key = self._provider_key(opts)
+        if key in self._providers:
+            return self._providers[key]
+        spec = value if isinstance(value, str) else name
+        if opts.model:
+            spec = f"{parse_spec(spec)[0]}:{opts.model}"
+        options = {"base_url": opts.base_url} if opts.base_url else {}
+        try:
+            provider = get_provider(spec, **options)
+        except UserError:
+            if value is None and name.isidentifier() and name not in SPEC_KINDS:
+                raise UserError(
+                    f"unknown provider {name!r}: no Provider variable of that name in the notebook, and not a spec "
+                    "such as 'openai:MODEL' or 'local'"
+                ) from None
+            raise
+        except ImportError as exc:
+            raise UserError(f"provider {spec!r} is not available: {exc}") from None
+        except TypeError as exc:
+            raise UserError(f"provider {spec!r} does not take these options: {exc}") from None
+        self._providers[key] = provider
+        return provider
+
+    def _tools(self, names: tuple[str, ...] | None) -> list[Tool]:
+        ns = self.shell.user_ns
+        found = {k: v for k, v in ns.items() if isinstance(v, Tool) and not k.startswith("_")}
+        if names is None:
+            unique: dict[int, Tool] = {id(t): t for t in found.values()}
+            return list(unique.values())
+        tools = []
+        for name in names:
+            if name not in ns:
+                known = ", ".join(found) or "none"
+                raise UserError(
+                    f"unknown tool {name!r}: no variable of that name in the notebook (tools found: {known})"
+                )
+            value = ns[name]
+            if not isinstance(value, Tool) and not callable(value):
+                raise UserError(f"{name!r} is a {type(value).__name__}, not a tool; decorate a function with @tool")
+            tools.append(tool(value))
+        return tools
+
+
+def _display(obj: Any) -> Any:
+    from IPython.display import display
+
+    return display(obj, display_id=True)
+
+
+def _printer() -> Any:
+    from agentnb.printer import TextPrinter
+
+    return TextPrinter(sys.stdout)
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
+
+
+_MAGIC_CALLS = ("get_ipython().run_cell_magic('agent', ", "get_ipython().run_line_magic('agent', ")
+_AWAITED = "await get_ipython().magics_manager.registry['AgentMagics'].run_async("
+
+
+def _await_agent_magics(lines: list[str]) -> list[str]:
+    """Input transformer: a top-level ``%agent`` / ``%%agent`` becomes an awaited coroutine.
+
+    In a kernel the cell then waits for the run on the kernel's own event loop, which keeps
+    handling widget messages (the Stop button) without re-entering the loop.
+
+    >>> _await_agent_magics(["get_ipython().run_line_magic('agent', 'hi')\n"])
+    ["await get_ipython().magics_manager.registry['AgentMagics'].run_async('hi')\n"]
+    """
+    out = []
+    for line in lines:
+        for prefix in _MAGIC_CALLS:
+            if line.startswith(prefix):
+                line = _AWAITED + line[len(prefix) :]
+        out.append(line)
+    return out
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """Register the magics on ``ipython`` (called by ``%load_ext agentnb``)."""
+    ipython.register_magics(AgentMagics)
+    if getattr(ipython, "kernel", None) is not None and _await_agent_magics not in ipython.input_transformers_post:
+        ipython.input_transformers_post.append(_await_agent_magics)

@@ -1,0 +1,136 @@
+"""JupyterLab in headless Chromium, driven by Playwright (see /work/shared/notes/jupyter-testing.md).
+
+:class:`Lab` serves a temporary copy of ``tests/browser/notebooks`` with its own config,
+settings and runtime folders (autosave and news toasts off), exposing ``window.jupyterapp``
+so tests can wait for a usable kernel and run all cells without awaiting the command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+NOTEBOOKS = Path(__file__).parent / "notebooks"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+_READY_JS = """() => {
+  const app = window.jupyterapp; if (!app) return false;
+  const w = app.shell.currentWidget; if (!w || !w.sessionContext) return false;
+  const sc = w.sessionContext; const k = sc.session && sc.session.kernel;
+  return sc.isReady && !!k && k.connectionStatus === 'connected' && k.status === 'idle';
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Lab:
+    """A JupyterLab server on a temporary copy of the test notebooks."""
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="agentnb-lab-"))
+        self.port = _free_port()
+        self.token = secrets.token_hex(16)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60) -> Lab:
+        work = self.root / "work"
+        shutil.copytree(NOTEBOOKS, work)
+        settings = self.root / "settings"
+        for plugin, value in {
+            "@jupyterlab/docmanager-extension/plugin": {"autosave": False},
+            "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+        }.items():
+            path = settings / (plugin + ".jupyterlab-settings")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(value))
+        env = {
+            **os.environ,
+            "JUPYTER_CONFIG_DIR": str(self.root / "config"),
+            "JUPYTER_RUNTIME_DIR": str(self.root / "runtime"),
+            "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            "JUPYTERLAB_WORKSPACES_DIR": str(self.root / "workspaces"),
+        }
+        cmd = [
+            str(Path(sys.executable).parent / "jupyter"),
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            "--ip=127.0.0.1",
+            f"--port={self.port}",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={work}",
+            "--LabApp.expose_app_in_browser=True",
+        ]
+        self.log = open(self.root / "lab.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{self.url}/api/status?token={self.token}", timeout=2) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"JupyterLab did not start; see {self.root / 'lab.log'}")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def notebook_url(self, name: str) -> str:
+        return f"{self.url}/lab/tree/{name}?token={self.token}"
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def open_and_run_all(page: Any, lab: Lab, name: str, timeout_ms: int = 60_000) -> None:
+    """Open a notebook, wait until its kernel is really usable, start Run All (not awaited)."""
+    page.goto(lab.notebook_url(name))
+    page.wait_for_function(_READY_JS, timeout=timeout_ms)
+    page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    # The first prompt shows [*] or [n] once Run All took effect.
+    page.wait_for_function(
+        """() => { const p = document.querySelector('.jp-InputArea-prompt');
+                   return !!p && /\\[(\\*|\\d+)\\]/.test(p.textContent); }""",
+        timeout=timeout_ms,
+    )
+
+
+def screenshot(locator: Any, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / name
+    locator.screenshot(path=str(path))
+    return path

@@ -1,0 +1,85 @@
+"""Writes tests/browser/notebooks/*.ipynb (run it after editing the cells below)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+
+HERE = Path(__file__).parent / "notebooks"
+
+SETUP = '''\
+%load_ext agentnb
+import io
+from PIL import Image as PILImage, ImageDraw
+from agentnb import tool, ToolContext, Usage
+from agentnb.testing import ScriptedProvider, Streamed, call
+
+@tool
+def weather(city: str) -> str:
+    """Today's forecast for a city.
+
+    Args:
+        city: the city name
+    """
+    hours = "\\n".join(f"{h:02d}:00  {10 + h % 5} °C  wind {3 + h % 4} m/s" for h in range(24))
+    return f"{city}: 14 °C, light rain, clearing in the evening.\\nHourly:\\n{hours}"
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+@tool
+def chart(title: str, ctx: ToolContext) -> str:
+    """Draw a small bar chart and show it to the model.
+
+    Args:
+        title: the chart title
+    """
+    img = PILImage.new("RGB", (220, 110), "white")
+    d = ImageDraw.Draw(img)
+    for i, h in enumerate([40, 70, 55, 90, 30]):
+        d.rectangle([15 + i * 40, 100 - h, 40 + i * 40, 100], fill=(9, 105, 218))
+    d.text((10, 4), title, fill="black")
+    ctx.attach_image(img)
+    return "chart drawn (220x110 PNG)"
+'''
+
+TRACE = """\
+city = "Paris"
+model = ScriptedProvider(
+    [
+        call("weather", city="Paris"),
+        [call("weather", city="Paris"), call("add", a=14, b=3)],
+        call("chart", title="Rain in Paris, mm"),
+        Streamed(["**Paris**: 14 °C with light rain, ", "clearing in the evening.\\n\\n",
+                  "| hour | °C |\\n|---|---|\\n| 09:00 | 14 |\\n| 18:00 | 13 |\\n\\n",
+                  "14 + 3 = **17**; the chart is attached."]),
+    ],
+    delay=0.4,
+    usage=Usage(182, 24),
+)"""
+
+TRACE_RUN = """\
+%%agent -p model --stream --out traced
+What's the weather in {city}? Add 3 to the temperature and draw a chart."""
+
+STEP = """\
+model2 = ScriptedProvider([call("add", a=2, b=3), "2 + 3 = **5**"], delay=0.2, usage=Usage(64, 9))"""
+
+STEP_RUN = """\
+%%agent -p model2 --step --new --out stepped
+What is 2 + 3?"""
+
+
+def main() -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in (SETUP, TRACE, TRACE_RUN, STEP, STEP_RUN)]
+    HERE.mkdir(exist_ok=True)
+    nbformat.write(nb, HERE / "trace_and_debugger.ipynb")
+
+
+if __name__ == "__main__":
+    main()
