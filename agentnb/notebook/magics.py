@@ -33,7 +33,7 @@ from agentnb.agent import Agent
 from agentnb.errors import UserError
 from agentnb.notebook.config import MagicOptions, interpolate, parse_line
 from agentnb.notebook.runner import RunHandle, drive, run_blocking
-from agentnb.providers import SPEC_KINDS, Provider, get_provider, parse_spec
+from agentnb.providers import SPEC_KINDS, Provider, get_provider
 from agentnb.result import RunResult
 from agentnb.tools import Tool, tool
 
@@ -66,7 +66,7 @@ class AgentMagics(Magics):
         self.defaults = MagicOptions()
         self.history: RunResult | None = None
         self.debugger: Any = None
-        self._providers: dict[tuple[str, str | None], Provider] = {}
+        self._providers: dict[tuple[str, str | None], Provider] = {}  # (spec, base_url) ->
 
     # --- magics ------------------------------------------------------------------------------
 
@@ -161,11 +161,12 @@ class AgentMagics(Magics):
         kwargs: dict[str, Any] = {"system": system, "stream": bool(opts.stream)}
         if opts.max_tool_calls is not None:
             kwargs["max_tool_calls"] = opts.max_tool_calls
+        tools = self._tools(opts.tools)  # checked before a (possibly slow) provider is built
         provider = self._provider(opts)
-        agent = Agent(provider, self._tools(opts.tools), **kwargs)
-        key = self._provider_key(opts)
-        if self._providers.get(key) is provider:
-            self._providers[key] = agent.provider  # keep the UnTooled wrapper (and its caches)
+        agent = Agent(provider, tools, **kwargs)
+        for key, cached in self._providers.items():
+            if cached is provider:  # keep the UnTooled wrapper (and its caches) for next time
+                self._providers[key] = agent.provider
         history = None if opts.new else self.history
         mode = self._mode(opts)
 
@@ -207,10 +208,8 @@ class AgentMagics(Magics):
             return self.display_mode
         return "widget" if getattr(self.shell, "kernel", None) is not None else "text"
 
-    def _provider_key(self, opts: MagicOptions) -> tuple[str, str | None]:
-        return (f"{opts.provider or DEFAULT_PROVIDER}|{opts.model or ''}", opts.base_url)
-
     def _provider(self, opts: MagicOptions) -> Provider:
+        """A Provider variable named by ``--provider``, or one built (once) from a spec string."""
         name = opts.provider or DEFAULT_PROVIDER
         value = self.shell.user_ns.get(name) if name.isidentifier() else None
         if isinstance(value, Provider):
@@ -219,12 +218,12 @@ class AgentMagics(Magics):
                     f"--model/--base-url need a provider spec such as 'openai:MODEL', not the object {name!r}"
                 )
             return value
-        key = self._provider_key(opts)
-        if key in self._providers:
-            return self._providers[key]
         spec = value if isinstance(value, str) else name
         if opts.model:
-            spec = f"{parse_spec(spec)[0]}:{opts.model}"
+            spec = f"{spec.partition(':')[0]}:{opts.model}"
+        key = (spec, opts.base_url)
+        if key in self._providers:
+            return self._providers[key]
         options = {"base_url": opts.base_url} if opts.base_url else {}
         try:
             provider = get_provider(spec, **options)

@@ -1,0 +1,278 @@
+"""The %agent magics, in-process with IPython's test shell."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.testing import globalipapp
+
+from agentnb import tool
+from agentnb.messages import SystemMessage, UserMessage
+from agentnb.notebook.config import MagicOptions, interpolate, parse_line
+from agentnb.notebook.magics import AgentMagics, _await_agent_magics
+from agentnb.testing import ScriptedProvider, call
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+def plain(x: int) -> int:
+    """Double a number."""
+    return 2 * x
+
+
+@pytest.fixture
+def ip() -> Iterator[Any]:
+    globalipapp.start_ipython()  # once per process; it then rebinds get_ipython
+    shell = globalipapp.get_ipython()
+    shell.run_line_magic("load_ext", "agentnb")
+    magics: AgentMagics = shell.magics_manager.registry["AgentMagics"]
+    magics.defaults = MagicOptions()
+    magics.history = None
+    magics.debugger = None
+    magics._providers.clear()
+    magics.display_mode = "auto"
+    saved = dict(shell.user_ns)
+    shell.user_ns.update({"add": add, "shout": shout, "plain": plain, "x": 2, "_hidden": tool(plain, name="hidden")})
+    yield shell
+    shell.user_ns.clear()
+    shell.user_ns.update(saved)
+
+
+def magics(ip: Any) -> AgentMagics:
+    return ip.magics_manager.registry["AgentMagics"]  # type: ignore[no-any-return]
+
+
+def scripted(ip: Any, *replies: Any, name: str = "model") -> ScriptedProvider:
+    provider = ScriptedProvider(list(replies))
+    ip.user_ns[name] = provider
+    return provider
+
+
+def offered(provider: ScriptedProvider, i: int = 0) -> list[str]:
+    return [t.name for t in provider.requests[i].tools]
+
+
+# --- parsing -------------------------------------------------------------------------------
+
+
+def test_parse_keeps_the_prompt_verbatim() -> None:
+    opts, prompt = parse_line("""-p model --tools=add,shout -n 3 -s "Be brief." --no-stream What's "2 + 3"? -x""")
+    assert opts == MagicOptions(
+        provider="model", tools=("add", "shout"), max_tool_calls=3, system="Be brief.", stream=False
+    )
+    assert prompt == """What's "2 + 3"? -x"""
+    assert parse_line("--quiet -- --not-an-option")[1] == "--not-an-option"
+    assert parse_line("-t none hi")[0].tools == ()
+    assert parse_line("--step --new -o res hi")[0] == MagicOptions(step=True, new=True, out="res")
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("--bogus hi", "unknown option '--bogus'; options: -p/--provider"),
+        ("-n lots hi", "-n needs a whole number, not 'lots'"),
+        ("-n -1 hi", "-n needs a number >= 0, not -1"),
+        ("--out 1x hi", "--out needs a Python variable name, not '1x'"),
+        ("--step=yes hi", "--step is a flag and takes no value"),
+        ("--provider", "--provider needs a value"),
+    ],
+)
+def test_parse_errors(line: str, message: str) -> None:
+    from agentnb.errors import UserError
+
+    with pytest.raises(UserError) as info:
+        parse_line(line)
+    assert str(info.value).startswith(message)
+
+
+def test_interpolation() -> None:
+    ns = {"city": "Oslo", "xs": [1, 2], "n": 3.14159}
+    assert interpolate("{city} {xs[1]} {n:.2f} {{literal}} {city!r}", ns) == "Oslo 2 3.14 {literal} 'Oslo'"
+    assert interpolate('JSON: {{"a": 1}}', ns) == 'JSON: {"a": 1}'
+
+
+# --- running -------------------------------------------------------------------------------
+
+
+def test_line_magic_interpolates_and_stores_the_result(ip: Any, capsys: Any) -> None:
+    model = scripted(ip, call("add", a=2, b=3), "It is 5.")
+    assert ip.run_line_magic("agent", "-p model What's {x} + 3? {{literal}}") is None
+    assert model.requests[0].messages[-1] == UserMessage("What's 2 + 3? {literal}")
+    result = ip.user_ns["_agent_result"]
+    assert result.output == "It is 5." and result.tool_calls == 1
+    out = capsys.readouterr().out  # no kernel here: the text trace is printed
+    assert "call add(a=2, b=3)" in out and "answer: It is 5." in out
+
+
+def test_cell_magic_prompt_is_the_body_and_out_stores_it(ip: Any) -> None:
+    model = scripted(ip, "Fine.")
+    ip.run_cell_magic("agent", "-p model -q --out answer", "Line one about {x}.\nLine two.\n")
+    assert model.requests[0].messages[-1] == UserMessage("Line one about 2.\nLine two.")
+    assert ip.user_ns["answer"] is ip.user_ns["_agent_result"]
+    assert ip.user_ns["answer"].output == "Fine."
+
+
+def test_tools_default_to_every_tool_in_the_namespace(ip: Any) -> None:
+    model = scripted(ip, "a", "b", "c", "d")
+    ip.run_line_magic("agent", "-p model -q hi")
+    assert sorted(offered(model, 0)) == ["add", "shout"]  # not _hidden, not the plain function
+    ip.run_line_magic("agent", "-p model -q --tools shout hi")
+    assert offered(model, 1) == ["shout"]
+    ip.run_line_magic("agent", "-p model -q --tools add,plain hi")  # a plain function is wrapped
+    assert offered(model, 2) == ["add", "plain"]
+    ip.run_line_magic("agent", "-p model -q --tools none hi")
+    assert offered(model, 3) == []
+
+
+def test_options_reach_the_agent(ip: Any) -> None:
+    model = scripted(ip, call("add", a=1, b=1), "stopped")
+    ip.user_ns["persona"] = "pirate"
+    ip.run_line_magic("agent", "-p model -q --new -n 1 -s 'You are a {persona}.' --stream hi")
+    assert model.requests[0].messages[0] == SystemMessage("You are a pirate.")
+    assert offered(model, 1) == []  # the limit of one tool call was reached
+    assert ip.user_ns["_agent_result"].stop_reason == "limit"
+
+
+def test_follow_ups_continue_until_new_or_reset(ip: Any) -> None:
+    model = scripted(ip, "one", "two", "three", "four")
+    ip.run_line_magic("agent", "-p model -q first")
+    ip.run_line_magic("agent", "-p model -q second")
+    assert [m.content for m in model.requests[1].messages] == ["first", "one", "second"]
+    ip.run_line_magic("agent", "-p model -q --new third")
+    assert [m.content for m in model.requests[2].messages] == ["third"]
+    ip.run_line_magic("agent_reset", "")
+    ip.run_line_magic("agent", "-p model -q fourth")
+    assert [m.content for m in model.requests[3].messages] == ["fourth"]
+
+
+def test_agent_config_sets_notebook_defaults(ip: Any) -> None:
+    model = scripted(ip, call("shout", text="a"), "done")
+    config = ip.run_line_magic("agent_config", "-p model -q --tools shout -n 4")
+    assert repr(config) == "AgentConfig(provider='model', tools=('shout',), max_tool_calls=4, quiet=True)"
+    ip.run_line_magic("agent", "hi")
+    assert offered(model, 0) == ["shout"]
+    assert ip.user_ns["_agent_result"].output == "done"
+    assert repr(ip.run_line_magic("agent_config", "--reset")) == "AgentConfig()"
+
+
+def test_provider_spec_strings_are_built_and_cached(ip: Any) -> None:
+    m = magics(ip)
+    first = m._provider(MagicOptions(provider="openai", model="gpt-test", base_url="http://127.0.0.1:9/v1"))
+    again = m._provider(MagicOptions(provider="openai:gpt-test", base_url="http://127.0.0.1:9/v1"))
+    assert first is again and first.name.endswith("gpt-test")
+
+
+@pytest.mark.parametrize(
+    ("line", "cell", "message"),
+    [
+        ("--bogus hi", None, "unknown option '--bogus'"),
+        (
+            "-p model --tools add,nope hi",
+            None,
+            "unknown tool 'nope': no variable of that name in the notebook (tools found: add, shout)",
+        ),
+        ("-p model --tools x hi", None, "'x' is a int, not a tool; decorate a function with @tool"),
+        ("-p model Tell me about {nothing}", None, "name 'nothing' is not defined in the notebook (used as {nothing}"),
+        ("-p model {}", None, "empty {} in the prompt"),
+        ("-p model", None, "no prompt"),
+        (
+            "-p model stray text",
+            "prompt",
+            "%%agent takes options on its first line and the prompt in the cell; not 'stray text'",
+        ),
+        ("-p nowhere hi", None, "unknown provider 'nowhere': no Provider variable of that name in the notebook"),
+        ("-p bogus:model hi", None, "unknown provider spec 'bogus:model'"),
+        ("-p model -m gpt hi", None, "--model/--base-url need a provider spec"),
+    ],
+)
+def test_mistakes_are_one_usage_error_line(ip: Any, line: str, cell: str | None, message: str) -> None:
+    scripted(ip, "unused")
+    with pytest.raises(UsageError) as info:
+        if cell is None:
+            ip.run_line_magic("agent", line)
+        else:
+            ip.run_cell_magic("agent", line, cell)
+    text = str(info.value)
+    assert text.startswith(message), text
+    assert "\n" not in text
+    assert "_agent_result" not in ip.user_ns or ip.user_ns["_agent_result"].output != "unused"
+
+
+def test_a_mistake_in_a_cell_shows_no_traceback(ip: Any, capsys: Any) -> None:
+    result = ip.run_cell("%agent -p model --tools nope hi")
+    assert isinstance(result.error_in_exec, UsageError)
+    err = capsys.readouterr().err
+    assert "UsageError: unknown tool 'nope'" in err and "Traceback" not in err
+
+
+def test_step_mode_returns_at_once_and_is_driven_from_python(ip: Any) -> None:
+    model = scripted(ip, call("add", a=2, b=3), "5")
+    ip.run_line_magic("agent", "-p model -q --step --out stepped 2+3?")
+    dbg = ip.user_ns["_agent_debugger"]
+    assert "stepped" not in ip.user_ns  # the run has not finished
+    with pytest.raises(UsageError, match="a step-through run is still going"):
+        ip.run_line_magic("agent", "-p model -q again")
+
+    def wait_paused() -> None:
+        while dbg.state == "running":
+            threading.Event().wait(0.005)
+
+    wait_paused()
+    dbg.step()
+    wait_paused()
+    assert dbg.pause.target == "tool"
+    dbg.continue_()
+    assert dbg.handle.result_blocking(10).output == "5"
+    assert ip.user_ns["stepped"] is ip.user_ns["_agent_result"]
+    assert len(model.requests) == 2
+
+
+def test_widget_mode_shows_a_trace_widget(ip: Any, monkeypatch: Any) -> None:
+    pytest.importorskip("ipywidgets")
+    from agentnb.notebook.trace import TraceWidget
+
+    shown: list[TraceWidget] = []
+    monkeypatch.setattr(TraceWidget, "show", lambda self: shown.append(self) or self)
+    magics(ip).display_mode = "widget"
+    scripted(ip, call("shout", text="hi"), "HI")
+    ip.run_line_magic("agent", "-p model shout hi")
+    (widget,) = shown
+    assert widget.status == "answer" and widget.answer == "HI"
+    assert widget.stop_button.disabled
+
+
+def test_run_async_is_what_a_kernel_awaits(ip: Any) -> None:
+    model = scripted(ip, "async ok")
+    asyncio.run(magics(ip).run_async("-p model -q", "hello {x}"))
+    assert model.requests[0].messages[-1] == UserMessage("hello 2")
+    assert ip.user_ns["_agent_result"].output == "async ok"
+    with pytest.raises(UsageError, match="unknown option"):
+        asyncio.run(magics(ip).run_async("--nope hi"))
+
+
+def test_kernel_cells_are_rewritten_to_await_the_magic(ip: Any) -> None:
+    ip.input_transformers_post.append(_await_agent_magics)
+    try:
+        for source in ("%%agent -q\nWhat is {x}?", "%agent -q hi"):
+            code = ip.transform_cell(source)
+            assert code.startswith("await get_ipython().magics_manager.registry['AgentMagics'].run_async(")
+            assert ip.should_run_async(source, transformed_cell=code)
+        assert ip.transform_cell("y = 1\n%agent hi").splitlines()[1].startswith("await ")
+        assert "await" not in ip.transform_cell("%agent_config -q")
+    finally:
+        ip.input_transformers_post.remove(_await_agent_magics)

@@ -1,0 +1,242 @@
+"""The live trace widget, through its traits and children, driven by scripted providers."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ipywidgets")
+
+from agentnb import Agent, ToolContext, Usage, tool
+from agentnb.events import EVENT_TYPES, Event
+from agentnb.notebook.runner import drive, start_run
+from agentnb.notebook.trace import TraceWidget
+from agentnb.testing import ScriptedProvider, Streamed, call, tool_chunks
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e2273a4a0000000049454e44ae426082"
+)
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def essay(topic: str) -> str:
+    """Write a long text about a topic."""
+    return f"{topic}: " + "lorem ipsum " * 200
+
+
+@tool
+def boom() -> str:
+    """Always fails."""
+    raise ValueError("kaboom")
+
+
+@tool(allow_repeat=True)
+def ticket(title: str) -> str:
+    """Open a ticket."""
+    return f"opened {title}"
+
+
+@tool
+def snapshot(ctx: ToolContext) -> str:
+    """Take a picture."""
+    ctx.attach_image(PNG)
+    return "took a picture"
+
+
+@tool(direct_output=True)
+def final(text: str) -> str:
+    """Answer directly."""
+    return text
+
+
+TOOLS = [add, essay, boom, ticket, snapshot, final]
+
+
+def busy_script() -> list[Any]:
+    """A run that makes the loop emit nearly every kind of event."""
+    return [
+        Streamed(["Let me ", "add.", *tool_chunks(0, "add", '{"a": 2, "b": 3}')], usage=Usage(50, 7)),
+        [call("add", a=2, b=3), call("nope", x=1), call("add", a="two")],  # repeat, unknown, invalid
+        [call("essay", topic="cats"), call("boom"), call("snapshot")],
+        [call("ticket", title="t"), call("ticket", title="t")],  # allow_repeat
+        "All **done**: 5.",
+    ]
+
+
+def run_with_widget(replies: list[Any], *, max_tool_calls: int = 10, **options: Any) -> tuple[TraceWidget, Any]:
+    w = TraceWidget(**options)
+    agent = Agent(
+        ScriptedProvider(replies, usage=Usage(10, 2)), tools=TOOLS, max_tool_calls=max_tool_calls, stream=True
+    )
+    result = agent.run("go", on_event=w)
+    return w, result
+
+
+def kinds(events: Any) -> set[str]:
+    return {e.kind for e in events}
+
+
+def test_every_event_kind_is_shown() -> None:
+    w, result = run_with_widget(busy_script())
+    limited, _ = run_with_widget([call("add", a=1, b=1), "ok"], max_tool_calls=1)
+    direct, _ = run_with_widget([call("final", text="straight from the tool")])
+    seen = kinds(result.events) | kinds(limited.state.events) | kinds(direct.state.events)
+    # step_decision comes from the debugger (tests/test_debugger.py checks its rendering).
+    assert seen | {"step_decision"} == set(EVENT_TYPES)
+
+    assert w.status == "answer"
+    assert sorted(w.sections) == [0, 1, 2, 3, 4]
+    html = {d: w.section_html(d) for d in w.sections}
+    assert "Let me add." in html[0]  # streamed text
+    assert "50 in / 7 out tokens" in html[0]  # usage of the model call
+    assert "&quot;a&quot;: 2,\n  &quot;b&quot;: 3" in html[1]  # pretty-printed arguments
+    assert "repeat" in html[1] and "not executed again" in html[1]  # dedup skip
+    fp = next(e.fingerprint for e in result.events if e.kind == "dedup")
+    assert fp[:12] in html[0] and "new call" in html[0]  # fingerprint and decision
+    assert "unknown tool" in html[1] and "available: add, essay" in html[1]
+    assert "invalid arguments" in html[1] and "is not of type" in html[1]
+    assert "show all" in html[2] and "<details>" in html[2]  # long result truncated, expandable
+    assert "failed" in html[2] and "ValueError: kaboom" in html[2]
+    assert 'src="data:image/png;base64,' in html[2]  # attached image inline
+    assert "executed again (allow_repeat)" in html[3]
+    assert re.search(r"result</span> <span class=\"anb-m\">in [\d.]+ (ms|s)", html[2])  # durations
+    assert "Final answer" in html[4]
+    assert w.sections[1].get_title(0) == "Depth 1 · add ↺, nope ✗, add ✗"
+    assert w.sections[2].get_title(0) == "Depth 2 · essay ✓, boom ✗, snapshot ✓"
+    assert w.answer_output.outputs[0]["data"]["text/markdown"] == "All **done**: 5."
+    assert "tool calls <b>9/10</b>" in w.header_html
+    assert "finished" in w.header_html
+    assert "tool-call limit reached" in limited.section_html(0)
+    assert "limit" in limited.header_html
+    assert "direct output" in direct.section_html(0)
+    assert direct.answer == "straight from the tool"
+
+
+def test_streamed_tool_call_shows_while_it_assembles() -> None:
+    w = TraceWidget()
+    w.handle(EVENT_TYPES["run_started"](0, "m", ("add",), 10, 1))
+    w.handle(EVENT_TYPES["model_request"](0, 1, ("add",), "auto"))
+    w.handle(EVENT_TYPES["tool_call_delta"](0, 0, "add", '{"a": 1'))
+    w.flush()
+    assert "streaming call #0" in w.section_html(0) and "{&quot;a&quot;: 1" in w.section_html(0)
+    assert w.status == "running"
+    assert w.sections[0].get_title(0) == "Depth 0 · asking the model…"
+
+
+def test_text_form_is_stable_and_has_no_timings() -> None:
+    texts = []
+    for _ in range(2):
+        w, _ = run_with_widget(busy_script())
+        bundle = w._repr_mimebundle_()
+        assert "application/vnd.jupyter.widget-view+json" in bundle
+        texts.append(bundle["text/plain"])
+    assert texts[0] == texts[1]
+    assert "0x" not in texts[0]
+    assert not re.search(r"\d\s?(ms|s)\b", texts[0])
+    assert texts[0].splitlines()[0] == "agentnb trace: answer · 5 model calls · 9/10 tool calls"
+    assert "  [1] dedup" in texts[0] and "repeat, not run" in texts[0]
+    assert repr(w) == texts[0].splitlines()[0]
+
+
+def test_replay_from_saved_transcript(tmp_path: Any) -> None:
+    live, result = run_with_widget(busy_script())
+    path = tmp_path / "run.json"
+    result.save(path)
+    replayed = TraceWidget.replay(str(path))
+    assert replayed.text() == live.text()
+    assert sorted(replayed.sections) == sorted(live.sections)
+    assert replayed.answer == "All **done**: 5."
+    assert replayed.renders <= 2  # fed all at once: one render at the start, one at the end
+    assert TraceWidget.replay(result).section_html(2) == replayed.section_html(2)
+
+
+class SteppingClock:
+    def __init__(self, step: float) -> None:
+        self.t = 0.0
+        self.step = step
+
+    def __call__(self) -> float:
+        self.t += self.step
+        return self.t
+
+
+def many_steps(n: int) -> list[Any]:
+    return [call("add", a=i, b=1) for i in range(n)] + ["done"]
+
+
+def test_throttle_bounds_renders_with_a_frozen_clock() -> None:
+    w, result = run_with_widget(many_steps(50), max_tool_calls=50, clock=lambda: 0.0)
+    assert len(result.events) > 300
+    assert w.renders == 2  # the first event, then the final one
+    assert w.text() == TraceWidget.replay(result).text()
+
+
+def test_throttle_bounds_renders_with_a_moving_clock() -> None:
+    clock = SteppingClock(0.01)  # every event "takes" 10 ms; at most one render per 100 ms
+    w, result = run_with_widget(many_steps(50), max_tool_calls=50, clock=clock, interval=0.1)
+    calls = clock.t / 0.01
+    assert w.renders <= calls * 0.01 / 0.1 + 2
+    assert w.renders < len(result.events) / 4
+    assert sorted(w.sections) == list(range(51))
+
+
+def test_old_depths_fold_away_during_long_runs() -> None:
+    w, _ = run_with_widget(many_steps(8), max_tool_calls=8, open_depths=3, clock=SteppingClock(0.05))
+    assert w.sections[8].selected_index == 0
+    assert w.sections[6].selected_index == 0
+    assert w.sections[0].selected_index is None
+
+
+def test_stop_button_cancels_the_run() -> None:
+    async def main() -> tuple[Any, TraceWidget, list[Event]]:
+        w = TraceWidget()
+        events: list[Event] = []
+        agent = Agent(ScriptedProvider(many_steps(20), delay=0.05), tools=[add], max_tool_calls=20)
+
+        def on_event(e: Event) -> None:
+            events.append(e)
+            w(e)
+
+        handle = start_run(lambda: drive(agent, "go", on_event=on_event))
+        w.on_stop(handle.cancel)
+        assert not w.stop_button.disabled
+        while sum(e.kind == "tool_finished" for e in events) < 2:
+            await asyncio.sleep(0.01)
+        w.stop_button.click()
+        return await handle, w, events
+
+    result, w, events = asyncio.run(main())
+    assert result.stop_reason == "cancelled"
+    assert w.status == "cancelled"
+    assert "stopped" in w.header_html
+    assert w.stop_button.layout.display == "none"
+    assert 2 <= result.tool_calls < 20
+    assert events[-1].kind == "run_finished"
+
+
+def test_elapsed_time_ticks_while_the_model_works() -> None:
+    async def main() -> list[str]:
+        w = TraceWidget()
+        agent = Agent(ScriptedProvider(["slow answer"], delay=3.0))
+        headers = []
+        task = asyncio.ensure_future(agent.arun("go", on_event=w))
+        for _ in range(2):
+            await asyncio.sleep(0.7)
+            headers.append(w.header_html)
+        await task
+        return headers
+
+    headers = asyncio.run(main())
+    # No event arrives while the model works, yet the header changed (the elapsed time).
+    assert len(set(headers)) >= 2
+    assert all("running" in h for h in headers)
