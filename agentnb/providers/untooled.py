@@ -1,0 +1,316 @@
+"""UnTooled: tool calling simulated in the prompt, for models that can only write text.
+
+:class:`UnTooled` wraps any text-only :class:`~agentnb.providers.Provider` and is itself a
+provider with native tools, so the loop cannot tell it from an API with function calling:
+
+1. the tool catalogue (name, description, parameter schema with types, enums and
+   ``required``, few-shot examples) goes into the system prompt, rendered from
+   ``untooled_prompt.txt`` beside this module;
+2. the whole conversation, earlier calls and tool results included, is rendered as plain
+   system/user/assistant turns (chat templates often have no tool role): one model call per step;
+3. the reply is parsed (:mod:`agentnb.providers.untooled_parse`) into text or tool calls.
+   Invalid calls are returned as they are, so the loop validates them and tells the model
+   what to fix; broken JSON comes back as a call with a ``parse_error``.
+
+When the inner provider ``supports_constraints``, UnTooled also sets
+:attr:`Request.constraint`, and the backend's decoder makes every call parse and validate.
+
+>>> from agentnb import Agent, tool
+>>> from agentnb.testing import ScriptedProvider
+>>> @tool
+... def add(a: int, b: int) -> int:
+...     '''Add two integers.'''
+...     return a + b
+>>> model = ScriptedProvider(['{"name": "add", "arguments": {"a": 2, "b": 3}}', "It is 5."], native_tools=False)
+>>> Agent(model, tools=[add]).run("What is 2 + 3?").output
+'It is 5.'
+>>> print(model.requests[1].messages[-1].content)
+Result of add: 5
+Use these results to answer the user in plain text, or call another function if you need more.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import AsyncIterator, Sequence
+from functools import cache
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from agentnb.providers.base import (
+    Chunk,
+    Completion,
+    OutputConstraint,
+    Provider,
+    Request,
+    TextChunk,
+    ToolCallChunk,
+)
+from agentnb.providers.untooled_parse import parse_reply
+from agentnb.tools import Tool
+
+TEMPLATE_FILE = Path(__file__).with_name("untooled_prompt.txt")
+
+
+class PromptTemplate:
+    """The sections of a prompt template file (``[[name]]`` headers, ``$placeholders``)."""
+
+    def __init__(self, text: str) -> None:
+        self.sections: dict[str, Template] = {}
+        parts = re.split(r"^\[\[(\w+)\]\]\n", text, flags=re.M)
+        for name, body in zip(parts[1::2], parts[2::2], strict=True):
+            self.sections[name] = Template(body.rstrip("\n"))
+        missing = {"system", "tool", "example", "results", "result", "error_result"} - self.sections.keys()
+        if missing:
+            raise ValueError(f"prompt template lacks sections {sorted(missing)}")
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> PromptTemplate:
+        return cls(Path(path).read_text(encoding="utf-8"))
+
+    def fill(self, section: str, **values: Any) -> str:
+        tpl = self.sections.get(section)
+        return tpl.substitute(values) if tpl is not None else ""
+
+
+@cache
+def default_template() -> PromptTemplate:
+    return PromptTemplate.from_file(TEMPLATE_FILE)
+
+
+def call_json(name: str, arguments: Any) -> str:
+    """A call as the model is asked to write it (name first, ``json.dumps`` spacing)."""
+    return json.dumps({"name": name, "arguments": arguments}, ensure_ascii=False)
+
+
+def render_parameters(schema: dict[str, Any]) -> str:
+    """A tool's parameter schema for the prompt: types, enums, ``required``; no noise keys."""
+    return json.dumps(_trim(schema), ensure_ascii=False)
+
+
+def _trim(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _trim(v) for k, v in schema.items() if k not in ("additionalProperties", "title", "$schema")}
+    if isinstance(schema, list):
+        return [_trim(v) for v in schema]
+    return schema
+
+
+class UnTooled(Provider):
+    """Prompt-simulated tool calling over any text-only provider.
+
+    Args:
+        inner: the text model.
+        template: a :class:`PromptTemplate` (default: ``untooled_prompt.txt``).
+        parallel: tell the model it may answer with a JSON array of calls.
+        constrain: set :attr:`Request.constraint` when ``inner`` supports constrained decoding.
+    """
+
+    supports_native_tools = True
+
+    def __init__(
+        self,
+        inner: Provider,
+        *,
+        template: PromptTemplate | None = None,
+        parallel: bool = False,
+        constrain: bool = True,
+    ) -> None:
+        self.inner = inner
+        self.name = f"untooled:{inner.name}"
+        self.template = template or default_template()
+        self.parallel = parallel
+        self.constrain = constrain
+        self.supports_streaming = inner.supports_streaming
+        self._ids = itertools.count(1)
+
+    # --- rendering -------------------------------------------------------------------------
+
+    def system_prompt(self, tools: Sequence[Tool], user_system: str | None = None) -> str:
+        """The system prompt describing ``tools`` (and carrying the user's own system prompt)."""
+        t = self.template
+        extra = t.fill("user_system", content=user_system) if user_system else ""
+        if not tools:
+            return user_system or ""
+        entries = []
+        for tool in tools:
+            examples = "".join(
+                "\n" + t.fill("example", query=ex.query, call=call_json(tool.name, ex.arguments))
+                for ex in tool.examples
+            )
+            entries.append(
+                t.fill(
+                    "tool",
+                    name=tool.name,
+                    description=tool.description.strip(),
+                    parameters=render_parameters(tool.parameters),
+                    examples=examples,
+                )
+            )
+        parallel = t.fill("parallel") if self.parallel else ""
+        return t.fill("system", catalogue="\n\n".join(entries), parallel=parallel, user_system=extra)
+
+    def render(self, request: Request) -> list[Message]:
+        """The conversation as plain system/user/assistant turns, for a text-only model."""
+        t = self.template
+        messages = list(request.messages)
+        user_system = None
+        if messages and isinstance(messages[0], SystemMessage):
+            user_system = messages.pop(0).content
+        out: list[Message] = []
+        system = self.system_prompt(request.tools, user_system)
+        if system:
+            out.append(SystemMessage(system))
+        results: list[str] = []
+
+        def flush_results() -> None:
+            if results:
+                _add_user(out, t.fill("results", results="\n".join(results)))
+                results.clear()
+
+        for m in messages:
+            if isinstance(m, ToolMessage):
+                section = "error_result" if m.is_error else "result"
+                results.append(t.fill(section, name=m.name, content=m.content))
+                continue
+            flush_results()
+            if isinstance(m, UserMessage):
+                _add_user(out, m.content + (t.fill("image") if m.images else ""))
+            elif isinstance(m, AssistantMessage):
+                out.append(AssistantMessage(self._assistant_text(m)))
+            elif isinstance(m, SystemMessage):
+                _add_user(out, m.content)
+        flush_results()
+        choice = request.tool_choice
+        if request.tools and choice == "required":
+            _add_user(out, t.fill("required"), join="")
+        elif request.tools and choice not in ("auto", "none", "required"):
+            _add_user(out, t.fill("named", name=choice), join="")
+        return out
+
+    def _assistant_text(self, m: AssistantMessage) -> str:
+        """An earlier reply as the model would have written it."""
+        if not m.tool_calls:
+            return m.content or ""
+        calls = m.tool_calls
+        if any(c.arguments is None for c in calls):
+            body = "\n".join(c.raw_arguments or "" for c in calls)
+        elif len(calls) == 1:
+            body = call_json(calls[0].name, calls[0].arguments)
+        else:
+            body = json.dumps([{"name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False)
+        return f"{m.content}\n{body}" if m.content else body
+
+    def inner_request(self, request: Request) -> Request:
+        """The request the text model gets: rendered turns, no tools, maybe a constraint."""
+        tools = tuple(request.tools) if request.tool_choice != "none" else ()
+        constraint = None
+        if self.constrain and self.inner.supports_constraints:
+            constraint = OutputConstraint(tools, request.tool_choice if tools else "none", self.parallel)
+        rendered = self.render(Request(request.messages, tools, request.tool_choice))
+        return Request(rendered, (), "none", request.settings, constraint)
+
+    # --- Provider --------------------------------------------------------------------------
+
+    async def complete(self, request: Request) -> Completion:
+        completion = None
+        async for item in self.stream(request):
+            if isinstance(item, Completion):
+                completion = item
+        assert completion is not None  # stream always ends with one
+        return completion
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
+        inner = self.inner_request(request)
+        offered = [t.name for t in request.tools] if request.tool_choice != "none" else []
+        gate = _ProseGate() if offered else None
+        result: Completion | None = None
+        pieces: list[str] = []
+        async for item in self.inner.stream(inner):
+            if isinstance(item, Completion):
+                result = item
+            elif isinstance(item, TextChunk):
+                pieces.append(item.text)
+                shown = gate.feed(item.text) if gate is not None else item.text
+                if shown:
+                    yield TextChunk(shown)
+        if result is None:
+            result = Completion("".join(pieces) or None)
+        text = result.text if result.text is not None else "".join(pieces)
+        if not offered:
+            yield Completion(text or None, (), result.usage, result.finish_reason)
+            return
+        choice = request.tool_choice
+        prose, calls = parse_reply(
+            text,
+            offered,
+            strict=inner.constraint is not None,
+            default_tool=choice if choice in offered else None,
+            new_id=lambda: f"call_{next(self._ids)}",
+        )
+        if not calls:
+            assert gate is not None
+            rest = gate.rest()
+            if rest:
+                yield TextChunk(rest)
+            yield Completion(prose, (), result.usage, result.finish_reason)
+            return
+        for i, c in enumerate(calls):
+            raw = json.dumps(c.arguments, ensure_ascii=False) if c.arguments is not None else (c.raw_arguments or "")
+            yield ToolCallChunk(i, c.id, c.name, raw)
+        yield Completion(prose, calls, result.usage, "tool_calls")
+
+    def __repr__(self) -> str:
+        return f"UnTooled({self.inner!r})"
+
+
+def _add_user(out: list[Message], content: str, join: str = "\n\n") -> None:
+    """Append user text, merged into a preceding user turn (some templates need alternation)."""
+    if out and isinstance(out[-1], UserMessage):
+        out[-1] = UserMessage(out[-1].content + join + content, out[-1].images)
+    else:
+        out.append(UserMessage(content.lstrip("\n") if join == "" else content))
+
+
+class _ProseGate:
+    """Lets prose through as it streams, holding back anything that may turn out to be a call."""
+
+    def __init__(self) -> None:
+        self.buffer = ""
+        self.sent = 0
+        self.started = False  # prose has begun (leading whitespace skipped)
+        self.holding = False
+
+    def feed(self, piece: str) -> str:
+        self.buffer += piece
+        if self.holding:
+            return ""
+        s = self.buffer
+        if not self.started:
+            body = s.lstrip()
+            if not body:
+                return ""
+            if body[0] in "{[`":  # the reply may be a call: wait for all of it
+                self.holding = True
+                return ""
+            self.started = True
+            self.sent = len(s) - len(body)
+        stops = [i for i in (s.find("{", self.sent), s.find("```", self.sent)) if i >= 0]
+        if stops:  # a call may follow a preamble
+            self.holding = True
+            end = min(stops)
+        else:
+            end = len(s.rstrip("`"))  # a fence may be starting
+        out = s[self.sent : end]
+        self.sent = max(self.sent, end)
+        return out
+
+    def rest(self) -> str:
+        """What was held back, once the reply turned out to be prose."""
+        out = self.buffer[self.sent :]
+        self.sent = len(self.buffer)
+        return out.rstrip() if self.started else out.strip()
