@@ -80,6 +80,18 @@ def per_call_us(fn: Callable[[], Any], n: int) -> float:
     return statistics.median(runs)
 
 
+def next_step_build(provider: OpenAIProvider, request: Request) -> dict[str, Any]:
+    """A request whose messages were all sent before except the newest two (one loop step)."""
+    for m in request.messages[-2:]:
+        provider._wire.pop(id(m), None)
+    return provider.build_request(request)
+
+
+def cold_build(provider: OpenAIProvider, request: Request) -> dict[str, Any]:
+    provider._wire.clear()
+    return provider.build_request(request)
+
+
 def response_json(calls: int) -> dict[str, Any]:
     reply = wire.tool_calls(*[("weather", {"city": f"City {k}", "unit": "c"}, f"c{k}") for k in range(calls)])
     return wire.completion_body(reply, "bench-model")
@@ -167,11 +179,21 @@ def main() -> None:
 
     print(f"OpenAIProvider overhead per step (target: ours < {TARGET_US:.0f} us), python {sys.version.split()[0]}")
     print()
-    head = ("transcript", "build", "parse", "build+parse", "stream", "SDK walk", "SDK walk", "SDK JSON->obj")
-    sub = ("", "(ours)", "(ours)", "(ours)", "(ours)", "as sent", "if typed", "(reference)")
+    head = (
+        "transcript",
+        "build",
+        "parse",
+        "build+parse",
+        "stream",
+        "build, cold",
+        "SDK walk",
+        "SDK walk",
+        "SDK JSON->obj",
+    )
+    sub = ("", "(ours)", "(ours)", "(ours)", "(ours)", "(ours)", "as sent", "if typed", "(reference)")
     print(" | ".join(f"{h:>12}" for h in head))
     print(" | ".join(f"{h:>12}" for h in sub))
-    print("-" * 113)
+    print("-" * 128)
     worst = 0.0
     chunks = stream_objects("", 1)
     raw = response_json(1)
@@ -179,7 +201,8 @@ def main() -> None:
     for steps in (0, 10, 50):
         request = Request(conversation(steps), tools)
         kwargs = provider.build_request(request)
-        build = per_call_us(lambda r=request: provider.build_request(r), n)  # type: ignore[misc]
+        build = per_call_us(lambda r=request: next_step_build(provider, r), n)  # type: ignore[misc]
+        cold = per_call_us(lambda r=request: cold_build(provider, r), max(20, n // 4))  # type: ignore[misc]
         parse = per_call_us(lambda o=obj: parse_completion(o), n)  # type: ignore[misc]
         streamed = stream_parse_us(provider, request, chunks, max(20, n // 4))
         as_sent = sdk_transform_us(_as_sent(kwargs), max(20, n // 10))
@@ -187,10 +210,12 @@ def main() -> None:
         sdk_out = per_call_us(lambda r=raw: construct_type(type_=ChatCompletion, value=r), n)  # type: ignore[misc]
         worst = max(worst, build + parse, streamed)
         cells = [f"{len(request.messages)} msgs"] + [
-            f"{v:.1f} us" for v in (build, parse, build + parse, streamed, as_sent, typed, sdk_out)
+            f"{v:.1f} us" for v in (build, parse, build + parse, streamed, cold, as_sent, typed, sdk_out)
         ]
         print(" | ".join(f"{c:>12}" for c in cells))
     print()
+    print("build: a step's request when the earlier messages were sent before (the provider converts each")
+    print("message once; only the last step's assistant + tool message are new); cold: nothing converted yet.")
     print(f"stream (ours): build + handling the {len(chunks)} chunks of a streamed tool call + assembly.")
     print("SDK walk: the SDK's maybe_transform of the create() arguments; 'as sent' is what OpenAIProvider")
     print("passes (messages and tools in extra_body), 'if typed' is messages and tools as typed parameters.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import subprocess
 import sys
@@ -344,3 +345,22 @@ def test_userinfo_in_base_url_is_hidden_from_repr():
 def test_build_request_is_json_ready(provider):
     kwargs = provider.build_request(Request([UserMessage("x")], [add], tool_choice="required"))
     assert json.loads(json.dumps(kwargs)) == kwargs
+
+
+def test_a_client_left_behind_by_a_finished_loop_goes_quietly(wire, caplog):
+    # Outside Jupyter each Agent.run has its own loop; the provider's HTTP client from an
+    # earlier run may be collected while a later loop runs, and must not fail there.
+    p = OpenAIProvider("m", api_key=KEY, base_url=wire.url)
+    wire.script(w.text("one"))
+    assert complete(p, HI).text == "one"
+
+    async def later() -> None:
+        nonlocal p
+        del p
+        gc.collect()
+        await asyncio.sleep(0.05)
+
+    asyncio.run(later())
+    gc.collect()
+    noise = [r for r in caplog.records if "Event loop is closed" in f"{r.getMessage()} {r.exc_info}"]
+    assert not noise

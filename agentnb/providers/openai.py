@@ -51,6 +51,8 @@ __all__ = ["OpenAIProvider"]
 #: Local servers ignore the key but the SDK insists on one (vLLM's documented placeholder).
 PLACEHOLDER_KEY = "EMPTY"
 _create_params: frozenset[str] | None = None
+#: Converted messages kept per provider (a few runs' worth); the cache empties when full.
+_WIRE_CACHE_SIZE = 4096
 
 
 class _Secret:
@@ -130,6 +132,9 @@ class OpenAIProvider(Provider):
         self.settings = dict(settings or {})
         self._client_options = client_options
         self._client: Any = None
+        # Messages are immutable and a run's transcript only grows, so each one is converted
+        # once: id -> (message, wire form). Keeping the message alive keeps its id unique.
+        self._wire: dict[int, tuple[Message, dict[str, Any]]] = {}
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
     def __repr__(self) -> str:
@@ -157,12 +162,18 @@ class OpenAIProvider(Provider):
         except RuntimeError:
             loop = None
         if self._client is None or (self._client_loop is not None and self._client_loop() is not loop):
-            self._client = _sdk().AsyncOpenAI(
+            sdk = _sdk()
+            options = dict(self._client_options)
+            # The SDK's own HTTP client schedules its close on whatever loop is running when it
+            # is garbage-collected: a client left behind by a finished Agent.run would then fail
+            # noisily ("Event loop is closed") inside the next run. The plain one does not.
+            options.setdefault("http_client", sdk.DefaultAsyncHttpxClient())
+            self._client = sdk.AsyncOpenAI(
                 api_key=self._key.value,
                 base_url=self.base_url,
                 max_retries=self.max_retries,
                 timeout=self.timeout,
-                **self._client_options,
+                **options,
             )
             self._client_loop = weakref.ref(loop) if loop is not None else None
         return self._client
@@ -182,7 +193,7 @@ class OpenAIProvider(Provider):
         >>> kw["tool_choice"], kw["tools"][0]["function"]["name"]
         ({'type': 'function', 'function': {'name': 'add'}}, 'add')
         """
-        kwargs: dict[str, Any] = {"model": self.model, "messages": [to_openai(m) for m in request.messages]}
+        kwargs: dict[str, Any] = {"model": self.model, "messages": [self._to_wire(m) for m in request.messages]}
         if request.tools:
             kwargs["tools"] = [t.openai_schema() for t in request.tools]
             choice = request.tool_choice
@@ -198,6 +209,16 @@ class OpenAIProvider(Provider):
             if extra:
                 kwargs["extra_body"] = {**kwargs.get("extra_body", {}), **extra}
         return kwargs
+
+    def _to_wire(self, message: Message) -> dict[str, Any]:
+        hit = self._wire.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        if len(self._wire) >= _WIRE_CACHE_SIZE:
+            self._wire.clear()
+        out = to_openai(message)
+        self._wire[id(message)] = (message, out)
+        return out
 
     # -- response -----------------------------------------------------------------------
 
