@@ -256,5 +256,5 @@ def test_skip_button_shows_the_decision_in_the_trace() -> None:
 
     dbg = drive(main)
     assert "skipped by the debugger" in dbg.trace.section_html(0)
-    assert dbg.trace.sections[0].get_title(0) == "Depth 0 · add ⤼"
+    assert dbg.trace.sections[0].title == "Depth 0 · add ⤼"
     assert dbg.trace.status == "cancelled"

@@ -111,8 +111,8 @@ def test_every_event_kind_is_shown() -> None:
     assert "executed again (allow_repeat)" in html[3]
     assert re.search(r"result</span> <span class=\"anb-m\">in [\d.]+ (ms|s)", html[2])  # durations
     assert "Final answer" in html[4]
-    assert w.sections[1].get_title(0) == "Depth 1 · add ↺, nope ✗, add ✗"
-    assert w.sections[2].get_title(0) == "Depth 2 · essay ✓, boom ✗, snapshot ✓"
+    assert w.sections[1].title == "Depth 1 · add ↺, nope ✗, add ✗"
+    assert w.sections[2].title == "Depth 2 · essay ✓, boom ✗, snapshot ✓"
     assert w.answer_output.outputs[0]["data"]["text/markdown"] == "All **done**: 5."
     assert "tool calls <b>9/10</b>" in w.header_html
     assert "finished" in w.header_html
@@ -130,7 +130,7 @@ def test_streamed_tool_call_shows_while_it_assembles() -> None:
     w.flush()
     assert "streaming call #0" in w.section_html(0) and "{&quot;a&quot;: 1" in w.section_html(0)
     assert w.status == "running"
-    assert w.sections[0].get_title(0) == "Depth 0 · asking the model…"
+    assert w.sections[0].title == "Depth 0 · asking the model…"
 
 
 def test_text_form_is_stable_and_has_no_timings() -> None:
@@ -192,9 +192,9 @@ def test_throttle_bounds_renders_with_a_moving_clock() -> None:
 
 def test_old_depths_fold_away_during_long_runs() -> None:
     w, _ = run_with_widget(many_steps(8), max_tool_calls=8, open_depths=3, clock=SteppingClock(0.05))
-    assert w.sections[8].selected_index == 0
-    assert w.sections[6].selected_index == 0
-    assert w.sections[0].selected_index is None
+    assert w.sections[8].open
+    assert w.sections[6].open
+    assert w.sections[0].open is False
 
 
 def test_stop_button_cancels_the_run() -> None:

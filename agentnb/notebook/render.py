@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from html import escape
 from typing import Any
 
@@ -30,6 +31,9 @@ STYLE = """<style>
 .anb-s-limit{background:#bc4c00}.anb-s-cancelled{background:#6e7781}.anb-s-error{background:#cf222e}.anb-s-waiting{background:#8c959f}
 .anb-stat{color:var(--jp-ui-font-color2,#57606a)}
 .anb-stat b{color:var(--jp-ui-font-color1,#1f2328)}
+.anb-depth{border:1px solid var(--jp-border-color2,#d0d7de);border-radius:6px;margin:6px 0;padding:0 10px 2px 10px;
+  font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px}
+.anb-depth>summary{cursor:pointer;font-weight:600;padding:6px 0 4px 0;color:var(--jp-ui-font-color1,#1f2328)}
 .anb-block{border-left:3px solid #8c959f;padding:2px 0 2px 10px;margin:4px 0 8px 0}
 .anb-model{border-left-color:#8250df}.anb-tool{border-left-color:#0969da}.anb-toolbad{border-left-color:#cf222e}
 .anb-note{border-left-color:#bc4c00}.anb-final{border-left-color:#1a7f37}
@@ -83,6 +87,21 @@ def header_html(state: TraceState, elapsed: float | None, pause: str | None = No
     if state.finished is not None and state.finished.error:
         parts.append(f'<span class="anb-bad">{escape(state.finished.error)}</span>')
     return f'<div class="anb anb-head">{"".join(parts)}</div>'
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One depth as the widget shows it: a collapsible section with a title."""
+
+    title: str
+    html: str
+    open: bool
+
+
+def section_html(depth: int, title: str, inner: str, open: bool) -> str:
+    """A depth as a ``<details>`` element (collapsible in the browser, no widget needed)."""
+    attr = " open" if open else ""
+    return f'<details class="anb-depth" data-depth="{depth}"{attr}><summary>{escape(title)}</summary>{inner}</details>'
 
 
 def depth_title(v: DepthView) -> str:
@@ -141,7 +160,7 @@ def _model_html(v: DepthView) -> str:
         u = resp.usage
         tokens = f" · {u.input_tokens} in / {u.output_tokens} out tokens" if u.total_tokens else ""
         body.append(f'<div class="anb-m">replied with {what} in {fmt_seconds(resp.duration)}{tokens}</div>')
-        if resp.text and not v.text and resp.tool_calls:
+        if resp.text and not v.text:
             body.append(f"<pre>{escape(resp.text)}</pre>")
     return f'<div class="anb-block anb-model">{head}{"".join(body)}</div>'
 

@@ -17,22 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentnb.events import (
-    AttachmentAdded,
     DedupDecision,
-    DirectOutput,
     Event,
-    FinalAnswer,
-    LimitReached,
     ModelRequest,
     ModelResponse,
     RunFinished,
     RunStarted,
     StepDecision,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallRequested,
     ToolFinished,
-    ToolStarted,
     UnknownTool,
     ValidationResult,
 )
@@ -111,72 +103,25 @@ class TraceState:
         self.header_dirty = False
 
     def add(self, event: Event) -> None:
-        """Fold one event in."""
+        """Fold one event in (dispatched on ``kind``: this runs for every event of a run)."""
         self.events.append(event)
-        match event:
-            case RunStarted():
-                self.started = event
-                self.header_dirty = True
-                return
-            case RunFinished():
-                self.finished = event
-                self.tool_calls = event.tool_calls
-                self.usage = event.usage
-                self.header_dirty = True
-                return
-            case FinalAnswer(text=text):
-                self.answer = text
-                self.view(event.depth).final = text
-                self.header_dirty = True
-            case _:
-                self._add_to_depth(event)
-        self.dirty.add(event.depth)
-
-    def _add_to_depth(self, event: Event) -> None:
-        v = self.view(event.depth)
-        match event:
-            case ModelRequest():
-                v.request = event
-                self.header_dirty = True
-            case TextDelta(text=text):
-                v.text.append(text)
-            case ToolCallDelta(index=i, name=name, arguments=args):
-                parts = v.call_deltas.setdefault(i, [""])
-                if name:
-                    parts[0] += name
-                parts.append(args)
-            case ModelResponse(usage=u):
-                v.response = event
-                self.usage += u
-                self.header_dirty = True
-            case ToolCallRequested(call_id=cid, name=name, arguments=args):
-                v.calls[cid] = CallView(cid, name, args)
-                self.tool_calls += 1
-                self.header_dirty = True
-            case UnknownTool() | ValidationResult() | DedupDecision() | ToolStarted() | ToolFinished():
-                c = self._call(v, event.call_id, event.name)
-                if isinstance(event, UnknownTool):
-                    c.unknown = event
-                elif isinstance(event, ValidationResult):
-                    c.validation = event
-                elif isinstance(event, DedupDecision):
-                    c.dedup = event
-                elif isinstance(event, ToolStarted):
-                    c.started = True
-                    c.arguments = event.arguments
-                else:
-                    c.finished = event
-            case StepDecision(call_id=cid) if cid is not None:
-                c = self._call(v, cid, "?")
-                c.decisions.append(event)
-                if event.arguments is not None:
-                    c.arguments = event.arguments
-            case AttachmentAdded(image=image):
-                self._call(v, event.call_id, event.name).images.append(image)
-            case LimitReached() | DirectOutput() | StepDecision():
-                v.notes.append(event)
-            case _:
-                pass
+        kind = event.kind
+        if kind == "run_started":
+            self.started = event  # type: ignore[assignment]
+            self.header_dirty = True
+            return
+        if kind == "run_finished":
+            self.finished = event  # type: ignore[assignment]
+            self.tool_calls = event.tool_calls  # type: ignore[union-attr]
+            self.usage = event.usage  # type: ignore[union-attr]
+            self.header_dirty = True
+            return
+        depth = event.depth
+        v = self.depths.get(depth)
+        if v is None:
+            v = self.depths[depth] = DepthView(depth)
+        _FOLD[kind](self, v, event)
+        self.dirty.add(depth)
 
     @staticmethod
     def _call(v: DepthView, call_id: str, name: str) -> CallView:
@@ -184,3 +129,86 @@ class TraceState:
         if c is None:  # a replayed transcript may lack the request event
             c = v.calls[call_id] = CallView(call_id, name, None)
         return c
+
+
+def _request(s: TraceState, v: DepthView, e: Any) -> None:
+    v.request = e
+    s.header_dirty = True
+
+
+def _text(s: TraceState, v: DepthView, e: Any) -> None:
+    v.text.append(e.text)
+
+
+def _call_delta(s: TraceState, v: DepthView, e: Any) -> None:
+    parts = v.call_deltas.setdefault(e.index, [""])
+    if e.name:
+        parts[0] += e.name
+    parts.append(e.arguments)
+
+
+def _response(s: TraceState, v: DepthView, e: Any) -> None:
+    v.response = e
+    s.usage += e.usage
+    s.header_dirty = True
+
+
+def _requested(s: TraceState, v: DepthView, e: Any) -> None:
+    v.calls[e.call_id] = CallView(e.call_id, e.name, e.arguments)
+    s.tool_calls += 1
+    s.header_dirty = True
+
+
+def _setter(attr: str) -> Any:
+    def fold(s: TraceState, v: DepthView, e: Any) -> None:
+        setattr(TraceState._call(v, e.call_id, e.name), attr, e)
+
+    return fold
+
+
+def _started(s: TraceState, v: DepthView, e: Any) -> None:
+    c = TraceState._call(v, e.call_id, e.name)
+    c.started = True
+    c.arguments = e.arguments
+
+
+def _step(s: TraceState, v: DepthView, e: Any) -> None:
+    if e.call_id is None:
+        v.notes.append(e)
+        return
+    c = TraceState._call(v, e.call_id, "?")
+    c.decisions.append(e)
+    if e.arguments is not None:
+        c.arguments = e.arguments
+
+
+def _attachment(s: TraceState, v: DepthView, e: Any) -> None:
+    TraceState._call(v, e.call_id, e.name).images.append(e.image)
+
+
+def _note(s: TraceState, v: DepthView, e: Any) -> None:
+    v.notes.append(e)
+
+
+def _final(s: TraceState, v: DepthView, e: Any) -> None:
+    s.answer = v.final = e.text
+    s.header_dirty = True
+
+
+_FOLD: dict[str, Any] = {
+    "model_request": _request,
+    "text_delta": _text,
+    "tool_call_delta": _call_delta,
+    "model_response": _response,
+    "tool_call": _requested,
+    "unknown_tool": _setter("unknown"),
+    "validation": _setter("validation"),
+    "dedup": _setter("dedup"),
+    "tool_started": _started,
+    "tool_finished": _setter("finished"),
+    "step_decision": _step,
+    "attachment": _attachment,
+    "limit_reached": _note,
+    "direct_output": _note,
+    "final_answer": _final,
+}

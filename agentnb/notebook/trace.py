@@ -30,8 +30,8 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from agentnb.events import Event, RunFinished, RunStarted
-from agentnb.notebook.render import STYLE, depth_html, depth_title, header_html
+from agentnb.events import Event
+from agentnb.notebook.render import STYLE, Section, depth_html, depth_title, header_html, section_html
 from agentnb.notebook.state import TraceState
 from agentnb.notebook.text import summary_line, trace_text
 from agentnb.result import RunResult
@@ -74,14 +74,25 @@ class TraceWidget(widgets.VBox):
         )
         self.stop_button.layout.width = "80px"
         self.stop_button.on_click(lambda _: self.request_stop())
-        self._sections: dict[int, tuple[widgets.Accordion, widgets.HTML]] = {}
-        self._body = widgets.VBox()
+        # Depths are <details> sections inside two HTML widgets, not a widget each: building a
+        # widget costs ~1 ms, more than a whole scripted step. Finished depths sit in one box
+        # (re-rendered only when a depth is added to it), the depth in progress in the other.
+        self._inner: dict[int, str] = {}
+        self._titles: dict[int, str] = {}
+        self._settled = 0  # depths below this are in the settled box
+        self._settled_box = widgets.HTML()
+        self._live_box = widgets.HTML()
+        self._body = widgets.VBox([self._settled_box, self._live_box])
         self.answer_output = widgets.Output()
+        self._answer_label = widgets.HTML()
+        answer = widgets.VBox([self._answer_label, self.answer_output])
+        answer.layout.padding = "0 0 0 10px"
+        answer.add_class("anb-answer")
         self._header.layout.flex = "1 1 auto"
         head = widgets.HBox([self._header, self.stop_button])
         head.layout.justify_content = "space-between"
         head.layout.align_items = "center"
-        super().__init__([head, self._body, self.answer_output])
+        super().__init__([head, self._body, answer])
         self.layout.border = "1px solid var(--jp-border-color2, #d0d7de)"
         self.layout.padding = "6px 10px"
         self.add_class("anb-trace")
@@ -90,16 +101,19 @@ class TraceWidget(widgets.VBox):
 
     def handle(self, event: Event) -> None:
         """Take one event; the view updates now or at the next throttle tick."""
-        if isinstance(event, RunStarted):
+        kind = event.kind
+        if kind == "run_started":
             self._t0 = self._clock()
             self._start_ticker()
         self.state.add(event)
-        if isinstance(event, RunFinished):
-            self.flush()
+        if kind == "run_finished":
             self._cancel(self._ticker)
-            self.stop_button.disabled = True
-            self.stop_button.layout.display = "none"
-            self._update_display()
+            self._cancel(self._timer)
+            loop = _running_loop()
+            if loop is None:
+                self._final_render()
+            else:  # render right after the run returns, not inside its last step
+                self._timer = loop.call_soon(self._final_render)  # type: ignore[assignment]
             return
         now = self._clock()
         if now - self._last >= self.interval:
@@ -112,8 +126,23 @@ class TraceWidget(widgets.VBox):
     __call__ = handle
 
     def finish(self, result: RunResult | None = None) -> None:
-        """Render everything now (a run's events end with ``run_finished``, which does this too)."""
+        """Render everything now (after ``run_finished`` this happens on the next loop turn anyway)."""
+        if self.state.finished is not None:
+            self._final_render()
+        else:
+            self.flush()
+
+    def _final_render(self) -> None:
+        self._timer = None
         self.flush()
+        self.stop_button.disabled = True
+        self.stop_button.layout.display = "none"
+        self._update_display()
+
+    def _caught_up(self) -> TraceWidget:
+        if self.state.finished is not None and (self.state.dirty or self.state.header_dirty):
+            self._final_render()
+        return self
 
     def on_stop(self, callback: Callable[[], Any] | None) -> None:
         """Call ``callback`` when Stop is clicked (the runner cancels the run); None disables Stop."""
@@ -147,16 +176,23 @@ class TraceWidget(widgets.VBox):
         return self.state.answer
 
     @property
-    def sections(self) -> dict[int, widgets.Accordion]:
+    def sections(self) -> dict[int, Section]:
         """The collapsible section of each depth rendered so far."""
-        return {d: acc for d, (acc, _) in self._sections.items()}
+        self._caught_up()
+        return {d: Section(self._titles[d], self._inner[d], self._is_open(d)) for d in sorted(self._inner)}
 
     def section_html(self, depth: int) -> str:
-        return self._sections[depth][1].value
+        return self._caught_up()._inner[depth]
+
+    @property
+    def body_html(self) -> str:
+        """What the depth sections show now (both boxes)."""
+        self._caught_up()
+        return self._settled_box.value + self._live_box.value
 
     @property
     def header_html(self) -> str:
-        return self._header.value
+        return self._caught_up()._header.value
 
     def text(self) -> str:
         """The whole trace as stable plain text (no timings)."""
@@ -166,6 +202,7 @@ class TraceWidget(widgets.VBox):
         return summary_line(self.state.events, self.status)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        self._caught_up()
         data = super()._repr_mimebundle_(**kwargs)
         data["text/plain"] = self.text()
         return data
@@ -202,15 +239,21 @@ class TraceWidget(widgets.VBox):
         if not s.dirty and not s.header_dirty:
             return
         self.renders += 1
-        for depth in sorted(s.dirty):
+        for depth in s.dirty:
             view = s.depths[depth]
-            if depth not in self._sections:
-                self._add_section(depth)
-            acc, html = self._sections[depth]
-            html.value = depth_html(view, self.preview)
-            acc.set_title(0, depth_title(view))
+            self._inner[depth] = depth_html(view, self.preview)
+            self._titles[depth] = depth_title(view)
+        settled = len(s.depths) if s.finished is not None else s.current_depth
+        if settled != self._settled or any(d < settled for d in s.dirty):
+            self._settled = settled
+            self._settled_box.value = self._join(range(settled))
+        if s.dirty or s.finished is not None:
+            self._live_box.value = self._join(d for d in sorted(self._inner) if d >= settled)
         self._header.value = STYLE + header_html(s, self._elapsed(), self.pause_text)
         if s.answer is not None and not self.answer_output.outputs:
+            self._answer_label.value = '<div class="anb"><span class="anb-ok">Final answer</span></div>'
+            answer_box = self.children[2]
+            answer_box.layout.border_left = "3px solid #1a7f37"
             self.answer_output.outputs = (
                 {
                     "output_type": "display_data",
@@ -220,15 +263,13 @@ class TraceWidget(widgets.VBox):
             )
         s.clean()
 
-    def _add_section(self, depth: int) -> None:
-        html = widgets.HTML()
-        acc = widgets.Accordion(children=[html], selected_index=0)
-        acc.add_class("anb-depth")
-        self._sections[depth] = (acc, html)
-        self._body.children = (*self._body.children, acc)
-        old = self._sections.get(depth - self.open_depths)
-        if old is not None and self.state.finished is None:
-            old[0].selected_index = None  # fold old depths away during long runs
+    def _is_open(self, depth: int, current: int | None = None) -> bool:
+        return depth > (self.state.current_depth if current is None else current) - self.open_depths
+
+    def _join(self, depths: Any) -> str:
+        current = self.state.current_depth
+        inner, titles = self._inner, self._titles
+        return "".join(section_html(d, titles[d], inner[d], self._is_open(d, current)) for d in depths if d in inner)
 
     def _elapsed(self) -> float | None:
         if self.state.finished is not None:

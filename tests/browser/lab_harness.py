@@ -120,6 +120,10 @@ def open_and_run_all(page: Any, lab: Lab, name: str, timeout_ms: int = 60_000) -
     """Open a notebook, wait until its kernel is really usable, start Run All (not awaited)."""
     page.goto(lab.notebook_url(name))
     page.wait_for_function(_READY_JS, timeout=timeout_ms)
+    # More room for the notebook (and the screenshots): fold the file browser away.
+    page.evaluate(
+        "() => { const a = window.jupyterapp; if (!a.shell.leftCollapsed) a.commands.execute('application:toggle-left-area'); }"
+    )
     page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
     # The first prompt shows [*] or [n] once Run All took effect.
     page.wait_for_function(

@@ -22,7 +22,7 @@ def weather(city: str) -> str:
     Args:
         city: the city name
     """
-    hours = "\\n".join(f"{h:02d}:00  {10 + h % 5} °C  wind {3 + h % 4} m/s" for h in range(24))
+    hours = "\\n".join(f"{h:02d}:00  {10 + h % 5} °C  wind {3 + h % 4} m/s" for h in range(6, 22))
     return f"{city}: 14 °C, light rain, clearing in the evening.\\nHourly:\\n{hours}"
 
 @tool

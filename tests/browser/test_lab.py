@@ -33,7 +33,7 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     )
     header = trace.locator(".anb-head")
     assert "tool calls 4/10" in header.inner_text()
-    titles = trace.locator(".anb-depth .lm-AccordionPanel-title, .anb-depth .jupyter-widget-Collapse-header")
+    titles = trace.locator(".anb-depth > summary")
     texts = [t for t in titles.all_inner_texts() if t.strip()]
     assert [re.match(r"Depth \d", t).group(0) for t in texts] == ["Depth 0", "Depth 1", "Depth 2", "Depth 3"], texts
     body = trace.inner_text()
