@@ -73,6 +73,7 @@ class TraceWidget(widgets.VBox):
             description="Stop", icon="stop", button_style="danger", disabled=True, tooltip="Stop the run"
         )
         self.stop_button.layout.width = "80px"
+        self.stop_button.layout.flex = "0 0 auto"
         self.stop_button.on_click(lambda _: self.request_stop())
         # Depths are <details> sections inside two HTML widgets, not a widget each: building a
         # widget costs ~1 ms, more than a whole scripted step. Finished depths sit in one box

@@ -72,13 +72,41 @@ STEP_RUN = """\
 %%agent -p model2 --step --new --out stepped
 What is 2 + 3?"""
 
+WHILE_PAUSED = """\
+# The cell above returned at once; the kernel is free while the debugger waits for a click.
+pause = await _agent_debugger.next_pause()
+print("kernel is free while", pause.describe())"""
 
-def main() -> None:
+SLOW = """\
+%load_ext agentnb
+from agentnb import tool
+from agentnb.testing import ScriptedProvider, call
+
+@tool
+def count(n: int) -> int:
+    \"\"\"Count one step.\"\"\"
+    return n
+
+slow = ScriptedProvider([call("count", n=i) for i in range(30)] + ["never reached"], delay=0.5)"""
+
+SLOW_RUN = """\
+%%agent -p slow -n 30 --out stopped_run
+Count to thirty, slowly."""
+
+AFTER = """print("after stop:", stopped_run.stop_reason, stopped_run.tool_calls < 30)"""
+
+
+def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in (SETUP, TRACE, TRACE_RUN, STEP, STEP_RUN)]
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
     HERE.mkdir(exist_ok=True)
-    nbformat.write(nb, HERE / "trace_and_debugger.ipynb")
+    nbformat.write(nb, HERE / name)
+
+
+def main() -> None:
+    write("trace_and_debugger.ipynb", (SETUP, TRACE, TRACE_RUN, STEP, STEP_RUN, WHILE_PAUSED))
+    write("stop_button.ipynb", (SLOW, SLOW_RUN, AFTER))
 
 
 if __name__ == "__main__":

@@ -76,9 +76,34 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
         "paused before tool call add(a=2, b=3) at depth 0",
         "paused before the model call at depth 1",
     ]
+    # The kernel ran the next cell while the debugger was paused.
+    free = page.locator(".jp-OutputArea-output", has_text="kernel is free while")
+    assert free.inner_text().strip() == "kernel is free while paused before the model call at depth 0"
     # The final display update re-renders the view: wait until it is there again.
     page.wait_for_timeout(500)
     dbg = page.locator(".anb-debugger").first
     assert dbg.locator(".jupyter-widget-Output strong, .widget-output strong", has_text="5").count() == 1
     assert "tool calls 1/10" in dbg.locator(".anb-head").inner_text()
     screenshot(dbg, "debugger_finished.png")
+
+
+def test_stop_button_ends_a_running_cell(lab: Any, page: Any) -> None:
+    open_and_run_all(page, lab, "stop_button.ipynb")
+    trace = page.locator(".anb-trace").first
+    trace.wait_for(timeout=30_000)
+    # Let it get going (depth 1 has started), then click Stop while the cell is still busy.
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.anb-trace .anb-depth > summary')].some(s => s.textContent.startsWith('Depth 1'))",
+        timeout=30_000,
+    )
+    assert _badge(trace).inner_text() == "running"
+    screenshot(trace, "trace_running.png")
+    trace.locator(".widget-button", has_text="Stop").click()
+    page.wait_for_function(
+        "() => { const b = document.querySelector('.anb-trace .anb-badge'); return !!b && b.textContent === 'stopped'; }",
+        timeout=30_000,
+    )
+    # The cell returned with a cancelled result and the next cell ran.
+    out = page.locator(".jp-OutputArea-output", has_text="after stop:")
+    out.wait_for(timeout=30_000)
+    assert out.inner_text().strip() == "after stop: cancelled True"
