@@ -103,7 +103,9 @@ class Lab:
         return f"http://127.0.0.1:{self.port}"
 
     def notebook_url(self, name: str) -> str:
-        return f"{self.url}/lab/tree/{name}?token={self.token}"
+        # One workspace per notebook, so a tab left open by another test is not restored here.
+        workspace = Path(name).stem.replace("_", "-")
+        return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?reset&token={self.token}"
 
     def stop(self) -> None:
         if self.proc is not None:
