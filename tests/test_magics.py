@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -276,3 +278,35 @@ def test_kernel_cells_are_rewritten_to_await_the_magic(ip: Any) -> None:
         assert "await" not in ip.transform_cell("%agent_config -q")
     finally:
         ip.input_transformers_post.remove(_await_agent_magics)
+
+
+# --- in a real kernel: what nbval compares ----------------------------------------------------
+
+NOTEBOOK = Path(__file__).parent / "browser" / "notebooks" / "trace_and_debugger.ipynb"
+
+
+def text_outputs() -> list[str]:
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbclient.NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    texts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            assert out["output_type"] != "error", out
+            texts.append(out["text"] if out["output_type"] == "stream" else out["data"].get("text/plain", ""))
+    return texts
+
+
+def test_notebook_outputs_are_stable_and_readable_as_text() -> None:
+    """Executed in a kernel twice, a notebook's text outputs are identical (what nbval compares)."""
+    first, second = text_outputs(), text_outputs()
+    assert first == second
+    trace = next(t for t in first if t.startswith("agentnb trace: answer"))
+    assert trace.splitlines()[0] == "agentnb trace: answer · 4 model calls · 4/10 tool calls"
+    assert "  [1] dedup f9d4aaca60c9: repeat, not run: earlier result given" in trace
+    assert "answer: **Paris**: 14 °C" in trace
+    for text in first:
+        assert not re.search(r"0x[0-9a-f]{6,}", text)
+        assert not re.search(r"\d\s?(ms|s)\b", text)
+    assert "kernel is free while paused before the model call at depth 0\n" in first
