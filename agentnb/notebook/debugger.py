@@ -49,7 +49,9 @@ class Pause:
     call: ToolCall | None = None
 
     def describe(self) -> str:
-        """>>> Pause("tool", 1, ToolCall("c1", "add", {"a": 1})).describe()
+        """Where the run waits, in words.
+
+        >>> Pause("tool", 1, ToolCall("c1", "add", {"a": 1})).describe()
         'paused before tool call add(a=1) at depth 1'
         """
         if self.call is None:

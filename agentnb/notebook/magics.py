@@ -282,7 +282,7 @@ _AWAITED = "await get_ipython().magics_manager.registry['AgentMagics'].run_async
 
 
 def _await_agent_magics(lines: list[str]) -> list[str]:
-    """Input transformer: a top-level ``%agent`` / ``%%agent`` becomes an awaited coroutine.
+    r"""Input transformer: a top-level ``%agent`` / ``%%agent`` becomes an awaited coroutine.
 
     In a kernel the cell then waits for the run on the kernel's own event loop, which keeps
     handling widget messages (the Stop button) without re-entering the loop.
