@@ -73,7 +73,22 @@ class AgentMagics(Magics):
     @no_var_expand
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
-        """Run the agent: ``%agent [options] prompt`` or ``%%agent [options]`` + prompt cell."""
+        """Run the agent: ``%agent [options] prompt``, or ``%%agent [options]`` with the prompt as the cell.
+
+        Options (defaults for the notebook: ``%agent_config``):
+          -p/--provider SPEC|VAR   a spec ('openai:gpt-4o-mini', 'local') or a Provider variable
+          -m/--model NAME          the model part of the spec; --base-url URL for OpenAI-compatible servers
+          -t/--tools a,b|none      tools by variable name (default: every @tool in the notebook)
+          -n/--max-tool-calls N    tool-call limit (default 10)
+          -s/--system TEXT         system prompt ({name} is filled in too)
+          --stream / --no-stream   stream the model's text into the trace
+          --step                   step-through debugger; it is kept in _agent_debugger
+          -q/--quiet               show nothing
+          -o/--out VAR             also store the RunResult in VAR (it is always in _agent_result)
+          --new                    start a new conversation (also: %agent_reset)
+
+        ``{name}`` in the prompt is replaced by the notebook variable (``{{`` for a brace).
+        """
         try:
             plan = self._plan(line, cell)
             if plan is None:
