@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from time import perf_counter
 from typing import Any, TypeVar
@@ -190,20 +192,21 @@ class Agent:
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     """Drive a coroutine to completion from synchronous code.
 
-    Outside an event loop this uses a fresh loop; inside one (a Jupyter cell) it re-enters the
-    running loop through nest_asyncio. A KeyboardInterrupt that arrives while the loop waits
-    cancels the task, which then finishes cleanly (an agent run returns ``cancelled``).
+    Outside an event loop it runs on a fresh loop in this thread. Inside one (a Jupyter cell)
+    it runs on a fresh loop in a worker thread while this thread waits: re-entering the
+    kernel's own loop (nest_asyncio) breaks ipykernel 7.4 when messages arrive meanwhile.
+    A KeyboardInterrupt while waiting cancels the run, which then finishes cleanly (an agent
+    run returns ``cancelled``).
     """
     try:
-        loop = asyncio.get_running_loop()
-        owned = False
+        asyncio.get_running_loop()
     except RuntimeError:
-        loop = asyncio.new_event_loop()
-        owned = True
-    if not owned:
-        import nest_asyncio
+        return _run_here(make)
+    return _run_in_thread(make)
 
-        nest_asyncio.apply(loop)
+
+def _run_here(make: Callable[[], Awaitable[T]]) -> T:
+    loop = asyncio.new_event_loop()
     task: asyncio.Task[T] = loop.create_task(make())  # type: ignore[arg-type]
     try:
         while True:
@@ -214,8 +217,45 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
                     raise
                 task.cancel()
     finally:
-        if owned:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
+
+
+def _run_in_thread(make: Callable[[], Awaitable[T]]) -> T:
+    loop = asyncio.new_event_loop()
+    started = threading.Event()
+    finished = threading.Event()
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        asyncio.set_event_loop(loop)
+        task = loop.create_task(make())  # type: ignore[arg-type]
+        box["task"] = task
+        started.set()
+        try:
+            box["result"] = loop.run_until_complete(task)
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+            finished.set()
+
+    context = contextvars.copy_context()
+    worker = threading.Thread(target=context.run, args=(target,), name="agentnb-run", daemon=True)
+    worker.start()
+    # An Event, not Thread.join(): a join interrupted by Ctrl-C can leave is_alive() wrong.
+    while not finished.is_set():
+        try:
+            finished.wait()
+        except KeyboardInterrupt:
+            started.wait()
             try:
-                loop.run_until_complete(loop.shutdown_asyncgens())
-            finally:
-                loop.close()
+                loop.call_soon_threadsafe(box["task"].cancel)
+            except RuntimeError:  # the run finished meanwhile and closed its loop
+                pass
+    if "error" in box:
+        raise box["error"]
+    return box["result"]  # type: ignore[no-any-return]

@@ -437,3 +437,36 @@ def test_unreadable_call_attempt_tells_the_model_why() -> None:
     assert feedback.is_error
     assert feedback.content == "Your tool call could not be read: unterminated JSON object. Available functions: add."
     assert result.tool_calls == 1
+
+
+def test_ctrl_c_while_a_cell_waits_cancels_the_run() -> None:
+    # Inside a running loop (a Jupyter cell), run() waits on a worker thread; Ctrl-C arrives
+    # in the waiting thread and must cancel the run, not abandon it.
+    import os
+    import signal
+
+    started = threading.Event()
+
+    @tool
+    async def slow() -> str:
+        """Slow."""
+        started.set()
+        await asyncio.sleep(10)
+        return "never"
+
+    def interrupt() -> None:
+        started.wait(5)
+        os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C / kernel interrupt
+
+    async def cell() -> RunResult:  # like a Jupyter cell: a loop is running, run() is sync
+        return Agent(model, tools=[add, slow]).run("go")
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    model = ScriptedProvider([call("add", a=1, b=1), call("slow"), "never"])
+    loop = asyncio.new_event_loop()
+    try:
+        result = loop.run_until_complete(cell())
+    finally:
+        loop.close()
+    assert result.stop_reason == "cancelled"
+    assert [m.role for m in result.messages] == ["user", "assistant", "tool"]
