@@ -231,7 +231,7 @@ def _run_in_thread(make: Callable[[], Awaitable[T]]) -> T:
 
     def target() -> None:
         asyncio.set_event_loop(loop)
-        task = loop.create_task(make())  # type: ignore[arg-type]
+        task: asyncio.Task[T] = loop.create_task(make())  # type: ignore[arg-type]
         box["task"] = task
         started.set()
         try:
