@@ -33,7 +33,8 @@ from agentnb.events import (
 )
 
 
-def _args(arguments: Any) -> str:
+def format_arguments(arguments: Any) -> str:
+    """Arguments as `k=v` pairs with JSON values (what the trace shows)."""
     if not isinstance(arguments, dict):
         return "<invalid JSON>"
     return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
@@ -59,7 +60,7 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             tokens = f", {u.input_tokens}+{u.output_tokens} tokens" if u.total_tokens else ""
             return f"{d} model replied with {what} in {s:.2f}s{tokens}"
         case ToolCallRequested(name=n, arguments=a):
-            return f"{d} call {n}({_args(a)})"
+            return f"{d} call {n}({format_arguments(a)})"
         case UnknownTool(name=n, available=a):
             return f"{d} unknown tool {n!r}; available: {', '.join(a)}"
         case ValidationResult(errors=errs) if errs:
@@ -67,9 +68,9 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
         case DedupDecision(fingerprint=fp, seen_before=True, action=act):
             return f"{d} repeat call {fp[:12]}: {'not run, earlier result given' if act == 'skip' else 'run again (allow_repeat)'}"
         case StepDecision(target=t, action=a, arguments=args):
-            return f"{d} debugger: {a} {t}" + (f" with {_args(args)}" if args is not None else "")
+            return f"{d} debugger: {a} {t}" + (f" with {format_arguments(args)}" if args is not None else "")
         case ToolStarted(name=n, arguments=a):
-            return f"{d} run {n}({_args(a)})"
+            return f"{d} run {n}({format_arguments(a)})"
         case ToolFinished(name=n, result=r, error=e, duration=s):
             status = f"failed: {e}" if e else f"-> {shorten(r, width)}"
             return f"{d} {n} {status} ({s * 1000:.1f} ms)"

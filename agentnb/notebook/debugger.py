@@ -33,7 +33,7 @@ from agentnb.events import Event
 from agentnb.loop import ToolDecision
 from agentnb.messages import Message, ToolCall
 from agentnb.notebook.runner import RunHandle, drive, start_run
-from agentnb.printer import _args
+from agentnb.printer import format_arguments
 from agentnb.providers.base import Request
 from agentnb.result import RunResult
 
@@ -56,7 +56,7 @@ class Pause:
         """
         if self.call is None:
             return f"paused before the model call at depth {self.depth}"
-        return f"paused before tool call {self.call.name}({_args(self.call.arguments)}) at depth {self.depth}"
+        return f"paused before tool call {self.call.name}({format_arguments(self.call.arguments)}) at depth {self.depth}"
 
 
 @dataclass(frozen=True, slots=True)
