@@ -1,0 +1,93 @@
+"""Seconds per agent step at depths 1..10, with and without prefix KV-cache reuse (SmolLM2-135M).
+
+Each step re-sends the growing conversation (system prompt with the tool catalogue, then every
+earlier call and result), as the agent loop does. With reuse only the new tokens are computed;
+without it the whole prompt is. Both runs must produce identical replies (checked).
+
+    .venv/bin/python benchmarks/prefix_cache.py [--depths 10] [--max-new-tokens 24]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Literal
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from agentnb.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage
+from agentnb.providers.base import Request
+from agentnb.providers.untooled import UnTooled
+from agentnb.tools import tool
+
+
+@tool(examples=[("How warm is it in Madrid?", {"city": "Madrid"})])
+def get_weather(city: str, unit: Literal["celsius", "fahrenheit"] = "celsius") -> str:
+    """Current weather for a city.
+
+    Args:
+        city: the city name
+        unit: temperature unit
+    """
+    return f"Sunny, 21 degrees {unit} in {city}"
+
+
+@tool
+def add(a: float, b: float) -> float:
+    """Add two numbers."""
+    return a + b
+
+
+CITIES = ["Paris", "Oslo", "Lima", "Cairo", "Tokyo", "Quito", "Perth", "Dakar", "Hanoi", "Bern"]
+
+
+def conversation(depth: int) -> list[Message]:
+    """The transcript the model sees at ``depth`` (1 = the first step): d-1 calls and results."""
+    messages: list[Message] = [UserMessage("Give me the weather in each of these cities: " + ", ".join(CITIES))]
+    for i in range(depth - 1):
+        call = ToolCall(f"call_{i}", "get_weather", {"city": CITIES[i]})
+        messages += [AssistantMessage(None, (call,)), ToolMessage(call.id, call.name, str(get_weather(CITIES[i])))]
+    return messages
+
+
+def step(layer: UnTooled, depth: int) -> tuple[float, str, int]:
+    request = Request(conversation(depth), [get_weather, add], "required")
+    start = time.perf_counter()
+    completion = asyncio.run(layer.complete(request))
+    seconds = time.perf_counter() - start
+    reply = completion.text or str([(c.name, c.arguments) for c in completion.tool_calls])
+    return seconds, reply, completion.usage.input_tokens
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--depths", type=int, default=10)
+    parser.add_argument("--max-new-tokens", type=int, default=24)
+    args = parser.parse_args()
+
+    from agentnb.providers.transformers import local_provider
+
+    local_provider()
+    reuse = UnTooled(local_provider(prefix_cache=True, max_new_tokens=args.max_new_tokens))
+    fresh = UnTooled(local_provider(prefix_cache=False, max_new_tokens=args.max_new_tokens))
+    step(fresh, 1)  # warm-up: grammar compilation, first-call allocations
+    step(reuse, 10)  # ... and a cache that holds another conversation
+    print("depth  prompt tokens  no reuse (s)  reuse (s)  speed-up  same reply")
+    same_all = True
+    for d in range(1, args.depths + 1):
+        # interleaved, so both see the same machine load (other processes share the CPUs)
+        t0, r0, n = step(fresh, d)
+        t1, r1, _ = step(reuse, d)
+        same = r1 == r0
+        same_all &= same
+        print(f"{d:5d}  {n:13d}  {t0:12.2f}  {t1:9.2f}  {t0 / t1:7.1f}x  {same}")
+    print(f"identical replies at every depth: {same_all}; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""Tool-call accuracy of SmolLM2-135M-Instruct through three prompt-simulated tool-calling set-ups.
+
+Variants, each one model call per request (greedy decoding):
+
+* ``naive``        AnythingLLM's picker prompt, parser and validation (benchmarks/naive_baseline.py);
+* ``ours``         agentnb's UnTooled prompt and parser, unconstrained decoding;
+* ``constrained``  the same prompt with llguidance-constrained decoding (what ``Agent("local")`` does).
+
+Task sets (benchmarks/data/): ``tasks`` (agent requests over a dozen tools, some needing no tool) and
+``fc`` (leaderboard-style cases: one request, 1-4 candidate functions, one expected call). Requests
+are asked with ``tool_choice="auto"``: the model itself decides between calling and answering.
+``--required`` asks the fc cases with ``tool_choice="required"`` as well (the leaderboard setting).
+
+Printed per variant and set: parse rate, schema-valid rate, correct-call rate (right function and
+every argument right), no-tool accuracy, seconds per request. Replies are capped at
+``--max-new-tokens`` (default 96: any call fits; a longer prose answer only costs time).
+
+    .venv/bin/python benchmarks/untooled_accuracy.py --limit 10
+    .venv/bin/python benchmarks/untooled_accuracy.py --sets fc --variants constrained
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import naive_baseline
+import scoring
+
+from agentnb.messages import AssistantMessage, SystemMessage, UserMessage
+from agentnb.providers.base import Request
+from agentnb.providers.untooled import UnTooled
+from agentnb.tools import Tool
+
+VARIANTS = ("naive", "ours", "constrained")
+
+
+def make_tool(spec: dict[str, Any]) -> Tool:
+    examples = [(e["query"], e["arguments"]) for e in spec.get("examples", ())]
+    return Tool(spec["name"], spec.get("description", ""), spec["parameters"], examples=examples)
+
+
+def requests(sets: list[str], limit: int | None, required: bool) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if "tasks" in sets:
+        data = scoring.load_tasks()
+        out += [
+            {"set": "tasks", "id": t["id"], "query": t["query"], "expected": t["expected"], "functions": data["tools"]}
+            for t in data["tasks"][:limit]
+        ]
+    if "fc" in sets:
+        cases = scoring.load_fc_cases()[:limit]
+        out += [{"set": "fc", "choice": "auto", **c} for c in cases]
+        if required:
+            out += [{"set": "fc-required", "choice": "required", **c} for c in cases]
+    return out
+
+
+def run_naive(provider: Any, item: dict[str, Any]) -> dict[str, Any]:
+    history = [{"role": "user", "content": item["query"]}]
+    chat = naive_baseline.build_messages(history, item["functions"])
+    roles = {"system": SystemMessage, "user": UserMessage}
+    messages = [roles[m["role"]](m["content"]) if m["role"] != "assistant" else AssistantMessage(m["content"]) for m in chat]
+    completion = asyncio.run(provider.complete(Request(messages)))
+    detail = naive_baseline.parse_reply_detailed(completion.text or "", item["functions"])
+    return {"predicted": detail["call"], "attempt": detail["attempt"], "text": completion.text}
+
+
+def run_untooled(layer: UnTooled, item: dict[str, Any], tools: list[Tool]) -> dict[str, Any]:
+    request = Request([UserMessage(item["query"])], tools, item.get("choice", "auto"))
+    layer.inner.last_decision = None  # type: ignore[attr-defined]
+    completion = asyncio.run(layer.complete(request))
+    attempt = predicted = None
+    if completion.tool_calls:
+        call = completion.tool_calls[0]
+        if call.arguments is not None:
+            attempt = {"name": call.name, "arguments": call.arguments}
+            tool = next((t for t in tools if t.name == call.name), None)
+            if tool is not None and not tool.validate(call.arguments):
+                predicted = attempt  # the loop runs only known tools with valid arguments
+    decision = getattr(layer.inner, "last_decision", None)
+    share = decision.call_share if decision is not None else None
+    return {"predicted": predicted, "attempt": attempt, "text": completion.text, "call_share": share}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--limit", type=int, default=None, help="first N requests of each set")
+    parser.add_argument("--sets", default="tasks,fc", help="comma-separated: tasks, fc")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
+    parser.add_argument("--required", action="store_true", help="also ask the fc cases with tool_choice=required")
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--json", type=Path, default=None, help="write every reply and score here")
+    parser.add_argument("--verbose", action="store_true", help="print each request's outcome")
+    args = parser.parse_args()
+
+    from agentnb.providers.transformers import local_provider
+
+    start = time.perf_counter()
+    local_provider()
+    print(f"SmolLM2-135M-Instruct loaded in {time.perf_counter() - start:.1f} s")
+    items = requests(args.sets.split(","), args.limit, args.required)
+    report: dict[str, Any] = {}
+    for variant in args.variants.split(","):
+        provider = local_provider(max_new_tokens=args.max_new_tokens, constrained=variant == "constrained")
+        layer = UnTooled(provider)
+        results: dict[str, list[dict[str, Any]]] = {}
+        for item in items:
+            tools = [make_tool(f) for f in item["functions"]]
+            t0 = time.perf_counter()
+            outcome = run_naive(provider, item) if variant == "naive" else run_untooled(layer, item, tools)
+            seconds = time.perf_counter() - t0
+            row = {
+                "id": item["id"],
+                "expected": item["expected"],
+                "functions": item["functions"],
+                "seconds": seconds,
+                "category": item.get("category", "tasks"),
+                **outcome,
+            }
+            results.setdefault(item["set"], []).append(row)
+            if args.verbose:
+                ok = scoring.score_call(item["expected"], outcome["predicted"])
+                share = outcome.get("call_share")
+                share_text = f"{share:.3f}" if share is not None else "  -  "
+                print(f"  {variant:11s} {item['id']:12s} {seconds:5.2f}s {share_text} {ok['correct']!s:5} {outcome['attempt']} | {outcome['text']!r:.60}")
+        for name, rows in results.items():
+            summary = scoring.summarise(rows)
+            report[f"{variant}/{name}"] = {"summary": summary, "rows": rows}
+            print_summary(f"{variant:11s} {name:11s}", summary)
+    print(f"(threads: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f})")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1, default=str))
+
+
+def _pct(value: float | None) -> str:
+    return "   -" if value is None else f"{100 * value:3.0f}%"
+
+
+def print_summary(label: str, s: dict[str, Any]) -> None:
+    print(
+        f"{label} n={s['n']:3d}  parse {_pct(s['parse_rate'])}  schema-valid {_pct(s['schema_valid_rate'])}  "
+        f"correct {_pct(s['correct_rate'])}  no-tool {_pct(s['no_tool_accuracy'])}  "
+        f"{s['mean_seconds']:.2f} s/request"
+    )
+    for cat, c in (s.get("by_category") or {}).items():
+        if len(s["by_category"]) > 1:
+            print(f"{'':24s}{cat:9s} n={c['n']:3d}  correct {_pct(c['correct_rate'])}  no-tool {_pct(c['no_tool_accuracy'])}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,226 @@
+"""TransformersProvider mechanics on a tiny random Llama: decoding, streaming, constraints, cache."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("llguidance")
+
+from agentnb import Agent, tool  # noqa: E402
+from agentnb.errors import MissingDependencyError, UserError  # noqa: E402
+from agentnb.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage  # noqa: E402
+from agentnb.providers.base import Completion, OutputConstraint, Request, TextChunk  # noqa: E402
+from agentnb.providers.hf_constraint import bound_schema, grammar_for  # noqa: E402
+from agentnb.providers.transformers import TransformersProvider  # noqa: E402
+from agentnb.providers.untooled import UnTooled  # noqa: E402
+from agentnb.providers.untooled_parse import parse_reply  # noqa: E402
+from agentnb.tools import Tool  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tiny_model import build_tiny  # noqa: E402
+
+
+@tool
+def get_weather(city: str, unit: Literal["celsius", "fahrenheit"] = "celsius", days: int = 1) -> str:
+    """Current weather for a city.
+
+    Args:
+        city: the city name
+        unit: temperature unit
+        days: forecast days
+    """
+    return f"Sunny in {city}"
+
+
+@tool
+def add(a: float, b: float, tags: list[str] | None = None) -> float:
+    """Add two numbers."""
+    return a + b
+
+
+TOOLS = (get_weather, add)
+
+
+@pytest.fixture(scope="session")
+def tiny() -> tuple[object, object]:
+    return build_tiny()
+
+
+@pytest.fixture
+def provider(tiny: tuple[object, object]) -> TransformersProvider:
+    model, tokenizer = tiny
+    return TransformersProvider(model, tokenizer, max_new_tokens=24)
+
+
+def ask(provider: TransformersProvider, request: Request) -> Completion:
+    return asyncio.run(provider.complete(request))
+
+
+def test_chat_template_and_usage(provider: TransformersProvider) -> None:
+    messages = [SystemMessage("sys"), UserMessage("hi")]
+    ids = provider.encode(messages)
+    text = provider.tokenizer.decode(ids)
+    assert text == "<|im_start|>system\nsys<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    completion = ask(provider, Request(messages))
+    assert completion.usage.input_tokens == len(ids)
+    assert 1 <= completion.usage.output_tokens <= 24
+    assert completion.finish_reason in ("stop", "length")
+
+
+def test_greedy_is_deterministic_and_options_apply(provider: TransformersProvider) -> None:
+    request = Request([UserMessage("hello")])
+    assert ask(provider, request).text == ask(provider, request).text
+    short = ask(provider, Request([UserMessage("hello")], settings={"max_new_tokens": 3}))
+    assert short.usage.output_tokens <= 3
+    sampled = {ask(provider, Request([UserMessage("hello")], settings={"temperature": 1.0, "seed": s})).text for s in range(4)}
+    assert len(sampled) > 1
+    with pytest.raises(UserError, match="unknown generation settings"):
+        ask(provider, Request([UserMessage("hello")], settings={"temprature": 1}))
+
+
+def test_streaming_yields_text_then_the_completion(provider: TransformersProvider) -> None:
+    async def collect() -> list[object]:
+        return [item async for item in provider.stream(Request([UserMessage("stream please")]))]
+
+    items = asyncio.run(collect())
+    chunks = [i.text for i in items if isinstance(i, TextChunk)]
+    assert isinstance(items[-1], Completion)
+    assert len(chunks) > 1
+    assert "".join(chunks) == items[-1].text
+
+
+def test_bounded_schema_keeps_validity() -> None:
+    schema = bound_schema(add.parameters)
+    assert schema["properties"]["tags"]["anyOf"][0]["maxItems"] == 32
+    assert schema["properties"]["tags"]["anyOf"][0]["items"]["maxLength"] == 200
+    assert bound_schema({"type": "string", "enum": ["a"]}) == {"type": "string", "enum": ["a"]}
+    assert "start: call" in grammar_for(TOOLS, "call") and "text" not in grammar_for(TOOLS, "call")
+    assert grammar_for((), "any").startswith("start: text")
+
+
+@pytest.mark.parametrize("choice", ["required", "auto", "add"])
+def test_constrained_output_always_parses_and_validates(provider: TransformersProvider, choice: str) -> None:
+    """Sampling from a random model is the worst case: every call must still be valid."""
+    constraint = OutputConstraint(TOOLS, choice)
+    calls = texts = 0
+    for seed in range(12):
+        settings = {"temperature": 1.0, "seed": seed, "max_new_tokens": 400}
+        if choice == "auto":  # make both branches happen
+            settings["call_threshold"] = 0.0 if seed % 2 else 1.0
+        reply = ask(provider, Request([UserMessage(f"request {seed}")], settings=settings, constraint=constraint)).text
+        assert reply
+        prose, parsed = parse_reply(reply, [t.name for t in TOOLS], strict=True)
+        if reply[0] in "{[":
+            (call,) = parsed
+            tool_ = {t.name: t for t in TOOLS}[call.name]
+            assert call.parse_error is None and tool_.validate(call.arguments) == []
+            assert choice != "add" or call.name == "add"
+            assert list(json.loads(reply)) == ["name", "arguments"]
+            calls += 1
+        else:
+            assert choice == "auto" and not parsed and not reply[0].isspace()
+            texts += 1
+    assert calls > 0 and (choice != "auto" or texts > 0)
+
+
+def test_none_choice_gives_text_only(provider: TransformersProvider) -> None:
+    for seed in range(4):
+        settings = {"temperature": 1.0, "seed": seed}
+        reply = ask(provider, Request([UserMessage("x")], settings=settings, constraint=OutputConstraint(TOOLS, "none")))
+        assert reply.text and reply.text[0] not in "{[" and not reply.text[0].isspace()
+
+
+def test_parallel_constraint_allows_an_array(provider: TransformersProvider) -> None:
+    seen_array = False
+    for seed in range(10):
+        settings = {"temperature": 1.0, "seed": seed, "max_new_tokens": 600}
+        reply = ask(provider, Request([UserMessage("x")], settings=settings, constraint=OutputConstraint(TOOLS, "required", True)))
+        _, calls = parse_reply(reply.text or "", ["get_weather", "add"], strict=True)
+        assert calls and all(c.parse_error is None for c in calls)
+        seen_array |= (reply.text or "").startswith("[")
+    assert seen_array
+
+
+def growing_conversation(depth: int) -> list:
+    messages: list = [SystemMessage("You call tools."), UserMessage("weather in many cities")]
+    for i in range(depth):
+        call = ToolCall(f"c{i}", "get_weather", {"city": f"City{i}"})
+        messages += [AssistantMessage(None, (call,)), ToolMessage(call.id, call.name, f"Sunny in City{i}")]
+    return messages
+
+
+def test_prefix_cache_gives_the_same_tokens_as_no_reuse(tiny: tuple[object, object]) -> None:
+    model, tokenizer = tiny
+    reuse = UnTooled(TransformersProvider(model, tokenizer, max_new_tokens=16, prefix_cache=True))
+    fresh = UnTooled(TransformersProvider(model, tokenizer, max_new_tokens=16, prefix_cache=False))
+    for depth in range(5):
+        for choice in ("required", "auto"):
+            request = Request(growing_conversation(depth), TOOLS, choice)
+            a, b = asyncio.run(reuse.complete(request)), asyncio.run(fresh.complete(request))
+            assert (a.text, [(c.name, c.arguments) for c in a.tool_calls]) == (
+                b.text,
+                [(c.name, c.arguments) for c in b.tool_calls],
+            )
+        assert fresh.inner.cache.reused == 0  # type: ignore[attr-defined]
+        if depth:
+            # everything up to this step's new turn came from the cache
+            assert reuse.inner.cache.reused > len(reuse.inner.encode(reuse.render(Request(growing_conversation(depth - 1), TOOLS)))) - 8  # type: ignore[attr-defined]
+
+
+def test_agent_runs_a_tool_on_the_tiny_model(tiny: tuple[object, object]) -> None:
+    model, tokenizer = tiny
+    provider = TransformersProvider(model, tokenizer, max_new_tokens=300)
+    # required forces the first call; a threshold of 1 makes auto answer in text afterwards
+    agent = Agent(provider, tools=[get_weather], tool_choice="required", settings={"call_threshold": 1.0})
+    result = agent.run("weather?")
+    assert result.tool_calls == 1
+    assert result.messages[2].role == "tool" and result.messages[2].content.startswith("Sunny in")
+    assert result.stop_reason == "answer"
+
+
+def test_loads_a_saved_folder(tiny: tuple[object, object], tmp_path: Path) -> None:
+    model, tokenizer = tiny
+    model.save_pretrained(tmp_path)  # type: ignore[attr-defined]
+    tokenizer.save_pretrained(tmp_path)  # type: ignore[attr-defined]
+    provider = TransformersProvider(str(tmp_path), device="cpu", max_new_tokens=5)
+    assert provider.name == f"hf:{tmp_path}"
+    request = Request([UserMessage("hi")])
+    assert ask(provider, request).text == ask(TransformersProvider(model, tokenizer, max_new_tokens=5), request).text
+
+
+def test_missing_model_and_missing_dependencies(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(UserError, match="cannot load the model"):
+        TransformersProvider("/nonexistent/model-folder")
+    import agentnb.providers.transformers as hf
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real(name, *a))
+    with pytest.raises(MissingDependencyError, match=r"agentnb\[hf\]"):
+        hf.local_provider()
+    with pytest.raises(MissingDependencyError):
+        Agent("local")
+
+
+def test_import_agentnb_does_not_import_torch() -> None:
+    code = "import sys, agentnb, agentnb.providers; print('torch' in sys.modules, 'transformers' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+def test_tool_from_plain_schema_is_bounded_for_the_grammar(provider: TransformersProvider) -> None:
+    free = Tool("note", "Write a note.", {"type": "object", "properties": {"text": {"type": "string"}}})
+    settings = {"temperature": 1.0, "seed": 3, "max_new_tokens": 400}
+    reply = ask(provider, Request([UserMessage("x")], settings=settings, constraint=OutputConstraint((free,), "note"))).text
+    call = json.loads(reply or "")
+    assert call["name"] == "note" and set(call["arguments"]) <= {"text"}
+    assert len(call["arguments"].get("text", "")) <= 200
