@@ -16,18 +16,18 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 pytest.importorskip("llguidance")
 
-from agentnb import Agent, tool  # noqa: E402
-from agentnb.errors import MissingDependencyError, UserError  # noqa: E402
-from agentnb.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage  # noqa: E402
-from agentnb.providers.base import Completion, OutputConstraint, Request, TextChunk  # noqa: E402
-from agentnb.providers.hf_constraint import bound_schema, grammar_for  # noqa: E402
-from agentnb.providers.transformers import TransformersProvider  # noqa: E402
-from agentnb.providers.untooled import UnTooled  # noqa: E402
-from agentnb.providers.untooled_parse import parse_reply  # noqa: E402
-from agentnb.tools import Tool  # noqa: E402
+from agentnb import Agent, tool
+from agentnb.errors import MissingDependencyError, UserError
+from agentnb.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
+from agentnb.providers.base import Completion, OutputConstraint, Request, TextChunk
+from agentnb.providers.hf_constraint import bound_schema, grammar_for
+from agentnb.providers.transformers import TransformersProvider
+from agentnb.providers.untooled import UnTooled
+from agentnb.providers.untooled_parse import parse_reply
+from agentnb.tools import Tool
 
 sys.path.insert(0, str(Path(__file__).parent))
-from tiny_model import build_tiny  # noqa: E402
+from tiny_model import build_tiny
 
 
 @tool
@@ -82,7 +82,9 @@ def test_greedy_is_deterministic_and_options_apply(provider: TransformersProvide
     assert ask(provider, request).text == ask(provider, request).text
     short = ask(provider, Request([UserMessage("hello")], settings={"max_new_tokens": 3}))
     assert short.usage.output_tokens <= 3
-    sampled = {ask(provider, Request([UserMessage("hello")], settings={"temperature": 1.0, "seed": s})).text for s in range(4)}
+    sampled = {
+        ask(provider, Request([UserMessage("hello")], settings={"temperature": 1.0, "seed": s})).text for s in range(4)
+    }
     assert len(sampled) > 1
     with pytest.raises(UserError, match="unknown generation settings"):
         ask(provider, Request([UserMessage("hello")], settings={"temprature": 1}))
@@ -119,7 +121,7 @@ def test_constrained_output_always_parses_and_validates(provider: TransformersPr
             settings["call_threshold"] = 0.0 if seed % 2 else 1.0
         reply = ask(provider, Request([UserMessage(f"request {seed}")], settings=settings, constraint=constraint)).text
         assert reply
-        prose, parsed = parse_reply(reply, [t.name for t in TOOLS], strict=True)
+        _, parsed = parse_reply(reply, [t.name for t in TOOLS], strict=True)
         if reply[0] in "{[":
             (call,) = parsed
             tool_ = {t.name: t for t in TOOLS}[call.name]
@@ -136,7 +138,9 @@ def test_constrained_output_always_parses_and_validates(provider: TransformersPr
 def test_none_choice_gives_text_only(provider: TransformersProvider) -> None:
     for seed in range(4):
         settings = {"temperature": 1.0, "seed": seed}
-        reply = ask(provider, Request([UserMessage("x")], settings=settings, constraint=OutputConstraint(TOOLS, "none")))
+        reply = ask(
+            provider, Request([UserMessage("x")], settings=settings, constraint=OutputConstraint(TOOLS, "none"))
+        )
         assert reply.text and reply.text[0] not in "{[" and not reply.text[0].isspace()
 
 
@@ -144,7 +148,10 @@ def test_parallel_constraint_allows_an_array(provider: TransformersProvider) -> 
     seen_array = False
     for seed in range(10):
         settings = {"temperature": 1.0, "seed": seed, "max_new_tokens": 600}
-        reply = ask(provider, Request([UserMessage("x")], settings=settings, constraint=OutputConstraint(TOOLS, "required", True)))
+        reply = ask(
+            provider,
+            Request([UserMessage("x")], settings=settings, constraint=OutputConstraint(TOOLS, "required", True)),
+        )
         _, calls = parse_reply(reply.text or "", ["get_weather", "add"], strict=True)
         assert calls and all(c.parse_error is None for c in calls)
         seen_array |= (reply.text or "").startswith("[")
@@ -174,7 +181,10 @@ def test_prefix_cache_gives_the_same_tokens_as_no_reuse(tiny: tuple[object, obje
         assert fresh.inner.cache.reused == 0  # type: ignore[attr-defined]
         if depth:
             # everything up to this step's new turn came from the cache
-            assert reuse.inner.cache.reused > len(reuse.inner.encode(reuse.render(Request(growing_conversation(depth - 1), TOOLS)))) - 8  # type: ignore[attr-defined]
+            assert (
+                reuse.inner.cache.reused
+                > len(reuse.inner.encode(reuse.render(Request(growing_conversation(depth - 1), TOOLS)))) - 8
+            )  # type: ignore[attr-defined]
 
 
 def test_agent_runs_a_tool_on_the_tiny_model(tiny: tuple[object, object]) -> None:
@@ -220,7 +230,9 @@ def test_import_agentnb_does_not_import_torch() -> None:
 def test_tool_from_plain_schema_is_bounded_for_the_grammar(provider: TransformersProvider) -> None:
     free = Tool("note", "Write a note.", {"type": "object", "properties": {"text": {"type": "string"}}})
     settings = {"temperature": 1.0, "seed": 3, "max_new_tokens": 400}
-    reply = ask(provider, Request([UserMessage("x")], settings=settings, constraint=OutputConstraint((free,), "note"))).text
+    reply = ask(
+        provider, Request([UserMessage("x")], settings=settings, constraint=OutputConstraint((free,), "note"))
+    ).text
     call = json.loads(reply or "")
     assert call["name"] == "note" and set(call["arguments"]) <= {"text"}
     assert len(call["arguments"].get("text", "")) <= 200
