@@ -37,7 +37,14 @@ from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider
 #: Small on purpose: a chatty small model puts almost all its mass on prose even when a tool is
 #: plainly needed; measured with SmolLM2-135M (benchmarks/untooled_accuracy.py), requests that
 #: need a tool mostly gave shares of 0.003-0.08, chit-chat 0.000-0.001.
-DEFAULT_CALL_THRESHOLD = 0.003
+DEFAULT_CALL_THRESHOLD = 0.0015
+#: The same after tool results: then answering is the norm, and a weak model that is let call
+#: at the slightest chance repeats its call until the limit (measured: SmolLM2 gave shares of
+#: 0.53, then 0.89, for repeating the call it had just made).
+DEFAULT_CALL_THRESHOLD_AFTER_RESULTS = 0.9
+#: Request setting UnTooled adds (to providers with ``understands_untooled_hints``) when the
+#: conversation ends with tool results.
+AFTER_RESULTS_HINT = "untooled_after_tool_results"
 _END = object()
 
 
@@ -57,6 +64,8 @@ class GenerationOptions:
     #: ``auto`` calls a tool when at least this share of the first token's probability mass
     #: starts a call (constrained decoding only).
     call_threshold: float = DEFAULT_CALL_THRESHOLD
+    #: ... when the conversation ends with tool results.
+    call_threshold_after_results: float = DEFAULT_CALL_THRESHOLD_AFTER_RESULTS
 
     def merged(self, settings: dict[str, Any]) -> GenerationOptions:
         known = {f.name for f in fields(self)}
@@ -97,6 +106,8 @@ class TransformersProvider(Provider):
 
     supports_native_tools = False
     supports_streaming = True
+    #: Reads :data:`AFTER_RESULTS_HINT` from request settings (set by UnTooled).
+    understands_untooled_hints = True
 
     def __init__(
         self,
@@ -161,7 +172,10 @@ class TransformersProvider(Provider):
         return completion
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
-        options = self.options.merged(dict(request.settings))
+        settings = dict(request.settings)
+        if settings.pop(AFTER_RESULTS_HINT, False):
+            settings.setdefault("call_threshold", self.options.merged(settings).call_threshold_after_results)
+        options = self.options.merged(settings)
         prompt = self.encode(request.messages)
         constraint = request.constraint if self.supports_constraints else None
         loop = asyncio.get_running_loop()

@@ -212,7 +212,15 @@ class UnTooled(Provider):
         if self.constrain and self.inner.supports_constraints:
             constraint = OutputConstraint(tools, request.tool_choice if tools else "none", self.parallel)
         rendered = self.render(Request(request.messages, tools, request.tool_choice))
-        return Request(rendered, (), "none", request.settings, constraint)
+        settings = request.settings
+        tail = list(request.messages[-2:])
+        if tail and isinstance(tail[-1], UserMessage) and tail[-1].images:  # a tool's attached images
+            tail.pop()
+        after_results = bool(tail) and isinstance(tail[-1], ToolMessage)
+        if constraint is not None and after_results and getattr(self.inner, "understands_untooled_hints", False):
+            # a backend that decides "call or answer" itself may weigh it differently now
+            settings = {**settings, "untooled_after_tool_results": True}
+        return Request(rendered, (), "none", settings, constraint)
 
     # --- Provider --------------------------------------------------------------------------
 

