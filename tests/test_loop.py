@@ -464,9 +464,12 @@ def test_ctrl_c_while_a_cell_waits_cancels_the_run() -> None:
     threading.Thread(target=interrupt, daemon=True).start()
     model = ScriptedProvider([call("add", a=1, b=1), call("slow"), "never"])
     loop = asyncio.new_event_loop()
+    # The handler a kernel has (earlier tests may have installed others).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         result = loop.run_until_complete(cell())
     finally:
+        signal.signal(signal.SIGINT, previous)
         loop.close()
     assert result.stop_reason == "cancelled"
     assert [m.role for m in result.messages] == ["user", "assistant", "tool"]
