@@ -302,11 +302,24 @@ def test_notebook_outputs_are_stable_and_readable_as_text() -> None:
     """Executed in a kernel twice, a notebook's text outputs are identical (what nbval compares)."""
     first, second = text_outputs(), text_outputs()
     assert first == second
-    trace = next(t for t in first if t.startswith("agentnb trace: answer"))
-    assert trace.splitlines()[0] == "agentnb trace: answer · 4 model calls · 4/10 tool calls"
+    trace = next(t for t in first if t.startswith("agentnb live trace\nagentnb trace: answer"))
+    assert trace.splitlines()[1] == "agentnb trace: answer · 4 model calls · 4/10 tool calls"
     assert "  [1] dedup f9d4aaca60c9: repeat, not run: earlier result given" in trace
     assert "answer: **Paris**: 14 °C" in trace
     for text in first:
         assert not re.search(r"0x[0-9a-f]{6,}", text)
         assert not re.search(r"\d\s?(ms|s)\b", text)
     assert "kernel is free while paused before the model call at depth 0\n" in first
+
+
+def test_a_line_prompt_ending_in_a_question_mark_reaches_the_agent() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agentnb.notebook.magics import _protect_questions
+
+    shell = InteractiveShell.instance()
+    shell.extension_manager.load_extension("agentnb")
+    assert _protect_questions in shell.input_transformers_cleanup
+    code = shell.transform_cell("%agent What's the weather in Paris?\n")
+    assert code == "get_ipython().run_line_magic('agent', \"What's the weather in Paris?\")\n"
+    assert shell.transform_cell("%agent?\n") != code  # help on the magic itself still works

@@ -56,7 +56,9 @@ class Pause:
         """
         if self.call is None:
             return f"paused before the model call at depth {self.depth}"
-        return f"paused before tool call {self.call.name}({format_arguments(self.call.arguments)}) at depth {self.depth}"
+        return (
+            f"paused before tool call {self.call.name}({format_arguments(self.call.arguments)}) at depth {self.depth}"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets as widgets
 
 from agentnb.errors import UserError
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.trace import LIVE_MARKER, TraceWidget
 
 if TYPE_CHECKING:
     from agentnb.notebook.debugger import Debugger
@@ -62,7 +62,7 @@ class DebuggerView(widgets.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         data = super()._repr_mimebundle_(**kwargs)
-        data["text/plain"] = repr(self.debugger) + "\n" + self.trace.text()
+        data["text/plain"] = f"{LIVE_MARKER}\n{self.debugger!r}\n{self.trace.text()}"
         return data
 
     def _do(self, action: Any) -> None:

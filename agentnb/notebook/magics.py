@@ -314,8 +314,34 @@ def _await_agent_magics(lines: list[str]) -> list[str]:
     return out
 
 
+def _protect_questions(lines: list[str]) -> list[str]:
+    r"""Input transformer: ``%agent ... word?`` is a prompt, not a request for help on ``word``.
+
+        IPython turns a line ending in ``?`` into help before line magics run; this runs first and
+        writes the magic call out, so the question reaches the agent.
+
+        >>> _protect_questions(["%agent What is the weather in Paris?
+    "])
+        ["get_ipython().run_line_magic('agent', 'What is the weather in Paris?')
+    "]
+        >>> _protect_questions(["%agent?
+    "])
+        ['%agent?
+    ']
+    """
+    out = []
+    for line in lines:
+        stripped = line.rstrip("\n")
+        if stripped.startswith("%agent ") and stripped.rstrip().endswith("?"):
+            line = f"get_ipython().run_line_magic('agent', {stripped[len('%agent ') :].strip()!r})\n"
+        out.append(line)
+    return out
+
+
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics on ``ipython`` (called by ``%load_ext agentnb``)."""
     ipython.register_magics(AgentMagics)
+    if _protect_questions not in ipython.input_transformers_cleanup:
+        ipython.input_transformers_cleanup.append(_protect_questions)
     if getattr(ipython, "kernel", None) is not None and _await_agent_magics not in ipython.input_transformers_post:
         ipython.input_transformers_post.append(_await_agent_magics)
