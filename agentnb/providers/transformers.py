@@ -419,7 +419,10 @@ def local_provider(**options: Any) -> TransformersProvider:
     global _LOCAL
     with _LOCAL_LOCK:
         if _LOCAL is None:
-            _LOCAL = TransformersProvider(str(smollm2_path()), name="local")
+            from agentnb.providers.hf_local import load_smollm2
+
+            model, tokenizer = load_smollm2(smollm2_path())
+            _LOCAL = TransformersProvider(model, tokenizer, name="local")
     if not options:
         return _LOCAL
     return TransformersProvider(_LOCAL.model, _LOCAL.tokenizer, name=options.pop("name", "local"), **options)
