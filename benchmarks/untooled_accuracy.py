@@ -9,7 +9,9 @@ Variants, each one model call per request (greedy decoding):
 Task sets (benchmarks/data/): ``tasks`` (agent requests over a dozen tools, some needing no tool) and
 ``fc`` (leaderboard-style cases: one request, 1-4 candidate functions, one expected call). Requests
 are asked with ``tool_choice="auto"``: the model itself decides between calling and answering.
-``--required`` asks the fc cases with ``tool_choice="required"`` as well (the leaderboard setting).
+``--required`` asks the fc cases with ``tool_choice="required"`` as well (the leaderboard setting);
+``--fc-choices required`` asks only that. ``--split even`` / ``odd`` takes every other fc case: tune
+on the even ones, report the odd ones as held out.
 
 Printed per variant and set: parse rate, schema-valid rate, correct-call rate (right function and
 every argument right), no-tool accuracy, seconds per request. Replies are capped at
@@ -50,7 +52,11 @@ def make_tool(spec: dict[str, Any]) -> Tool:
     return Tool(spec["name"], spec.get("description", ""), spec["parameters"], examples=examples)
 
 
-def requests(sets: list[str], limit: int | None, required: bool) -> list[dict[str, Any]]:
+#: Which fc cases a run uses: tune on ``even`` (cases 0, 2, 4, ...), report ``odd`` as held out.
+SPLITS = {"all": slice(None), "even": slice(0, None, 2), "odd": slice(1, None, 2)}
+
+
+def requests(sets: list[str], limit: int | None, choices: list[str], split: str = "all") -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if "tasks" in sets:
         data = scoring.load_tasks()
@@ -59,9 +65,10 @@ def requests(sets: list[str], limit: int | None, required: bool) -> list[dict[st
             for t in data["tasks"][:limit]
         ]
     if "fc" in sets:
-        cases = scoring.load_fc_cases()[:limit]
-        out += [{"set": "fc", "choice": "auto", **c} for c in cases]
-        if required:
+        cases = scoring.load_fc_cases()[SPLITS[split]][:limit]
+        if "auto" in choices:
+            out += [{"set": "fc", "choice": "auto", **c} for c in cases]
+        if "required" in choices:
             out += [{"set": "fc-required", "choice": "required", **c} for c in cases]
     return out
 
@@ -70,7 +77,9 @@ def run_naive(provider: Any, item: dict[str, Any]) -> dict[str, Any]:
     history = [{"role": "user", "content": item["query"]}]
     chat = naive_baseline.build_messages(history, item["functions"])
     roles = {"system": SystemMessage, "user": UserMessage}
-    messages = [roles[m["role"]](m["content"]) if m["role"] != "assistant" else AssistantMessage(m["content"]) for m in chat]
+    messages = [
+        roles[m["role"]](m["content"]) if m["role"] != "assistant" else AssistantMessage(m["content"]) for m in chat
+    ]
     completion = asyncio.run(provider.complete(Request(messages)))
     detail = naive_baseline.parse_reply_detailed(completion.text or "", item["functions"])
     return {"predicted": detail["call"], "attempt": detail["attempt"], "text": completion.text}
@@ -99,6 +108,12 @@ def main() -> None:
     parser.add_argument("--sets", default="tasks,fc", help="comma-separated: tasks, fc")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
     parser.add_argument("--required", action="store_true", help="also ask the fc cases with tool_choice=required")
+    parser.add_argument(
+        "--fc-choices", default=None, help="comma-separated tool choices for the fc cases (auto, required)"
+    )
+    parser.add_argument(
+        "--split", choices=sorted(SPLITS), default="all", help="fc cases: even (tuning), odd (held out)"
+    )
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--json", type=Path, default=None, help="write every reply and score here")
     parser.add_argument("--verbose", action="store_true", help="print each request's outcome")
@@ -109,7 +124,8 @@ def main() -> None:
     start = time.perf_counter()
     local_provider()
     print(f"SmolLM2-135M-Instruct loaded in {time.perf_counter() - start:.1f} s")
-    items = requests(args.sets.split(","), args.limit, args.required)
+    choices = (args.fc_choices or ("auto,required" if args.required else "auto")).split(",")
+    items = requests(args.sets.split(","), args.limit, choices, args.split)
     report: dict[str, Any] = {}
     for variant in args.variants.split(","):
         provider = local_provider(max_new_tokens=args.max_new_tokens, constrained=variant == "constrained")
@@ -133,7 +149,9 @@ def main() -> None:
                 ok = scoring.score_call(item["expected"], outcome["predicted"])
                 share = outcome.get("call_share")
                 share_text = f"{share:.3f}" if share is not None else "  -  "
-                print(f"  {variant:11s} {item['id']:12s} {seconds:5.2f}s {share_text} {ok['correct']!s:5} {outcome['attempt']} | {outcome['text']!r:.60}")
+                print(
+                    f"  {variant:11s} {item['id']:12s} {seconds:5.2f}s {share_text} {ok['correct']!s:5} {outcome['attempt']} | {outcome['text']!r:.60}"
+                )
         for name, rows in results.items():
             summary = scoring.summarise(rows)
             report[f"{variant}/{name}"] = {"summary": summary, "rows": rows}
@@ -155,7 +173,9 @@ def print_summary(label: str, s: dict[str, Any]) -> None:
     )
     for cat, c in (s.get("by_category") or {}).items():
         if len(s["by_category"]) > 1:
-            print(f"{'':24s}{cat:9s} n={c['n']:3d}  correct {_pct(c['correct_rate'])}  no-tool {_pct(c['no_tool_accuracy'])}")
+            print(
+                f"{'':24s}{cat:9s} n={c['n']:3d}  correct {_pct(c['correct_rate'])}  no-tool {_pct(c['no_tool_accuracy'])}"
+            )
 
 
 if __name__ == "__main__":

@@ -236,3 +236,25 @@ def test_tool_from_plain_schema_is_bounded_for_the_grammar(provider: Transformer
     call = json.loads(reply or "")
     assert call["name"] == "note" and set(call["arguments"]) <= {"text"}
     assert len(call["arguments"].get("text", "")) <= 200
+
+
+def test_picking_the_tool_first_narrows_the_call(provider: TransformersProvider) -> None:
+    prompts = {t.name: f"Function: {t.name}\nDescription: {t.description}\nRequest: " for t in TOOLS}
+    scores = provider.rank_tools(list(prompts.values()), "weather in Oslo")
+    assert len(scores) == 2 and all(s < 0 for s in scores)
+    best = TOOLS[max(range(2), key=scores.__getitem__)].name
+    pick = {"query": "weather in Oslo", "prompts": prompts}
+    for seed in range(4):
+        settings = {"temperature": 1.0, "seed": seed, "max_new_tokens": 400, "untooled_pick": pick}
+        request = Request([UserMessage("x")], settings=settings, constraint=OutputConstraint(TOOLS, "required"))
+        reply = ask(provider, request).text or ""
+        assert json.loads(reply)["name"] == best
+        assert provider.last_decision is not None and provider.last_decision.tool == best
+    # switched off, the hint is ignored and the grammar offers every tool
+    names = set()
+    for seed in range(12):
+        settings = {"temperature": 1.0, "seed": seed, "max_new_tokens": 400, "untooled_pick": pick}
+        settings["pick_tool_first"] = False
+        request = Request([UserMessage("x")], settings=settings, constraint=OutputConstraint(TOOLS, "required"))
+        names.add(json.loads(ask(provider, request).text or "")["name"])
+    assert names == {t.name for t in TOOLS}

@@ -52,15 +52,16 @@ def test_system_prompt_snapshot() -> None:
         "\n"
         "Function: get_weather\n"
         "Description: Current weather for a city.\n"
-        'Parameters: {"type": "object", "properties": {"city": {"type": "string", "description": "the city name"}, '
-        '"unit": {"type": "string", "enum": ["celsius", "fahrenheit"], "description": "temperature unit", '
-        '"default": "celsius"}}, "required": ["city"]}\n'
+        "Arguments:\n"
+        "- city (string, required): the city name\n"
+        '- unit ("celsius" or "fahrenheit", optional, default "celsius"): temperature unit\n'
         'Example: "How warm is it in Madrid?" -> {"name": "get_weather", "arguments": {"city": "Madrid"}}\n'
         "\n"
         "Function: add\n"
         "Description: Add two integers.\n"
-        'Parameters: {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, '
-        '"required": ["a", "b"]}\n'
+        "Arguments:\n"
+        "- a (integer, required)\n"
+        "- b (integer, required)\n"
         "\n"
         "To call a function, reply with only a JSON object, nothing else:\n"
         '{"name": "<function name>", "arguments": {"<parameter>": <value>, ...}}\n'
@@ -181,7 +182,7 @@ def test_prose_with_braces_is_not_a_call(reply: str) -> None:
     [
         ('{"name": "add", "arguments": {"a": 1 "b": 2}}', "add", "not valid JSON"),
         ('{"name": "add", "arguments": [1, 2]}', "add", "must be a JSON object"),
-        ('{"city": "Paris"}', "", "needs a \"name\""),
+        ('{"city": "Paris"}', "", 'needs a "name"'),
         ('{"name": "add", "arguments": {"a": 1}} {"name": "add"', "add", "not valid JSON"),
     ],
 )
@@ -311,3 +312,24 @@ def test_constraint_is_set_for_constraining_backends() -> None:
     assert second is not None and second.tool_choice == "auto"
     # constrained replies are calls only when they start with JSON
     assert UnTooled(model, constrain=False).inner_request(Request([UserMessage("x")], [add])).constraint is None
+
+
+def test_pick_hint_goes_to_backends_that_rank_tools() -> None:
+    class Ranking(ScriptedProvider):
+        supports_constraints = True
+        understands_untooled_hints = True
+
+    model = Ranking(['{"name": "add", "arguments": {"a": 1, "b": 2}}', "3"], native_tools=False)
+    Agent(model, tools=[add, get_weather], tool_choice="required").run("What is 1+2?")
+    pick = model.requests[0].settings["untooled_pick"]
+    assert pick["query"] == "What is 1+2?"
+    assert (
+        pick["prompts"]["add"] == 'Function: add\nDescription: Add two integers.\nExample request for this function: "'
+    )
+    # one tool, or a backend that does not rank: no hint
+    plain = ScriptedProvider(['{"name": "add", "arguments": {"a": 1, "b": 2}}', "3"], native_tools=False)
+    Agent(plain, tools=[add, get_weather], tool_choice="required").run("What is 1+2?")
+    assert "untooled_pick" not in plain.requests[0].settings
+    single = Ranking(['{"name": "add", "arguments": {"a": 1, "b": 2}}', "3"], native_tools=False)
+    Agent(single, tools=[add], tool_choice="required").run("What is 1+2?")
+    assert "untooled_pick" not in single.requests[0].settings

@@ -45,6 +45,9 @@ DEFAULT_CALL_THRESHOLD_AFTER_RESULTS = 0.9
 #: Request setting UnTooled adds (to providers with ``understands_untooled_hints``) when the
 #: conversation ends with tool results.
 AFTER_RESULTS_HINT = "untooled_after_tool_results"
+#: Request setting UnTooled adds when a single call must choose among several tools:
+#: ``{"query": <the user's request>, "prompts": {<tool name>: <its description, for ranking>}}``.
+PICK_HINT = "untooled_pick"
 _END = object()
 
 
@@ -66,6 +69,10 @@ class GenerationOptions:
     call_threshold: float = DEFAULT_CALL_THRESHOLD
     #: ... when the conversation ends with tool results.
     call_threshold_after_results: float = DEFAULT_CALL_THRESHOLD_AFTER_RESULTS
+    #: Pick the function before writing a call (when UnTooled sends :data:`PICK_HINT`): rank
+    #: the tools (:meth:`TransformersProvider.rank_tools`), then decode only the best one's
+    #: call. Off, the grammar lets the model choose the name greedily token by token.
+    pick_tool_first: bool = True
 
     def merged(self, settings: dict[str, Any]) -> GenerationOptions:
         known = {f.name for f in fields(self)}
@@ -81,6 +88,8 @@ class Decision:
 
     mode: str
     call_share: float | None = None
+    #: The tool picked before decoding the arguments, when several were on offer.
+    tool: str | None = None
 
 
 class TransformersProvider(Provider):
@@ -173,6 +182,7 @@ class TransformersProvider(Provider):
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         settings = dict(request.settings)
+        pick = settings.pop(PICK_HINT, None)
         if settings.pop(AFTER_RESULTS_HINT, False):
             settings.setdefault("call_threshold", self.options.merged(settings).call_threshold_after_results)
         options = self.options.merged(settings)
@@ -193,7 +203,7 @@ class TransformersProvider(Provider):
             # replies from sharing the KV cache at once.
             try:
                 with self._lock:
-                    for token in self.tokens(prompt, constraint, options):
+                    for token in self.tokens(prompt, constraint, options, pick):
                         put(token)
                         if stop.is_set():
                             break
@@ -236,13 +246,20 @@ class TransformersProvider(Provider):
     # --- decoding --------------------------------------------------------------------------
 
     def tokens(
-        self, prompt: list[int], constraint: OutputConstraint | None, options: GenerationOptions
+        self,
+        prompt: list[int],
+        constraint: OutputConstraint | None,
+        options: GenerationOptions,
+        pick: dict[str, Any] | None = None,
     ) -> Iterator[int]:
-        """Decode a reply to ``prompt`` token by token (blocking; call from a worker thread)."""
+        """Decode a reply to ``prompt`` token by token (blocking; call from a worker thread).
+
+        ``pick`` (from UnTooled's :data:`PICK_HINT`) lets a call choose its tool first.
+        """
         import torch
 
         logits = self.cache.prefill(prompt)
-        guide = self._guide(constraint, logits, options) if constraint is not None else None
+        guide = self._guide(constraint, logits, options, pick) if constraint is not None else None
         generator = None
         if options.temperature > 0:
             generator = torch.Generator(device="cpu")
@@ -271,7 +288,9 @@ class TransformersProvider(Provider):
                 return
             logits = self.cache.feed([token])
 
-    def _guide(self, constraint: OutputConstraint, logits: Any, options: GenerationOptions) -> Any:
+    def _guide(
+        self, constraint: OutputConstraint, logits: Any, options: GenerationOptions, pick: dict[str, Any] | None = None
+    ) -> Any:
         tools = constraint.tools
         choice = constraint.tool_choice
         if choice not in ("auto", "required", "none"):
@@ -280,6 +299,8 @@ class TransformersProvider(Provider):
         if choice == "none" or not tools:
             return compiler.guide((), "text")
         if choice != "auto":
+            tools = self._narrow(tools, pick, options) if not constraint.parallel else tools
+            self.last_decision = Decision("call", None, tools[0].name if len(tools) == 1 else None)
             return compiler.guide(tools, "call", parallel=constraint.parallel)
         import torch
 
@@ -289,8 +310,45 @@ class TransformersProvider(Provider):
         p_call, p_text = float(probs[call].sum()), float(probs[text & ~call].sum())
         share = p_call / (p_call + p_text) if p_call + p_text > 0 else 0.0
         mode = "call" if share >= options.call_threshold else "text"
-        self.last_decision = Decision(mode, share)
+        picked = None
+        if mode == "call":
+            tools = self._narrow(tools, pick, options) if not constraint.parallel else tools
+            picked = tools[0].name if len(tools) == 1 else None
+        self.last_decision = Decision(mode, share, picked)
         return compiler.guide(tools, mode, parallel=constraint.parallel)
+
+    def _narrow(self, tools: Sequence[Any], pick: dict[str, Any] | None, options: GenerationOptions) -> Sequence[Any]:
+        """The one tool a single call will use, when UnTooled sent what to rank the tools by."""
+        if pick is None or len(tools) < 2 or not options.pick_tool_first:
+            return tools
+        prompts = pick["prompts"]
+        if any(t.name not in prompts for t in tools):
+            return tools
+        scores = self.rank_tools([prompts[t.name] for t in tools], pick["query"])
+        return (tools[max(range(len(tools)), key=scores.__getitem__)],)
+
+    def rank_tools(self, descriptions: Sequence[str], query: str) -> list[float]:
+        """How well each tool explains the user's request: ``log P(query | description)``.
+
+        Scoring the request given each tool's description (a "noisy channel" choice) picks the
+        right function among candidates more often than letting a small model write the name:
+        measured with SmolLM2-135M on the fc cases' "multiple" category, 31/34 right against
+        the greedy name's 26/34 (and 23/34 for the mean log-probability of the whole name).
+        One batched forward pass, outside the prefix cache.
+        """
+        import torch
+
+        tok = self.tokenizer
+        asked = list(tok.encode(query, add_special_tokens=False))
+        heads = [list(tok.encode(d, add_special_tokens=False)) for d in descriptions]
+        rows = [head + asked for head in heads]
+        width = max(len(r) for r in rows)
+        # Right padding: the pad tokens come after everything scored, so no mask is needed.
+        batch = torch.tensor([r + [r[-1]] * (width - len(r)) for r in rows], device=self.model.device)
+        with torch.inference_mode():
+            logits = self.model(input_ids=batch, use_cache=False).logits.float()
+        logprobs = torch.log_softmax(logits[:, :-1], dim=-1).gather(2, batch[:, 1:].unsqueeze(-1)).squeeze(-1)
+        return [float(logprobs[i, len(head) - 1 : len(head) + len(asked) - 1].sum()) for i, head in enumerate(heads)]
 
     def _decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))

@@ -3,9 +3,9 @@
 :class:`UnTooled` wraps any text-only :class:`~agentnb.providers.Provider` and is itself a
 provider with native tools, so the loop cannot tell it from an API with function calling:
 
-1. the tool catalogue (name, description, parameter schema with types, enums and
-   ``required``, few-shot examples) goes into the system prompt, rendered from
-   ``untooled_prompt.txt`` beside this module;
+1. the tool catalogue (name, description, one line per parameter with its type or enum
+   values, required or optional, default and description; few-shot examples) goes into the
+   system prompt, rendered from ``untooled_prompt.txt`` beside this module;
 2. the whole conversation, earlier calls and tool results included, is rendered as plain
    system/user/assistant turns (chat templates often have no tool role): one model call per step;
 3. the reply is parsed (:mod:`agentnb.providers.untooled_parse`) into text or tool calls.
@@ -13,7 +13,9 @@ provider with native tools, so the loop cannot tell it from an API with function
    what to fix; broken JSON comes back as a call with a ``parse_error``.
 
 When the inner provider ``supports_constraints``, UnTooled also sets
-:attr:`Request.constraint`, and the backend's decoder makes every call parse and validate.
+:attr:`Request.constraint`, and the backend's decoder makes every call parse and validate. A
+backend that ``understands_untooled_hints`` also gets the user's request and a ``[[pick]]`` text
+per tool when one call must choose among several tools, so it can rank the tools first.
 
 >>> from agentnb import Agent, tool
 >>> from agentnb.testing import ScriptedProvider
@@ -92,6 +94,55 @@ def render_parameters(schema: dict[str, Any]) -> str:
     return json.dumps(_trim(schema), ensure_ascii=False)
 
 
+def render_arguments(schema: dict[str, Any], indent: str = "- ") -> str:
+    """A tool's parameters as one line each: name, type (or enum values), required, description.
+
+    >>> print(render_arguments({"type": "object", "required": ["city"], "properties": {
+    ...     "city": {"type": "string", "description": "City name."},
+    ...     "unit": {"enum": ["c", "f"], "default": "c"}}}))
+    - city (string, required): City name.
+    - unit ("c" or "f", optional, default "c")
+    """
+    properties = schema.get("properties") or {}
+    if not properties:
+        return f"{indent}(none)"
+    required = set(schema.get("required") or ())
+    lines = []
+    for name, spec in properties.items():
+        notes = [type_name(spec), "required" if name in required else "optional"]
+        if isinstance(spec, dict) and "default" in spec:
+            notes.append(f"default {json.dumps(spec['default'], ensure_ascii=False)}")
+        description = spec.get("description", "").strip() if isinstance(spec, dict) else ""
+        lines.append(f"{indent}{name} ({', '.join(notes)})" + (f": {description}" if description else ""))
+    return "\n".join(lines)
+
+
+def type_name(spec: Any) -> str:
+    """A short type for the prompt: ``number``, ``array of string``, ``"a" or "b"``.
+
+    >>> type_name({"type": "array", "items": {"type": "integer"}}), type_name({"enum": ["x", "y"]})
+    ('array of integer', '"x" or "y"')
+    >>> type_name({"type": "object", "properties": {"x": {"type": "number"}}})
+    'object {x: number}'
+
+    """
+    if not isinstance(spec, dict):
+        return "any"
+    if "enum" in spec:
+        return " or ".join(json.dumps(v, ensure_ascii=False) for v in spec["enum"])
+    kind = spec.get("type")
+    if isinstance(kind, list):
+        return " or ".join(map(str, kind))
+    if kind == "array":
+        return f"array of {type_name(spec.get('items') or {})}" if spec.get("items") else "array"
+    if kind == "object" and spec.get("properties"):  # nested fields stay visible
+        fields = ", ".join(f"{k}: {type_name(v)}" for k, v in spec["properties"].items())
+        return f"object {{{fields}}}"
+    if kind is None and "anyOf" in spec:
+        return " or ".join(type_name(s) for s in spec["anyOf"])
+    return str(kind or "any")
+
+
 def _trim(schema: Any) -> Any:
     if isinstance(schema, dict):
         return {k: _trim(v) for k, v in schema.items() if k not in ("additionalProperties", "title", "$schema")}
@@ -148,6 +199,7 @@ class UnTooled(Provider):
                     name=tool.name,
                     description=tool.description.strip(),
                     parameters=render_parameters(tool.parameters),
+                    arguments=render_arguments(tool.parameters),
                     examples=examples,
                 )
             )
@@ -217,10 +269,25 @@ class UnTooled(Provider):
         if tail and isinstance(tail[-1], UserMessage) and tail[-1].images:  # a tool's attached images
             tail.pop()
         after_results = bool(tail) and isinstance(tail[-1], ToolMessage)
-        if constraint is not None and after_results and getattr(self.inner, "understands_untooled_hints", False):
+        hints = constraint is not None and getattr(self.inner, "understands_untooled_hints", False)
+        if hints and after_results:
             # a backend that decides "call or answer" itself may weigh it differently now
             settings = {**settings, "untooled_after_tool_results": True}
+        pick = self._pick_hint(request, tools) if hints and not self.parallel else None
+        if pick is not None:
+            # a backend that can rank the tools first may pick the function before the arguments
+            settings = {**settings, "untooled_pick": pick}
         return Request(rendered, (), "none", settings, constraint)
+
+    def _pick_hint(self, request: Request, tools: Sequence[Tool]) -> dict[str, Any] | None:
+        """The user's last request and each tool's ``[[pick]]`` text, to rank the tools by."""
+        if len(tools) < 2 or "pick" not in self.template.sections:
+            return None
+        query = next((m.content for m in reversed(request.messages) if isinstance(m, UserMessage)), None)
+        if not query:
+            return None
+        prompts = {t.name: self.template.fill("pick", name=t.name, description=t.description.strip()) for t in tools}
+        return {"query": query, "prompts": prompts}
 
     # --- Provider --------------------------------------------------------------------------
 
