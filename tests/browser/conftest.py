@@ -1,4 +1,9 @@
-"""Fixtures for the browser tests: one JupyterLab server and one Chromium per session."""
+"""Fixtures for the browser tests: one JupyterLab server and one Chromium per module.
+
+Module scope, not session: Playwright's sync API keeps an event loop registered as running on
+the main thread while it is open, which would mislead later tests that check for a running
+loop (the debugger's and run()'s drivers).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import pytest
 from lab_harness import CHROMIUM, CHROMIUM_ARGS, Lab
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab() -> Iterator[Lab]:
     server = Lab().start()
     try:
@@ -19,7 +24,7 @@ def lab() -> Iterator[Lab]:
         server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)")

@@ -42,7 +42,8 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     assert "show all" in body  # a long result is truncated with a toggle
     assert trace.locator("img[alt='attached image']").count() == 1
     answer = trace.locator(".jupyter-widget-Output, .widget-output").last
-    assert answer.locator("strong", has_text="17").count() == 1  # Markdown rendered
+    answer.locator("strong", has_text="17").wait_for(timeout=30_000)  # Markdown rendered
+    assert answer.locator("strong", has_text="17").count() == 1
     screenshot(trace, "trace_widget.png")
     assert _badge(trace).inner_text() == "finished"
 
