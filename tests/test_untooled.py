@@ -92,7 +92,7 @@ def test_render_turns_calls_and_results_into_plain_chat() -> None:
     ]
     assert out[3].content.startswith(
         "Result of get_weather: Rain, 8 degrees\nError from add: Invalid arguments for add\n"
-        "Use these results to answer the user in plain text"
+        "Using these results, answer my question in one sentence: Weather in Oslo and 2+3?"
     )
     assert out[3].content.endswith("[Attached image(s) from tool result]")
 

@@ -28,7 +28,7 @@ per tool when one call must choose among several tools, so it can rank the tools
 'It is 5.'
 >>> print(model.requests[1].messages[-1].content)
 Result of add: 5
-Use these results to answer the user in plain text, or call another function if you need more.
+Using these results, answer my question in one sentence: What is 2 + 3?
 """
 
 from __future__ import annotations
@@ -218,10 +218,11 @@ class UnTooled(Provider):
         if system:
             out.append(SystemMessage(system))
         results: list[str] = []
+        question = ""  # the latest user request; repeated after results, which helps small models
 
         def flush_results() -> None:
             if results:
-                _add_user(out, t.fill("results", results="\n".join(results)))
+                _add_user(out, t.fill("results", results="\n".join(results), question=question))
                 results.clear()
 
         for m in messages:
@@ -231,6 +232,8 @@ class UnTooled(Provider):
                 continue
             flush_results()
             if isinstance(m, UserMessage):
+                if not m.images:
+                    question = m.content
                 _add_user(out, m.content + (t.fill("image") if m.images else ""))
             elif isinstance(m, AssistantMessage):
                 out.append(AssistantMessage(self._assistant_text(m)))
