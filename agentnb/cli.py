@@ -21,10 +21,13 @@ from agentnb.printer import TextPrinter
 from agentnb.providers import get_provider
 from agentnb.tools import Tool
 
+# SmolLM2-135M decides by itself whether to call a tool (tool_choice="auto"); these requests
+# show it calling each tool, then answering from the result, and answering a chat line in text.
 DEMO_PROMPTS = [
-    "What is 37 * 91?",
+    "Use the calculator: what is 37 * 91?",
     "How many miles is 42 km?",
     "What day of the week was 2000-01-01?",
+    "Tell me a joke.",
 ]
 
 
