@@ -455,17 +455,18 @@ def test_ctrl_c_while_a_cell_waits_cancels_the_run() -> None:
         return "never"
 
     def interrupt() -> None:
-        started.wait(5)
-        os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C / kernel interrupt
+        # Only once the tool runs (the cell is then waiting); never while pytest itself runs.
+        if started.wait(60):
+            os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C / kernel interrupt
 
     async def cell() -> RunResult:  # like a Jupyter cell: a loop is running, run() is sync
         return Agent(model, tools=[add, slow]).run("go")
 
-    threading.Thread(target=interrupt, daemon=True).start()
     model = ScriptedProvider([call("add", a=1, b=1), call("slow"), "never"])
     loop = asyncio.new_event_loop()
     # The handler a kernel has (earlier tests may have installed others).
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    threading.Thread(target=interrupt, daemon=True).start()
     try:
         result = loop.run_until_complete(cell())
     finally:
