@@ -245,13 +245,18 @@ def _run_in_thread(make: Callable[[], Awaitable[T]]) -> T:
 
     context = contextvars.copy_context()
     worker = threading.Thread(target=context.run, args=(target,), name="agentnb-run", daemon=True)
-    worker.start()
     # An Event, not Thread.join(): a join interrupted by Ctrl-C can leave is_alive() wrong.
+    # The start is inside the try, so a Ctrl-C at any moment of the wait cancels the run.
+    launched = False
     while not finished.is_set():
         try:
+            if not launched:
+                launched = True
+                worker.start()
             finished.wait()
         except KeyboardInterrupt:
-            started.wait()
+            if not started.wait(10):
+                raise
             try:
                 loop.call_soon_threadsafe(box["task"].cancel)
             except RuntimeError:  # the run finished meanwhile and closed its loop
