@@ -42,12 +42,7 @@ async def drive(
     stream: bool | None = None,
 ) -> RunResult:
     """Run ``agent`` to the end, handing every event to ``on_event``."""
-    async for item in agent.stream(prompt, history=history, controller=controller, stream=stream):
-        if isinstance(item, RunResult):
-            return item
-        if on_event is not None:
-            on_event(item)
-    raise RuntimeError("unreachable: the stream always ends with a RunResult")
+    return await agent.arun(prompt, history=history, controller=controller, on_event=on_event, stream=stream)
 
 
 def background_loop() -> asyncio.AbstractEventLoop:

@@ -111,6 +111,19 @@ class Provider(ABC):
         return f"{type(self).__name__}({self.name!r})"
 
 
+async def collect(stream: AsyncIterator[Chunk | Completion]) -> Completion:
+    """Drain a provider's stream; its final :class:`Completion` (for ``complete`` built on ``stream``)."""
+    completion = None
+    async for item in stream:
+        if isinstance(item, Completion):
+            completion = item
+    if completion is None:
+        from agentnb.errors import ModelBehaviorError
+
+        raise ModelBehaviorError("the provider's stream ended without a completion")
+    return completion
+
+
 def parse_arguments(call_id: str, name: str, raw: str | None) -> ToolCall:
     """Build a :class:`ToolCall` from argument text, keeping bad JSON visible (never ``{}``)."""
     text = (raw or "").strip()

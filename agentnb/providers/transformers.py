@@ -31,7 +31,7 @@ from typing import Any
 
 from agentnb.errors import MissingDependencyError, UserError
 from agentnb.messages import Message, Usage
-from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk
+from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk, collect
 
 #: Share of the first token's probability that must start a call for ``auto`` to call a tool.
 #: Small on purpose: a chatty small model puts almost all its mass on prose even when a tool is
@@ -173,12 +173,7 @@ class TransformersProvider(Provider):
     # --- Provider --------------------------------------------------------------------------
 
     async def complete(self, request: Request) -> Completion:
-        completion = None
-        async for item in self.stream(request):
-            if isinstance(item, Completion):
-                completion = item
-        assert completion is not None  # stream always ends with one
-        return completion
+        return await collect(self.stream(request))
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         settings = dict(request.settings)

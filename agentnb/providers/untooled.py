@@ -51,6 +51,7 @@ from agentnb.providers.base import (
     Request,
     TextChunk,
     ToolCallChunk,
+    collect,
 )
 from agentnb.providers.untooled_parse import parse_reply
 from agentnb.tools import Tool
@@ -295,12 +296,7 @@ class UnTooled(Provider):
     # --- Provider --------------------------------------------------------------------------
 
     async def complete(self, request: Request) -> Completion:
-        completion = None
-        async for item in self.stream(request):
-            if isinstance(item, Completion):
-                completion = item
-        assert completion is not None  # stream always ends with one
-        return completion
+        return await collect(self.stream(request))
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         inner = self.inner_request(request)
