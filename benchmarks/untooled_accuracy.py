@@ -115,6 +115,13 @@ def main() -> None:
         "--split", choices=sorted(SPLITS), default="all", help="fc cases: even (tuning), odd (held out)"
     )
     parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a generation option for the constrained variant, e.g. copy_bias=0 (repeatable)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="write every reply and score here")
     parser.add_argument("--verbose", action="store_true", help="print each request's outcome")
     args = parser.parse_args()
@@ -124,11 +131,14 @@ def main() -> None:
     start = time.perf_counter()
     local_provider()
     print(f"SmolLM2-135M-Instruct loaded in {time.perf_counter() - start:.1f} s")
+    options = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)}
     choices = (args.fc_choices or ("auto,required" if args.required else "auto")).split(",")
     items = requests(args.sets.split(","), args.limit, choices, args.split)
     report: dict[str, Any] = {}
     for variant in args.variants.split(","):
-        provider = local_provider(max_new_tokens=args.max_new_tokens, constrained=variant == "constrained")
+        constrained = variant == "constrained"
+        extra = options if constrained else {}
+        provider = local_provider(max_new_tokens=args.max_new_tokens, constrained=constrained, **extra)
         layer = UnTooled(provider)
         results: dict[str, list[dict[str, Any]]] = {}
         for item in items:

@@ -55,6 +55,8 @@ CORE_MODULES = [
     "agentnb.printer",
     "agentnb.providers",
     "agentnb.providers.base",
+    "agentnb.providers.hf_constraint",
+    "agentnb.providers.hf_steer",
     "agentnb.result",
     "agentnb.schema",
     "agentnb.testing",

@@ -135,6 +135,46 @@ def test_constrained_output_always_parses_and_validates(provider: TransformersPr
     assert calls > 0 and (choice != "auto" or texts > 0)
 
 
+@tool
+def note(text: str, tags: list[str]) -> str:
+    """Keep a note."""
+    return text
+
+
+def test_a_call_is_finished_even_when_the_budget_is_tight(provider: TransformersProvider) -> None:
+    """Near the end of max_new_tokens the call is closed, so a random model's long strings still parse."""
+    constraint = OutputConstraint((note,), "required")
+
+    def replies(reserve: int) -> list[str]:
+        out = []
+        for seed in range(8):
+            settings = {"temperature": 1.0, "seed": seed, "max_new_tokens": 60, "closing_reserve": reserve}
+            request = Request([UserMessage(f"note {seed}")], settings=settings, constraint=constraint)
+            out.append(ask(provider, request).text or "")
+        return out
+
+    cut = [r for r in replies(0) if not r.endswith("}")]
+    assert cut, "without closing, some replies should run out of budget (else this test proves nothing)"
+    for reply in replies(16):
+        call = json.loads(reply)
+        assert note.validate(call["arguments"]) == []
+
+
+def test_copy_bias_keeps_values_on_the_request(provider: TransformersProvider) -> None:
+    """With a strong copy bias even a random model copies its string argument from the request."""
+    source = "weather in Zanzibar please"
+    constraint = OutputConstraint((get_weather,), "required")
+
+    def city(bias: float) -> str:
+        settings = {"copy_bias": bias, "max_new_tokens": 200}
+        reply = ask(provider, Request([UserMessage(source)], settings=settings, constraint=constraint)).text
+        return json.loads(reply or "")["arguments"]["city"]
+
+    copied = city(50.0)
+    assert copied.strip() and (source.startswith(copied) or f" {copied}" in source)  # a span from a word start
+    assert city(0.0) not in source  # the random model alone writes noise
+
+
 def test_none_choice_gives_text_only(provider: TransformersProvider) -> None:
     for seed in range(4):
         settings = {"temperature": 1.0, "seed": seed}

@@ -102,11 +102,13 @@ class Guide:
     helper compiles a kernel with ``torch.compile``, ~16 s on the first CPU call).
     """
 
-    __slots__ = ("_matcher", "_vocab")
+    __slots__ = ("_matcher", "_vocab", "mode")
 
-    def __init__(self, matcher: llguidance.LLMatcher, vocab: int) -> None:
+    def __init__(self, matcher: llguidance.LLMatcher, vocab: int, mode: Mode = "any") -> None:
         self._matcher = matcher
         self._vocab = vocab
+        #: What the grammar allows: ``"text"``, ``"call"`` or ``"any"``.
+        self.mode = mode
 
     def allowed(self) -> Any:
         """A boolean numpy array over the vocabulary: True where the token may come next."""
@@ -159,4 +161,4 @@ class GrammarCompiler:
         matcher = self._llg.LLMatcher(self._lltok, grammar, log_level=0)
         if matcher.is_error():
             raise ValueError(f"cannot build a grammar for these tools: {matcher.get_error()}")
-        return Guide(matcher, self.vocab_size)
+        return Guide(matcher, self.vocab_size, mode)

@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from agentnb.errors import MissingDependencyError, UserError
-from agentnb.messages import Message, Usage
+from agentnb.messages import Message, Usage, UserMessage
 from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk, collect
+from agentnb.providers.hf_steer import CopyBias, Steering, TokenTable
 
 #: Share of the first token's probability that must start a call for ``auto`` to call a tool.
 #: Small on purpose: a chatty small model puts almost all its mass on prose even when a tool is
@@ -48,6 +49,8 @@ AFTER_RESULTS_HINT = "untooled_after_tool_results"
 #: Request setting UnTooled adds when a single call must choose among several tools:
 #: ``{"query": <the user's request>, "prompts": {<tool name>: <its description, for ranking>}}``.
 PICK_HINT = "untooled_pick"
+#: Default :attr:`GenerationOptions.copy_bias`.
+COPY_BIAS = 3.0
 _END = object()
 
 
@@ -73,6 +76,11 @@ class GenerationOptions:
     #: the tools (:meth:`TransformersProvider.rank_tools`), then decode only the best one's
     #: call. Off, the grammar lets the model choose the name greedily token by token.
     pick_tool_first: bool = True
+    #: Logit bonus for call tokens that copy a span of the user's last message into an argument
+    #: value, or close the value where the span ends (:mod:`agentnb.providers.hf_steer`); 0: off.
+    copy_bias: float = COPY_BIAS
+    #: The last this many tokens of ``max_new_tokens`` prefer closing an unfinished call.
+    closing_reserve: int = 16
 
     def merged(self, settings: dict[str, Any]) -> GenerationOptions:
         known = {f.name for f in fields(self)}
@@ -153,6 +161,7 @@ class TransformersProvider(Provider):
         #: How the last constrained ``auto`` request was decided.
         self.last_decision: Decision | None = None
         self._lock = threading.Lock()
+        self._table: TokenTable | None = None
 
     # --- prompt ----------------------------------------------------------------------------
 
@@ -183,6 +192,7 @@ class TransformersProvider(Provider):
         options = self.options.merged(settings)
         prompt = self.encode(request.messages)
         constraint = request.constraint if self.supports_constraints else None
+        source = next((m.content for m in reversed(request.messages) if isinstance(m, UserMessage)), "")
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()
@@ -198,7 +208,7 @@ class TransformersProvider(Provider):
             # replies from sharing the KV cache at once.
             try:
                 with self._lock:
-                    for token in self.tokens(prompt, constraint, options, pick):
+                    for token in self.tokens(prompt, constraint, options, pick, source):
                         put(token)
                         if stop.is_set():
                             break
@@ -246,10 +256,12 @@ class TransformersProvider(Provider):
         constraint: OutputConstraint | None,
         options: GenerationOptions,
         pick: dict[str, Any] | None = None,
+        source: str = "",
     ) -> Iterator[int]:
         """Decode a reply to ``prompt`` token by token (blocking; call from a worker thread).
 
-        ``pick`` (from UnTooled's :data:`PICK_HINT`) lets a call choose its tool first.
+        ``pick`` (from UnTooled's :data:`PICK_HINT`) lets a call choose its tool first;
+        ``source`` (the user's last message) is what a call's argument values may copy.
         """
         import torch
 
@@ -259,6 +271,7 @@ class TransformersProvider(Provider):
         if options.temperature > 0:
             generator = torch.Generator(device="cpu")
             generator.manual_seed(options.seed if options.seed is not None else torch.seed())
+        steer = self._steering(guide, options, source)
         produced = 0
         while produced < options.max_new_tokens:
             if guide is not None:
@@ -270,10 +283,14 @@ class TransformersProvider(Provider):
                     produced += len(forced)
                     if guide.finished:
                         return
+                    if steer is not None:
+                        steer.took(forced)
                     logits = self.cache.feed(forced)
                     continue
-                allowed = torch.from_numpy(guide.allowed()).to(logits.device)
-                logits = logits.masked_fill(~allowed, float("-inf"))
+                allowed = guide.allowed()
+                if steer is not None:
+                    logits, allowed = steer.adjust(logits, allowed, options.max_new_tokens - produced)
+                logits = logits.masked_fill(~torch.from_numpy(allowed).to(logits.device), float("-inf"))
             token = _pick(logits, options, generator)
             if guide is not None:
                 guide.advance(token)
@@ -281,7 +298,18 @@ class TransformersProvider(Provider):
             produced += 1
             if token in self.eos_ids or (guide is not None and guide.finished):
                 return
+            if steer is not None:
+                steer.took([token])
             logits = self.cache.feed([token])
+
+    def _steering(self, guide: Any, options: GenerationOptions, source: str) -> Steering | None:
+        """Closing and copying for a call (:mod:`agentnb.providers.hf_steer`); None for text."""
+        if guide is None or guide.mode != "call":
+            return None
+        if self._table is None:
+            self._table = TokenTable(self.tokenizer, self.vocab_size)
+        bias = CopyBias(source, self._table, options.copy_bias) if options.copy_bias and source else None
+        return Steering(self._table, bias, options.closing_reserve)
 
     def _guide(
         self, constraint: OutputConstraint, logits: Any, options: GenerationOptions, pick: dict[str, Any] | None = None

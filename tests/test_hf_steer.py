@@ -1,0 +1,76 @@
+"""Steering a call as it is decoded (agentnb.providers.hf_steer): the pure-Python parts."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentnb.providers.hf_steer import CopyBias, TokenTable, spans, value_so_far
+
+CALL = '{"name": "f", "arguments": '
+
+
+@pytest.mark.parametrize(
+    ("written", "expected"),
+    [
+        (CALL + '{"city": "Bro', ("Bro", "string")),
+        (CALL + '{"city": "', ("", "string")),
+        (CALL + '{"city": ', ("", "start")),
+        (CALL + '{"n": 25', ("25", "number")),
+        (CALL + '{"xs": [10, 12', ("10, 12", "list")),
+        (CALL + '{"xs": ["apple", "pe', ("apple, pe", "list-string")),
+        (CALL + '{"xs": ["apple", ', ("apple, ", "list")),
+        (CALL + '{"ci', None),
+        (CALL + '{"city": "Paris", ', None),
+        (CALL + '{"city": "Paris"', None),
+        (CALL + '{"n": 25, "m', None),
+        (CALL + '{"opt": {"deep": "va', ("va", "string")),
+        (CALL + '{"q": "say \\"hi', ("say \\hi", "string")),
+        ('{"na', None),
+    ],
+)
+def test_value_so_far(written: str, expected: tuple[str, str] | None) -> None:
+    assert value_so_far(written) == expected
+
+
+def test_spans_start_at_word_boundaries_and_drop_thousands_separators_in_numbers() -> None:
+    source = "Bought for $2,500, worth 3,100 now; split 1,2"
+    assert spans(source, "2", numeric=True) == ["500, worth 3100 now; split 1,2", ""]  # "1,2" is not a thousand
+    assert spans(source, "25", numeric=True) == ["00, worth 3100 now; split 1,2"]
+    assert spans(source, "25", numeric=False) == []
+    assert spans(source, "orth", numeric=False) == []  # not at a word start
+    assert spans("a b", "", numeric=False) == ["a b", "b"]
+
+
+class FakeTokenizer:
+    """Token i decodes to VOCAB[i]."""
+
+    VOCAB = ["Bro", "oklyn", "o", "Bl", '"', '",', '"}', "]", "?", "x", "0", "00", "5", ","]
+
+    def batch_decode(self, ids: list[list[int]]) -> list[str]:
+        return [self.VOCAB[i[0]] for i in ids]
+
+
+def ids(*texts: str) -> set[int]:
+    return {FakeTokenizer.VOCAB.index(t) for t in texts}
+
+
+def test_copy_bias_continues_a_span_and_closes_it_where_it_ends() -> None:
+    table = TokenTable(FakeTokenizer(), len(FakeTokenizer.VOCAB))
+    bias = CopyBias("Any thai places in Brooklyn?", table, 3.0)
+    assert bias.favoured(CALL + '{"city": "Bro') == ids("oklyn", "o")
+    assert bias.favoured(CALL + '{"city": "Brooklyn') == ids('"', '",', '"}')  # the span ends with "?"
+    assert bias.favoured(CALL + '{"city": "Bl') == set()  # off the text: no opinion
+    assert bias.favoured(CALL + '{"ci') == set()  # keys are not copied
+    assert ids("Bro") <= bias.favoured(CALL + '{"city": ')  # a value may start at any word
+    quoted = CopyBias("Is 'Racecar' a palindrome? Don't guess", table, 3.0)
+    assert ids('"') <= quoted.favoured(CALL + '{"text": "Racecar')
+    assert not ids('"') & quoted.favoured(CALL + '{"text": "Don')  # "Don't" goes on
+
+
+def test_copy_bias_in_numbers_reads_through_thousands_separators_and_ends_lists() -> None:
+    table = TokenTable(FakeTokenizer(), len(FakeTokenizer.VOCAB))
+    bias = CopyBias("It cost $2,500 for 5, 5", table, 3.0)
+    assert bias.favoured(CALL + '{"cost": 2') == ids("5")  # "2,500" reads as "2500"; "," not favoured
+    assert bias.favoured(CALL + '{"cost": 25') == ids("0", "00")
+    assert bias.favoured(CALL + '{"xs": [5, 5') == ids("]")  # the request's list ends here
+    assert ids(",") <= bias.favoured(CALL + '{"xs": [5')
