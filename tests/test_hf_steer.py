@@ -39,6 +39,7 @@ def test_spans_start_at_word_boundaries_and_drop_thousands_separators_in_numbers
     assert spans(source, "25", numeric=False) == []
     assert spans(source, "orth", numeric=False) == []  # not at a word start
     assert spans("a b", "", numeric=False) == ["a b", "b"]
+    assert spans("came to 86.40, 4 people", "4", numeric=True) == [" people"]  # not the 40 of 86.40
 
 
 class FakeTokenizer:
@@ -54,23 +55,27 @@ def ids(*texts: str) -> set[int]:
     return {FakeTokenizer.VOCAB.index(t) for t in texts}
 
 
+def favoured(bias: CopyBias, written: str) -> set[int]:
+    return bias.bonus(CALL + written)[0]
+
+
 def test_copy_bias_continues_a_span_and_closes_it_where_it_ends() -> None:
     table = TokenTable(FakeTokenizer(), len(FakeTokenizer.VOCAB))
     bias = CopyBias("Any thai places in Brooklyn?", table, 3.0)
-    assert bias.favoured(CALL + '{"city": "Bro') == ids("oklyn", "o")
-    assert bias.favoured(CALL + '{"city": "Brooklyn') == ids('"', '",', '"}')  # the span ends with "?"
-    assert bias.favoured(CALL + '{"city": "Bl') == set()  # off the text: no opinion
-    assert bias.favoured(CALL + '{"ci') == set()  # keys are not copied
-    assert ids("Bro") <= bias.favoured(CALL + '{"city": ')  # a value may start at any word
+    assert favoured(bias, '{"city": "Bro') == ids("oklyn", "o")
+    assert favoured(bias, '{"city": "Brooklyn') == ids('"', '",', '"}')  # the span ends with "?"
+    assert favoured(bias, '{"city": "Bl') == set()  # off the text: no opinion
+    assert favoured(bias, '{"ci') == set()  # keys are not copied
+    assert ids("Bro") <= favoured(bias, '{"city": ')  # a value may start at any word
     quoted = CopyBias("Is 'Racecar' a palindrome? Don't guess", table, 3.0)
-    assert ids('"') <= quoted.favoured(CALL + '{"text": "Racecar')
-    assert not ids('"') & quoted.favoured(CALL + '{"text": "Don')  # "Don't" goes on
+    assert ids('"') <= favoured(quoted, '{"text": "Racecar')
+    assert not ids('"') & favoured(quoted, '{"text": "Don')  # "Don't" goes on
 
 
 def test_copy_bias_in_numbers_reads_through_thousands_separators_and_ends_lists() -> None:
     table = TokenTable(FakeTokenizer(), len(FakeTokenizer.VOCAB))
     bias = CopyBias("It cost $2,500 for 5, 5", table, 3.0)
-    assert bias.favoured(CALL + '{"cost": 2') == ids("5")  # "2,500" reads as "2500"; "," not favoured
-    assert bias.favoured(CALL + '{"cost": 25') == ids("0", "00")
-    assert bias.favoured(CALL + '{"xs": [5, 5') == ids("]")  # the request's list ends here
-    assert ids(",") <= bias.favoured(CALL + '{"xs": [5')
+    assert favoured(bias, '{"cost": 2') == ids("5")  # "2,500" reads as "2500"; "," not favoured
+    assert favoured(bias, '{"cost": 25') == ids("0", "00")
+    assert favoured(bias, '{"xs": [5, 5') == ids("]")  # the request's list ends here
+    assert ids(",") <= favoured(bias, '{"xs": [5')

@@ -148,9 +148,11 @@ def test_a_call_is_finished_even_when_the_budget_is_tight(provider: Transformers
     def replies(reserve: int) -> list[str]:
         out = []
         for seed in range(8):
-            settings = {"temperature": 1.0, "seed": seed, "max_new_tokens": 60, "closing_reserve": reserve}
+            settings = {"temperature": 1.0, "seed": seed, "max_new_tokens": 40, "closing_reserve": reserve}
             request = Request([UserMessage(f"note {seed}")], settings=settings, constraint=constraint)
-            out.append(ask(provider, request).text or "")
+            completion = ask(provider, request)
+            assert completion.usage.output_tokens <= 40 + reserve
+            out.append(completion.text or "")
         return out
 
     cut = [r for r in replies(0) if not r.endswith("}")]

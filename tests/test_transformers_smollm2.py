@@ -10,7 +10,7 @@ pytest.importorskip("torch")
 pytest.importorskip("llguidance")
 
 from agentnb import Agent, tool
-from agentnb.events import ToolFinished
+from agentnb.events import ToolFinished, ToolStarted
 
 pytestmark = pytest.mark.slow
 
@@ -68,6 +68,17 @@ def test_required_choice_calls_with_the_numbers_from_the_request(local) -> None:
     first = next(e for e in result.events if isinstance(e, ToolFinished))
     assert (first.name, first.result) == ("add", "42")
     assert result.stop_reason == "answer"
+
+
+def test_argument_values_are_copied_from_the_request(local) -> None:  # type: ignore[no-untyped-def]
+    """Thousands separators and long names: the copy bias keeps values on the user's text."""
+    agent = Agent(local, tools=[get_weather, add], tool_choice="required", max_tool_calls=1, settings=SETTINGS)
+    result = agent.run("What is 12,500 plus 7?")
+    started = next(e for e in result.events if isinstance(e, ToolStarted))
+    assert (started.name, started.arguments) == ("add", {"a": 12500, "b": 7})
+    result = agent.run("How warm is it in San Luis Obispo?")
+    started = next(e for e in result.events if isinstance(e, ToolStarted))
+    assert started.name == "get_weather" and started.arguments["city"] == "San Luis Obispo"
 
 
 def test_small_talk_gets_a_text_answer(local) -> None:  # type: ignore[no-untyped-def]

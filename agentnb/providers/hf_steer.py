@@ -3,10 +3,10 @@
 The grammar (:mod:`agentnb.providers.hf_constraint`) decides which tokens may come next; this
 module nudges the choice among them. Two things, both only while a JSON call is written:
 
-* **Closing** (:meth:`TokenTable.closing`): near the end of the token budget, tokens that close
-  the call (made only of ``"``, ``]`` and ``}``) are preferred wherever the grammar allows one,
-  so a call that ran long (a string that never ends, an array that repeats) is still finished
-  and valid instead of being cut off half-written.
+* **Closing**: a call still open when the token budget is spent gets a few more tokens, and
+  where the grammar allows one, each must be a token that closes the innermost open string,
+  array or object. A call that ran long (a string that never ends, an array that repeats) is
+  finished and valid instead of being cut off half-written.
 * **Copying** (:class:`CopyBias`): argument values are usually spans of the user's request
   ("Brooklyn", ``10, 12, 23``). While a value is written, tokens that continue such a span get a
   logit bonus, and where the span ends (the request goes on with punctuation, or stops) tokens
@@ -32,6 +32,8 @@ from typing import Any
 
 #: Characters a closing token is made of.
 CLOSERS = frozenset('"]}')
+#: The share of the copy bias given to starting a value on any word of the request.
+START_SHARE = 0.5
 #: Longest token text looked up when continuing a span.
 MAX_TOKEN_CHARS = 24
 #: What ends the value being written, by where it stands (numbers end by themselves).
@@ -47,6 +49,12 @@ def _goes_on(rest: str) -> bool:
     if not rest:
         return False
     return rest[0].isalnum() or rest[0] in _GOES_ON or (rest[0] == "'" and rest[1:2].isalpha())
+
+
+def _word_start(text: str, i: int) -> bool:
+    """Whether a word or number starts at ``text[i]`` (not "40" inside "86.40")."""
+    before = text[max(0, i - 2) : i]
+    return not before[-1:].isalnum() and not (before[-1:] == "." and before[:1].isdigit())
 
 
 #: Thousands separators inside numbers ("2,500"), dropped where a number is being written.
@@ -200,7 +208,7 @@ def spans(source: str, value: str, *, numeric: bool) -> list[str]:
     out = []
     start = text.find(value) if value else 0
     while 0 <= start < len(text):
-        if (start == 0 or not text[start - 1].isalnum()) and (value or text[start].isalnum()):
+        if _word_start(text, start) and (value or text[start].isalnum()):
             out.append(text[start + len(value) :])
         start = text.find(value, start + 1) if value else start + 1
     return out
@@ -214,14 +222,19 @@ class CopyBias:
         self.table = table
         self.strength = strength
 
-    def favoured(self, written: str) -> set[int]:
-        """Tokens that continue a span of the source, or close a value where its span ends."""
+    def bonus(self, written: str) -> tuple[set[int], float]:
+        """The tokens to favour after ``written``, and by how much (a logit bonus)."""
         state = value_so_far(written)
         if state is None:
-            return set()
+            return set(), 0.0
         value, where = state
-        if where == "start":
-            return self.table.continuing(spans(self.source, "", numeric=False)) | set(self.table.openers)
+        if not value:  # which span to start copying is a weaker hint than how to go on with one
+            favoured = self.table.continuing(spans(self.source, "", numeric=False)) | set(self.table.openers)
+            return favoured, self.strength * START_SHARE
+        return self.favoured(value, where), self.strength
+
+    def favoured(self, value: str, where: str) -> set[int]:
+        """Tokens that continue ``value`` along a span of the source, or close it where the span ends."""
         rests = spans(self.source, value, numeric=where in ("number", "list"))
         ended = [r for r in rests if value and not _goes_on(r)]
         out = self.table.continuing([r for r in rests if r and r not in ended])
@@ -234,32 +247,31 @@ class CopyBias:
 class Steering:
     """The steering of one call as it is decoded: the text so far, and each step's adjustment.
 
-    ``adjust(logits, allowed, left)`` takes the model's logits, the grammar's mask (a numpy
-    bool array) and how many tokens the budget has left, and returns both, adjusted.
+    ``adjust(logits, allowed, closing=...)`` takes the model's logits and the grammar's mask (a
+    numpy bool array), and returns both, adjusted; ``closing`` once the token budget is spent.
     """
 
-    def __init__(self, table: TokenTable, bias: CopyBias | None, reserve: int) -> None:
+    def __init__(self, table: TokenTable, bias: CopyBias | None) -> None:
         self.table = table
         self.bias = bias
-        self.reserve = reserve
         self.written = ""
 
     def took(self, tokens: Sequence[int]) -> None:
         self.written += "".join(self.table.texts[t] for t in tokens)
 
-    def adjust(self, logits: Any, allowed: Any, left: int) -> tuple[Any, Any]:
-        if left <= self.reserve:
+    def adjust(self, logits: Any, allowed: Any, *, closing: bool = False) -> tuple[Any, Any]:
+        if closing:
             closer = scan(self.written).closer()
-            closing = allowed & self.table.closing_mask(closer) if closer else allowed
-            if closing.any():
-                allowed = closing
+            closes = allowed & self.table.closing_mask(closer) if closer else allowed
+            if closes.any():
+                allowed = closes
         if self.bias is not None:
-            favoured = self.bias.favoured(self.written)
+            favoured, strength = self.bias.bonus(self.written)
             if favoured:
                 import torch
 
                 index = torch.tensor(sorted(favoured), device=logits.device)
                 logits = logits.index_add(
-                    0, index, torch.full(index.shape, self.bias.strength, dtype=logits.dtype, device=logits.device)
+                    0, index, torch.full(index.shape, strength, dtype=logits.dtype, device=logits.device)
                 )
         return logits, allowed

@@ -49,8 +49,10 @@ AFTER_RESULTS_HINT = "untooled_after_tool_results"
 #: Request setting UnTooled adds when a single call must choose among several tools:
 #: ``{"query": <the user's request>, "prompts": {<tool name>: <its description, for ranking>}}``.
 PICK_HINT = "untooled_pick"
+#: Yielded by :meth:`TransformersProvider.tokens` when the grammar ended the reply.
+GRAMMAR_DONE = -1
 #: Default :attr:`GenerationOptions.copy_bias`.
-COPY_BIAS = 3.0
+COPY_BIAS = 6.0
 _END = object()
 
 
@@ -79,7 +81,8 @@ class GenerationOptions:
     #: Logit bonus for call tokens that copy a span of the user's last message into an argument
     #: value, or close the value where the span ends (:mod:`agentnb.providers.hf_steer`); 0: off.
     copy_bias: float = COPY_BIAS
-    #: The last this many tokens of ``max_new_tokens`` prefer closing an unfinished call.
+    #: A call still unfinished after ``max_new_tokens`` gets up to this many more tokens, and
+    #: they may only close it (constrained decoding only).
     closing_reserve: int = 16
 
     def merged(self, settings: dict[str, Any]) -> GenerationOptions:
@@ -228,6 +231,9 @@ class TransformersProvider(Provider):
                     break
                 if isinstance(item, BaseException):
                     raise item
+                if item == GRAMMAR_DONE:
+                    finish = "stop"
+                    continue
                 count += 1
                 if item in self.eos_ids:
                     finish = "stop"
@@ -243,8 +249,6 @@ class TransformersProvider(Provider):
         text = self._decode(generated)
         if len(text) > len(shown):
             yield TextChunk(text[len(shown) :])
-        if finish == "length" and count < options.max_new_tokens:
-            finish = "stop"  # the grammar ended the reply
         usage = Usage(len(prompt), count)
         yield Completion(text or None, (), usage, finish)
 
@@ -272,16 +276,19 @@ class TransformersProvider(Provider):
             generator = torch.Generator(device="cpu")
             generator.manual_seed(options.seed if options.seed is not None else torch.seed())
         steer = self._steering(guide, options, source)
+        # A call still open when the budget is spent gets closing_reserve more tokens to close it.
+        limit = options.max_new_tokens + (options.closing_reserve if steer is not None else 0)
         produced = 0
-        while produced < options.max_new_tokens:
+        while produced < limit:
             if guide is not None:
-                forced = guide.forced()[: options.max_new_tokens - produced]
+                forced = guide.forced()[: limit - produced]
                 if forced:  # the grammar leaves no choice: feed them all in one forward pass
                     for token in forced:
                         guide.advance(token)
                         yield token
                     produced += len(forced)
                     if guide.finished:
+                        yield GRAMMAR_DONE
                         return
                     if steer is not None:
                         steer.took(forced)
@@ -289,14 +296,17 @@ class TransformersProvider(Provider):
                     continue
                 allowed = guide.allowed()
                 if steer is not None:
-                    logits, allowed = steer.adjust(logits, allowed, options.max_new_tokens - produced)
+                    logits, allowed = steer.adjust(logits, allowed, closing=produced >= options.max_new_tokens)
                 logits = logits.masked_fill(~torch.from_numpy(allowed).to(logits.device), float("-inf"))
             token = _pick(logits, options, generator)
             if guide is not None:
                 guide.advance(token)
             yield token
             produced += 1
-            if token in self.eos_ids or (guide is not None and guide.finished):
+            if guide is not None and guide.finished:
+                yield GRAMMAR_DONE
+                return
+            if token in self.eos_ids:
                 return
             if steer is not None:
                 steer.took([token])
@@ -309,7 +319,7 @@ class TransformersProvider(Provider):
         if self._table is None:
             self._table = TokenTable(self.tokenizer, self.vocab_size)
         bias = CopyBias(source, self._table, options.copy_bias) if options.copy_bias and source else None
-        return Steering(self._table, bias, options.closing_reserve)
+        return Steering(self._table, bias)
 
     def _guide(
         self, constraint: OutputConstraint, logits: Any, options: GenerationOptions, pick: dict[str, Any] | None = None
