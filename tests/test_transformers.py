@@ -177,6 +177,17 @@ def test_copy_bias_keeps_values_on_the_request(provider: TransformersProvider) -
     assert city(0.0) not in source  # the random model alone writes noise
 
 
+def test_prose_that_loops_is_stopped(provider: TransformersProvider) -> None:
+    """A random model's greedy prose repeats itself; the reply stops at the third copy of a run."""
+    request = Request([UserMessage("hello")], settings={"max_new_tokens": 300, "loop_window": 0})
+    endless = ask(provider, request)
+    assert endless.usage.output_tokens == 300 and endless.finish_reason == "length"
+    request = Request([UserMessage("hello")], settings={"max_new_tokens": 300, "loop_window": 8})
+    stopped = ask(provider, request)
+    assert stopped.finish_reason == "repetition" and stopped.usage.output_tokens < 300
+    assert endless.text and stopped.text and endless.text.startswith(stopped.text)
+
+
 def test_none_choice_gives_text_only(provider: TransformersProvider) -> None:
     for seed in range(4):
         settings = {"temperature": 1.0, "seed": seed}

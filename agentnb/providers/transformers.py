@@ -32,7 +32,7 @@ from typing import Any
 from agentnb.errors import MissingDependencyError, UserError
 from agentnb.messages import Message, Usage, UserMessage
 from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk, collect
-from agentnb.providers.hf_steer import CopyBias, Steering, TokenTable
+from agentnb.providers.hf_steer import CopyBias, RepeatGuard, Steering, TokenTable
 
 #: Share of the first token's probability that must start a call for ``auto`` to call a tool.
 #: Small on purpose: a chatty small model puts almost all its mass on prose even when a tool is
@@ -51,6 +51,8 @@ AFTER_RESULTS_HINT = "untooled_after_tool_results"
 PICK_HINT = "untooled_pick"
 #: Yielded by :meth:`TransformersProvider.tokens` when the grammar ended the reply.
 GRAMMAR_DONE = -1
+#: Yielded by :meth:`TransformersProvider.tokens` when prose was stopped for repeating itself.
+LOOPING = -2
 #: Default :attr:`GenerationOptions.copy_bias`.
 COPY_BIAS = 6.0
 _END = object()
@@ -84,6 +86,8 @@ class GenerationOptions:
     #: A call still unfinished after ``max_new_tokens`` gets up to this many more tokens, and
     #: they may only close it (constrained decoding only).
     closing_reserve: int = 16
+    #: Stop prose whose last this many tokens have been written twice before (0: never).
+    loop_window: int = 32
 
     def merged(self, settings: dict[str, Any]) -> GenerationOptions:
         known = {f.name for f in fields(self)}
@@ -231,8 +235,8 @@ class TransformersProvider(Provider):
                     break
                 if isinstance(item, BaseException):
                     raise item
-                if item == GRAMMAR_DONE:
-                    finish = "stop"
+                if item in (GRAMMAR_DONE, LOOPING):
+                    finish = "stop" if item == GRAMMAR_DONE else "repetition"
                     continue
                 count += 1
                 if item in self.eos_ids:
@@ -278,6 +282,7 @@ class TransformersProvider(Provider):
         steer = self._steering(guide, options, source)
         # A call still open when the budget is spent gets closing_reserve more tokens to close it.
         limit = options.max_new_tokens + (options.closing_reserve if steer is not None else 0)
+        repeats = RepeatGuard(options.loop_window) if steer is None and options.loop_window > 0 else None
         produced = 0
         while produced < limit:
             if guide is not None:
@@ -310,6 +315,9 @@ class TransformersProvider(Provider):
                 return
             if steer is not None:
                 steer.took([token])
+            elif repeats is not None and repeats.looping(token):
+                yield LOOPING
+                return
             logits = self.cache.feed([token])
 
     def _steering(self, guide: Any, options: GenerationOptions, source: str) -> Steering | None:
