@@ -79,3 +79,11 @@ def test_copy_bias_in_numbers_reads_through_thousands_separators_and_ends_lists(
     assert favoured(bias, '{"cost": 25') == ids("0", "00")
     assert favoured(bias, '{"xs": [5, 5') == ids("]")  # the request's list ends here
     assert ids(",") <= favoured(bias, '{"xs": [5')
+
+
+def test_copy_bias_never_favours_leaving_a_string_or_number_to_go_on_with_the_request() -> None:
+    table = TokenTable(FakeTokenizer(), len(FakeTokenizer.VOCAB))
+    bias = CopyBias("cities Paris, Oslo, 5, 500", table, 3.0)
+    assert favoured(bias, '{"city": "Paris') == ids(",")  # not '",': it would end the string
+    assert favoured(bias, '{"n": 5') == ids("0", "00")  # from 500; not the "," of "5, 500": it ends the number
+    assert ids('",') <= favoured(bias, '{"xs": ["Paris')  # in a list of strings it goes on

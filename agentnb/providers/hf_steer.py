@@ -57,6 +57,12 @@ def _word_start(text: str, i: int) -> bool:
     return not before[-1:].isalnum() and not (before[-1:] == "." and before[:1].isdigit())
 
 
+#: Which tokens stay inside a value being written (others would end it), by where it stands.
+_STAYS_INSIDE = {
+    "string": lambda text: '"' not in text,
+    "number": lambda text: all(ch in "0123456789.-+eE" for ch in text),
+}
+
 #: Thousands separators inside numbers ("2,500"), dropped where a number is being written.
 _GROUPED = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
@@ -107,13 +113,18 @@ class TokenTable:
         """Punctuation tokens that start with ``prefix``: ``'"'`` gives '"', '",', '"}'..."""
         return [i for i, t in self._punctuation if t.startswith(prefix)]
 
-    def continuing(self, continuations: Sequence[str]) -> set[int]:
-        """Tokens whose text (quotes aside) starts one of ``continuations``."""
+    def continuing(self, continuations: Sequence[str], where: str = "start") -> set[int]:
+        """Tokens whose text (quotes aside) starts one of ``continuations``.
+
+        ``where`` (see :func:`value_so_far`) keeps only tokens that stay inside the value: no
+        quote inside a string, only digits and the like inside a number.
+        """
         out: set[int] = set()
         for rest in continuations:
             for n in range(1, min(len(rest), MAX_TOKEN_CHARS) + 1):
                 out.update(self._by_text.get(rest[:n], ()))
-        return out
+        keep = _STAYS_INSIDE.get(where)
+        return {i for i in out if keep(self.texts[i])} if keep else out
 
 
 @dataclass
@@ -237,7 +248,7 @@ class CopyBias:
         """Tokens that continue ``value`` along a span of the source, or close it where the span ends."""
         rests = spans(self.source, value, numeric=where in ("number", "list"))
         ended = [r for r in rests if value and not _goes_on(r)]
-        out = self.table.continuing([r for r in rests if r and r not in ended])
+        out = self.table.continuing([r for r in rests if r and r not in ended], where)
         if ended:
             for closer in _VALUE_CLOSERS[where]:
                 out.update(self.table.ending(closer))

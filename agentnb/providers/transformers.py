@@ -169,6 +169,7 @@ class TransformersProvider(Provider):
         self.last_decision: Decision | None = None
         self._lock = threading.Lock()
         self._table: TokenTable | None = None
+        self._rankings: dict[tuple[tuple[str, ...], str], list[float]] = {}
 
     # --- prompt ----------------------------------------------------------------------------
 
@@ -375,8 +376,12 @@ class TransformersProvider(Provider):
         right function among candidates more often than letting a small model write the name:
         measured with SmolLM2-135M on the fc cases' "multiple" category, 31/34 right against
         the greedy name's 26/34 (and 23/34 for the mean log-probability of the whole name).
-        One batched forward pass, outside the prefix cache.
+        One batched forward pass, outside the prefix cache; the scores are remembered, so the
+        later steps of a run (same request, same tools) do not pay for it again.
         """
+        key = (tuple(descriptions), query)
+        if key in self._rankings:
+            return self._rankings[key]
         import torch
 
         tok = self.tokenizer
@@ -389,7 +394,11 @@ class TransformersProvider(Provider):
         with torch.inference_mode():
             logits = self.model(input_ids=batch, use_cache=False).logits.float()
         logprobs = torch.log_softmax(logits[:, :-1], dim=-1).gather(2, batch[:, 1:].unsqueeze(-1)).squeeze(-1)
-        return [float(logprobs[i, len(head) - 1 : len(head) + len(asked) - 1].sum()) for i, head in enumerate(heads)]
+        scores = [float(logprobs[i, len(head) - 1 : len(head) + len(asked) - 1].sum()) for i, head in enumerate(heads)]
+        if len(self._rankings) >= 64:
+            self._rankings.clear()
+        self._rankings[key] = scores
+        return scores
 
     def _decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
