@@ -45,7 +45,7 @@ def test_spans_start_at_word_boundaries_and_drop_thousands_separators_in_numbers
 class FakeTokenizer:
     """Token i decodes to VOCAB[i]."""
 
-    VOCAB = ["Bro", "oklyn", "o", "Bl", '"', '",', '"}', "]", "?", "x", "0", "00", "5", ","]
+    VOCAB = ["Bro", "oklyn", "o", "Bl", '"', '",', '"}', "]", "?", "x", "0", "00", "5", ",", " oklyn"]
 
     def batch_decode(self, ids: list[list[int]]) -> list[str]:
         return [self.VOCAB[i[0]] for i in ids]
@@ -56,7 +56,7 @@ def ids(*texts: str) -> set[int]:
 
 
 def favoured(bias: CopyBias, written: str) -> set[int]:
-    return bias.bonus(CALL + written)[0]
+    return set(bias.bonus(CALL + written))
 
 
 def test_copy_bias_continues_a_span_and_closes_it_where_it_ends() -> None:
@@ -87,3 +87,11 @@ def test_copy_bias_never_favours_leaving_a_string_or_number_to_go_on_with_the_re
     assert favoured(bias, '{"city": "Paris') == ids(",")  # not '",': it would end the string
     assert favoured(bias, '{"n": 5') == ids("0", "00")  # from 500; not the "," of "5, 500": it ends the number
     assert ids('",') <= favoured(bias, '{"xs": ["Paris')  # in a list of strings it goes on
+
+
+def test_going_on_into_the_next_word_is_a_weaker_hint_than_finishing_this_one() -> None:
+    table = TokenTable(FakeTokenizer(), len(FakeTokenizer.VOCAB))
+    bias = CopyBias("flights Bro oklyn", table, 4.0)
+    assert bias.bonus(CALL + '{"city": "Bro') == {i: 2.0 for i in ids(" oklyn")}
+    assert bias.bonus(CALL + '{"city": "Br') == {i: 4.0 for i in ids("o")}
+    assert bias.bonus(CALL + '{"city": ') == {i: 2.0 for i in ids("Bro", "o", "oklyn") | ids('"')}

@@ -233,26 +233,42 @@ class CopyBias:
         self.table = table
         self.strength = strength
 
-    def bonus(self, written: str) -> tuple[set[int], float]:
-        """The tokens to favour after ``written``, and by how much (a logit bonus)."""
+    def bonus(self, written: str) -> dict[int, float]:
+        """The tokens to favour after ``written``, each with its logit bonus.
+
+        Going on within a word of the span, or closing the value where the span ends, gets the
+        full ``strength``; starting a value, or going on into the span's next word, half of it
+        (:data:`START_SHARE`): those are weaker hints, and a value that swallows the rest of
+        the sentence ("JFK to LAX on ...") is worse than one that stops a word early.
+        """
         state = value_so_far(written)
         if state is None:
-            return set(), 0.0
+            return {}
         value, where = state
-        if not value:  # which span to start copying is a weaker hint than how to go on with one
-            favoured = self.table.continuing(spans(self.source, "", numeric=False)) | set(self.table.openers)
-            return favoured, self.strength * START_SHARE
-        return self.favoured(value, where), self.strength
+        weak = self.strength * START_SHARE
+        if not value:
+            return dict.fromkeys(
+                self.table.continuing(spans(self.source, "", numeric=False)) | set(self.table.openers), weak
+            )
+        within, next_word = self.favoured(value, where)
+        return {**dict.fromkeys(next_word, weak), **dict.fromkeys(within, self.strength)}
 
-    def favoured(self, value: str, where: str) -> set[int]:
-        """Tokens that continue ``value`` along a span of the source, or close it where the span ends."""
+    def favoured(self, value: str, where: str) -> tuple[set[int], set[int]]:
+        """Tokens that continue ``value`` along a span of the source, or close it where the span ends.
+
+        Returns ``(within, next_word)``: those that go on within a word (or close the value),
+        and those that go on into the next word.
+        """
         rests = spans(self.source, value, numeric=where in ("number", "list"))
         ended = [r for r in rests if value and not _goes_on(r)]
-        out = self.table.continuing([r for r in rests if r and r not in ended], where)
+        going = [r for r in rests if r and r not in ended]
+        breaks = " ," if where in ("string", "number") else " "
+        within = self.table.continuing([r for r in going if r[0] not in breaks], where)
+        next_word = self.table.continuing([r for r in going if r[0] in breaks], where)
         if ended:
             for closer in _VALUE_CLOSERS[where]:
-                out.update(self.table.ending(closer))
-        return out
+                within.update(self.table.ending(closer))
+        return within, next_word - within
 
 
 class Steering:
@@ -277,14 +293,13 @@ class Steering:
             if closes.any():
                 allowed = closes
         if self.bias is not None:
-            favoured, strength = self.bias.bonus(self.written)
-            if favoured:
+            bonus = self.bias.bonus(self.written)
+            if bonus:
                 import torch
 
-                index = torch.tensor(sorted(favoured), device=logits.device)
-                logits = logits.index_add(
-                    0, index, torch.full(index.shape, strength, dtype=logits.dtype, device=logits.device)
-                )
+                index = torch.tensor(list(bonus), device=logits.device)
+                values = torch.tensor(list(bonus.values()), dtype=logits.dtype, device=logits.device)
+                logits = logits.index_add(0, index, values)
         return logits, allowed
 
 
