@@ -95,3 +95,10 @@ def test_going_on_into_the_next_word_is_a_weaker_hint_than_finishing_this_one() 
     assert bias.bonus(CALL + '{"city": "Bro') == {i: 2.0 for i in ids(" oklyn")}
     assert bias.bonus(CALL + '{"city": "Br') == {i: 4.0 for i in ids("o")}
     assert bias.bonus(CALL + '{"city": ') == {i: 2.0 for i in ids("Bro", "o", "oklyn") | ids('"')}
+
+
+def test_a_list_of_numbers_ends_where_the_numbers_in_the_request_end() -> None:
+    table = TokenTable(FakeTokenizer(), len(FakeTokenizer.VOCAB))
+    bias = CopyBias("Sort 5, 5, 500 from biggest", table, 3.0)
+    assert ids(",") <= favoured(bias, '{"xs": [5')  # ", 5, 500" goes on
+    assert ids("]") <= favoured(bias, '{"xs": [5, 5, 500')  # " from biggest" does not

@@ -44,11 +44,20 @@ _PUNCTUATION = frozenset('"]}, ')
 _GOES_ON = frozenset(" ,.-/:")
 
 
-def _goes_on(rest: str) -> bool:
-    """Whether a span continues into ``rest``: a word, a space, "," or "-"..., or "'" in "don't"."""
+def _goes_on(rest: str, where: str = "string") -> bool:
+    """Whether a span continues into ``rest``: a word, a space, "," or "-"..., or "'" in "don't".
+
+    A list of numbers goes on only with more numbers: "3, 88 from biggest" ends after 88.
+    """
     if not rest:
         return False
+    if where == "list":
+        return _MORE_NUMBERS.match(rest) is not None
     return rest[0].isalnum() or rest[0] in _GOES_ON or (rest[0] == "'" and rest[1:2].isalpha())
+
+
+#: What may follow a number in a list of numbers that goes on: digits, or separators then a digit.
+_MORE_NUMBERS = re.compile(r"[\d.]|[,;\s]*(?:and\s+)?-?\d")
 
 
 def _word_start(text: str, i: int) -> bool:
@@ -260,7 +269,7 @@ class CopyBias:
         and those that go on into the next word.
         """
         rests = spans(self.source, value, numeric=where in ("number", "list"))
-        ended = [r for r in rests if value and not _goes_on(r)]
+        ended = [r for r in rests if value and not _goes_on(r, where)]
         going = [r for r in rests if r and r not in ended]
         breaks = " ," if where in ("string", "number") else " "
         within = self.table.continuing([r for r in going if r[0] not in breaks], where)
