@@ -32,12 +32,13 @@ from typing import Any
 
 #: Characters a closing token is made of.
 CLOSERS = frozenset('"]}')
-#: The share of the copy bias given to starting a value on any word of the request.
+#: The share of the copy bias given to the weaker hints: starting a value on any word of the
+#: request, and going on into a span's next word.
 START_SHARE = 0.5
 #: Longest token text looked up when continuing a span.
 MAX_TOKEN_CHARS = 24
 #: What ends the value being written, by where it stands (numbers end by themselves).
-_VALUE_CLOSERS = {"string": ('"',), "list": ("]",), "list-string": ('"]',), "number": (), "start": ()}
+_VALUE_CLOSERS = {"string": ('"',), "list": ("]",), "list-string": ('"]',)}
 #: Characters of the tokens that may end a value: '"', '",', '"]}'...
 _PUNCTUATION = frozenset('"]}, ')
 #: Characters a copied span may go on with; any other (or the end) ends it: "Brooklyn?".
@@ -83,8 +84,8 @@ class TokenTable:
     ...     def batch_decode(self, ids):
     ...         return [["a", '"', '"]', "ab"][i[0]] for i in ids]
     >>> table = TokenTable(Tok(), 4)
-    >>> table.closing, table.ids_for("ab"), table.ending('"')
-    ([1, 2], [3], [1, 2])
+    >>> table.closing, table.continuing(["abc"]), table.ending('"')
+    ([1, 2], {0, 3}, [1, 2])
     """
 
     def __init__(self, tokenizer: Any, vocab_size: int) -> None:
@@ -113,10 +114,6 @@ class TokenTable:
             mask[[i for i in self.closing if self.texts[i].startswith(first)]] = True
             self._closing_masks[first] = mask
         return mask
-
-    def ids_for(self, text: str) -> list[int]:
-        """Tokens whose text is ``text``, quotes aside."""
-        return self._by_text.get(text, [])
 
     def ending(self, prefix: str) -> list[int]:
         """Punctuation tokens that start with ``prefix``: ``'"'`` gives '"', '",', '"}'..."""
@@ -241,6 +238,7 @@ class CopyBias:
         self.source = source
         self.table = table
         self.strength = strength
+        self._starts: set[int] | None = None  # the same at every value start: computed once
 
     def bonus(self, written: str) -> dict[int, float]:
         """The tokens to favour after ``written``, each with its logit bonus.
@@ -256,9 +254,9 @@ class CopyBias:
         value, where = state
         weak = self.strength * START_SHARE
         if not value:
-            return dict.fromkeys(
-                self.table.continuing(spans(self.source, "", numeric=False)) | set(self.table.openers), weak
-            )
+            if self._starts is None:
+                self._starts = self.table.continuing(spans(self.source, "", numeric=False)) | set(self.table.openers)
+            return dict.fromkeys(self._starts, weak)
         within, next_word = self.favoured(value, where)
         return {**dict.fromkeys(next_word, weak), **dict.fromkeys(within, self.strength)}
 
@@ -275,7 +273,7 @@ class CopyBias:
         within = self.table.continuing([r for r in going if r[0] not in breaks], where)
         next_word = self.table.continuing([r for r in going if r[0] in breaks], where)
         if ended:
-            for closer in _VALUE_CLOSERS[where]:
+            for closer in _VALUE_CLOSERS.get(where, ()):
                 within.update(self.table.ending(closer))
         return within, next_word - within
 
