@@ -109,7 +109,7 @@ def load_json(text: str, *, prefix_only: bool = False) -> tuple[Any, str | None]
         if segment is not None:
             try:
                 value = ast.literal_eval(_pythonic(segment))
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # "{[]}": a set of lists
                 pass
             else:
                 rest = candidate[len(segment) :]
