@@ -14,6 +14,7 @@ text. Calls beyond the budget in the same turn are answered "not executed".
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -141,6 +142,8 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             completion = await cfg.provider.complete(request)
         state.usage += completion.usage
         calls = completion.tool_calls
+        for note in completion.events:  # the provider's own decisions, at this depth
+            yield dataclasses.replace(note, depth=depth)
         yield ModelResponse(depth, completion.text, calls, completion.usage, perf_counter() - start)
         # A named or required choice forces the first call only (as the OpenAI Agents SDK
         # resets it): forcing every turn would loop until the limit.

@@ -74,7 +74,9 @@ def measure(fn, n: int, reps: int) -> float:  # type: ignore[no-untyped-def]
 
 def import_time() -> float:
     code = "import time; t = time.perf_counter(); import agentnb; print(time.perf_counter() - t)"
-    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout) for _ in range(5)]
+    runs = [
+        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout) for _ in range(5)
+    ]
     return min(runs) * 1000
 
 

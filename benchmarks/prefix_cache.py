@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=24)
     args = parser.parse_args()
 
-    from agentnb.providers.transformers import local_provider
+    from agentnb.providers.hf import local_provider
 
     local_provider()
     reuse = UnTooled(local_provider(prefix_cache=True, max_new_tokens=args.max_new_tokens))

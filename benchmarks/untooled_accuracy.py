@@ -126,7 +126,7 @@ def main() -> None:
     parser.add_argument("--verbose", action="store_true", help="print each request's outcome")
     args = parser.parse_args()
 
-    from agentnb.providers.transformers import local_provider
+    from agentnb.providers.hf import local_provider
 
     start = time.perf_counter()
     local_provider()

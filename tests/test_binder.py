@@ -127,7 +127,7 @@ def test_fresh_environment_runs_the_notebooks(tmp_path: Path) -> None:
     subprocess.run(["bash", str(repo / "binder" / "postBuild")], cwd=repo, env=env, check=True, timeout=600)
 
     # The model wheel is found where the local provider looks for it (loading it is 02's job).
-    probe = "from agentnb.providers.transformers import smollm2_path; print(smollm2_path().name)"
+    probe = "from agentnb.providers.hf import smollm2_path; print(smollm2_path().name)"
     found = subprocess.run([str(python), "-c", probe], env=env, capture_output=True, text=True, check=True)
     assert found.stdout.strip().endswith(".gguf")
 

@@ -11,8 +11,8 @@ pytest.importorskip("torch")
 def test_cached_weights_give_identical_logits(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import torch
 
-    from agentnb.providers import hf_local
-    from agentnb.providers.transformers import smollm2_path
+    from agentnb.providers.hf import loading as hf_local
+    from agentnb.providers.hf import smollm2_path
 
     monkeypatch.setenv("AGENTNB_CACHE_DIR", str(tmp_path))
     first_model, first_tok = hf_local.load_smollm2(smollm2_path())  # converts the GGUF, writes the cache

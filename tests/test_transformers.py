@@ -20,10 +20,10 @@ from agentnb import Agent, tool
 from agentnb.errors import MissingDependencyError, UserError
 from agentnb.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentnb.providers.base import Completion, OutputConstraint, Request, TextChunk
-from agentnb.providers.hf_constraint import bound_schema, grammar_for
-from agentnb.providers.transformers import TransformersProvider
+from agentnb.providers.hf import TransformersProvider
+from agentnb.providers.hf.constraint import bound_schema, grammar_for
 from agentnb.providers.untooled import UnTooled
-from agentnb.providers.untooled_parse import parse_reply
+from agentnb.providers.untooled.parse import parse_reply
 from agentnb.tools import Tool
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -264,7 +264,7 @@ def test_loads_a_saved_folder(tiny: tuple[object, object], tmp_path: Path) -> No
 def test_missing_model_and_missing_dependencies(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UserError, match="cannot load the model"):
         TransformersProvider("/nonexistent/model-folder")
-    import agentnb.providers.transformers as hf
+    import agentnb.providers.hf as hf
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real(name, *a))

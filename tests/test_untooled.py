@@ -14,7 +14,7 @@ from agentnb.events import TextDelta, ToolCallRequested, ValidationResult
 from agentnb.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentnb.providers.base import Completion, Request
 from agentnb.providers.untooled import PromptTemplate, UnTooled
-from agentnb.providers.untooled_parse import load_json, parse_reply
+from agentnb.providers.untooled.parse import load_json, parse_reply
 from agentnb.testing import ScriptedProvider, Streamed
 
 

@@ -28,16 +28,16 @@ from agentnb.providers.base import (
 _LAZY = {
     "OpenAIProvider": "agentnb.providers.openai",
     "UnTooled": "agentnb.providers.untooled",
-    "TransformersProvider": "agentnb.providers.transformers",
-    "local_provider": "agentnb.providers.transformers",
+    "TransformersProvider": "agentnb.providers.hf",
+    "local_provider": "agentnb.providers.hf",
 }
 
 #: spec prefix -> (module, factory name). The factory takes (model, **options).
 SPEC_KINDS: dict[str, tuple[str, str]] = {
     "openai": ("agentnb.providers.openai", "OpenAIProvider"),
-    "hf": ("agentnb.providers.transformers", "TransformersProvider"),
-    "transformers": ("agentnb.providers.transformers", "TransformersProvider"),
-    "local": ("agentnb.providers.transformers", "local_provider"),
+    "hf": ("agentnb.providers.hf", "TransformersProvider"),
+    "transformers": ("agentnb.providers.hf", "TransformersProvider"),
+    "local": ("agentnb.providers.hf", "local_provider"),
 }
 
 __all__ = [

@@ -54,12 +54,18 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Completion:
-    """A model's reply: text, tool calls, or both."""
+    """A model's reply: text, tool calls, or both.
+
+    ``events`` are typed events (:mod:`agentnb.events`) about decisions the provider made for
+    this reply (a route switch, why it called or answered, how it constrained the output); the
+    loop yields them, with their ``depth`` set, before its ``ModelResponse``.
+    """
 
     text: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = Usage()
     finish_reason: str | None = None
+    events: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,10 +175,12 @@ class CompletionAssembler:
         if chunk.arguments:
             slot[2].append(chunk.arguments)
 
-    def finish(self, usage: Usage = Usage(), finish_reason: str | None = None) -> Completion:
+    def finish(
+        self, usage: Usage = Usage(), finish_reason: str | None = None, events: tuple[Any, ...] = ()
+    ) -> Completion:
         calls = tuple(
             parse_arguments(cid or f"call_{i}", name, "".join(parts))
             for i, (cid, name, parts) in sorted(self._calls.items())
         )
         text = "".join(self._text) or None
-        return Completion(text, calls, usage, finish_reason)
+        return Completion(text, calls, usage, finish_reason, events)

