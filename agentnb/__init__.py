@@ -40,6 +40,7 @@ from agentnb.messages import (
 )
 from agentnb.printer import TextPrinter
 from agentnb.providers import Provider, get_provider
+from agentnb.providers.untooled import UnTooled
 from agentnb.result import RunResult
 from agentnb.tools import Tool, ToolContext, ToolExample, tool
 
@@ -71,6 +72,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolExample",
     "ToolMessage",
+    "UnTooled",
     "Usage",
     "UserError",
     "UserMessage",

@@ -190,6 +190,32 @@ class FinalAnswer(_EventBase):
 
 
 @dataclass(frozen=True, slots=True)
+class RouteSwitched(_EventBase):
+    """A provider changed how it asks for tool calls, for the rest of its life.
+
+    ``OpenAIProvider(tool_calling="auto")`` emits it when the server answers that the model
+    takes no ``tools``: that step and every later one go through the UnTooled layer.
+    """
+
+    depth: int
+    provider: str
+    route: str
+    reason: str
+    kind: Literal["route_switched"] = "route_switched"
+
+
+@dataclass(frozen=True, slots=True)
+class ConstraintDropped(_EventBase):
+    """A provider stopped asking its server to constrain replies (the server refused or ignored it)."""
+
+    depth: int
+    provider: str
+    mechanism: str
+    reason: str
+    kind: Literal["constraint_dropped"] = "constraint_dropped"
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished(_EventBase):
     depth: int
     stop_reason: StopReason
@@ -218,6 +244,8 @@ Event: TypeAlias = (
     | DirectOutput
     | FinalAnswer
     | RunFinished
+    | RouteSwitched
+    | ConstraintDropped
 )
 
 EVENT_TYPES: dict[str, type] = {

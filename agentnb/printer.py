@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from agentnb.events import (
     AttachmentAdded,
+    ConstraintDropped,
     DedupDecision,
     DirectOutput,
     Event,
@@ -20,6 +21,7 @@ from agentnb.events import (
     LimitReached,
     ModelRequest,
     ModelResponse,
+    RouteSwitched,
     RunFinished,
     RunStarted,
     StepDecision,
@@ -80,6 +82,10 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} tool-call limit ({m}) reached: the model must answer now"
         case DirectOutput(name=n):
             return f"{d} {n} returned the final answer directly"
+        case RouteSwitched(provider=p, route=r, reason=why):
+            return f"{d} {p}: switched to {r} tool calling from now on ({shorten(why, width)})"
+        case ConstraintDropped(provider=p, mechanism=m, reason=why):
+            return f"{d} {p}: no longer sends {m} ({shorten(why, width)})"
         case FinalAnswer(text=t):
             return f"answer: {t}"
         case RunFinished(stop_reason=r, tool_calls=n, usage=u, duration=s, error=e):

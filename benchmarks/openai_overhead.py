@@ -32,7 +32,8 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk, completion_cr
 from agentnb import Agent, tool
 from agentnb.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentnb.providers import Request
-from agentnb.providers.openai import OpenAIProvider, _as_sent, parse_completion
+from agentnb.providers.openai import OpenAIProvider, parse_completion
+from agentnb.providers.openai_wire import as_sent as _as_sent
 
 TARGET_US = 200.0
 

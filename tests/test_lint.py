@@ -23,7 +23,7 @@ CORE = [
     "agentnb/printer.py",
     "agentnb/result.py",
     "agentnb/schema.py",
-    "agentnb/testing.py",
+    "agentnb/testing/__init__.py",
     "agentnb/tools.py",
     "agentnb/providers/__init__.py",
     "agentnb/providers/base.py",

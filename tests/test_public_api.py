@@ -37,6 +37,7 @@ EXPECTED_ALL = [
     "ToolDefinitionError",
     "ToolExample",
     "ToolMessage",
+    "UnTooled",
     "Usage",
     "UserError",
     "UserMessage",
@@ -60,6 +61,9 @@ CORE_MODULES = [
     "agentnb.result",
     "agentnb.schema",
     "agentnb.testing",
+    "agentnb.testing.server",
+    "agentnb.providers.openai_route",
+    "agentnb.providers.untooled.envelope",
     "agentnb.tools",
 ]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from agentnb.events import DirectOutput, LimitReached, StepDecision
+from agentnb.events import ConstraintDropped, DirectOutput, LimitReached, RouteSwitched, StepDecision
 from agentnb.notebook.state import CallView, DepthView, TraceState
 
 STYLE = """<style>
@@ -254,5 +254,15 @@ def _note_html(n: object) -> str:
         return (
             f'<div class="anb-block anb-note"><span class="anb-ok">direct output</span> '
             f'<span class="anb-m"><code>{escape(n.name)}</code> returned the final answer</span></div>'
+        )
+    if isinstance(n, RouteSwitched):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">switched to {escape(n.route)} tool calling</span> '
+            f'<span class="anb-m">{escape(n.provider)}, from now on: {escape(n.reason)}</span></div>'
+        )
+    if isinstance(n, ConstraintDropped):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">{escape(n.mechanism)} dropped</span> '
+            f'<span class="anb-m">{escape(n.provider)}: {escape(n.reason)}</span></div>'
         )
     return ""

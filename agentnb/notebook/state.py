@@ -211,4 +211,6 @@ _FOLD: dict[str, Any] = {
     "limit_reached": _note,
     "direct_output": _note,
     "final_answer": _final,
+    "route_switched": _note,
+    "constraint_dropped": _note,
 }

@@ -18,7 +18,7 @@ OpenAIProvider('qwen2.5', base_url='http://localhost:11434/v1')
 from __future__ import annotations
 
 import asyncio
-import json
+import dataclasses
 import os
 import weakref
 from collections.abc import AsyncIterator
@@ -34,23 +34,29 @@ from agentnb.errors import (
     ServerError,
     UserError,
 )
-from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
-from agentnb.providers.base import (
-    Chunk,
-    Completion,
-    CompletionAssembler,
-    Provider,
-    Request,
-    TextChunk,
-    ToolCallChunk,
-    parse_arguments,
+from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
+from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk
+from agentnb.providers.openai_route import (
+    RoutedSending,
+    RouteState,
+    ToolCalling,
+    check_client_options,
+    check_tool_calling,
+    rejects_tools,
 )
+from agentnb.providers.openai_wire import (
+    _tool_call_chunk,
+    _usage,
+    known_params,
+    parse_completion,
+    to_openai,
+)
+from agentnb.providers.untooled.envelope import AnswerStream, looks_constrained, unwrap
 
-__all__ = ["OpenAIProvider"]
+__all__ = ["OpenAIProvider", "parse_completion", "to_openai"]
 
 #: Local servers ignore the key but the SDK insists on one (vLLM's documented placeholder).
 PLACEHOLDER_KEY = "EMPTY"
-_create_params: frozenset[str] | None = None
 #: Converted messages kept per provider (a few runs' worth); the cache empties when full.
 _WIRE_CACHE_SIZE = 4096
 
@@ -71,7 +77,7 @@ class _Secret:
         return text.replace(self.value, "***") if len(self.value) >= 8 else text
 
 
-class OpenAIProvider(Provider):
+class OpenAIProvider(RoutedSending, Provider):
     """A model behind the OpenAI Chat Completions API (or any server that speaks it).
 
     Args:
@@ -89,11 +95,24 @@ class OpenAIProvider(Provider):
         settings: defaults for every request (``temperature``, ``max_tokens``, ...); a
             request's own settings win. Keys the SDK does not know go in the JSON body as they
             are (e.g. vLLM's ``top_k``).
+        tool_calling: how tools reach the model. ``"native"``: as ``tools`` (function
+            calling); ``"untooled"``: never as ``tools``, the catalogue goes into the prompt and
+            calls are parsed from the reply (:class:`~agentnb.providers.untooled.UnTooled`), for
+            models and servers without function calling; ``"auto"`` (default): native until the
+            server answers that the model takes no tools, then untooled for good (one
+            :class:`~agentnb.events.RouteSwitched` event; that step is asked again).
+        constrain: on the untooled route, ask the server to constrain replies to a JSON
+            envelope (a call matching one tool's schema, or ``{"answer": ...}``) through
+            ``response_format``. True tries ``json_schema`` then ``json_object``; one of those
+            names uses only that; False sends none. A server that refuses or ignores it is no
+            longer asked (a :class:`~agentnb.events.ConstraintDropped` event).
         client_options: passed to ``openai.AsyncOpenAI`` (``organization``,
-            ``default_headers``, ``http_client``, ...).
+            ``default_headers``, ``http_client``, ...); any other name is a :class:`UserError`.
 
     >>> OpenAIProvider("m", api_key="sk-secret", base_url="http://127.0.0.1:8000/v1").name
     'm'
+    >>> OpenAIProvider("m", base_url="http://127.0.0.1:8000/v1", tool_calling="untooled").route
+    'untooled'
     """
 
     supports_native_tools = True
@@ -109,11 +128,16 @@ class OpenAIProvider(Provider):
         timeout: float = 120.0,
         stream_usage: bool = True,
         settings: dict[str, Any] | None = None,
+        tool_calling: ToolCalling = "auto",
+        constrain: bool | str = True,
         **client_options: Any,
     ) -> None:
-        _sdk()  # fail now, with the extra to install, rather than at the first call
+        sdk = _sdk()  # fail now, with the extra to install, rather than at the first call
         if not isinstance(model, str) or not model:
             raise UserError(f"OpenAIProvider needs a model name, got {model!r}")
+        check_client_options(sdk, client_options)
+        self._route = RouteState(check_tool_calling(tool_calling), constrain)
+        self._untooled: Provider | None = None
         self.name = model
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
@@ -138,9 +162,10 @@ class OpenAIProvider(Provider):
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
     def __repr__(self) -> str:
+        route = "" if self._route.tool_calling == "auto" else f", tool_calling={self._route.tool_calling!r}"
         if self.base_url is None:
-            return f"OpenAIProvider({self.model!r})"
-        return f"OpenAIProvider({self.model!r}, base_url={_without_userinfo(self.base_url)!r})"
+            return f"OpenAIProvider({self.model!r}{route})"
+        return f"OpenAIProvider({self.model!r}, base_url={_without_userinfo(self.base_url)!r}{route})"
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the current client (optional; a new one opens on use)."""
@@ -201,9 +226,13 @@ class OpenAIProvider(Provider):
                 kwargs["tool_choice"] = choice
             elif choice != "auto":  # "auto" is the API's default: leaving it out suits more servers
                 kwargs["tool_choice"] = {"type": "function", "function": {"name": choice}}
+        if request.constraint is not None and not request.tools:
+            fmt = self._route.response_format(request.constraint)
+            if fmt is not None:
+                kwargs["response_format"] = fmt
         settings = {**self.settings, **request.settings} if self.settings else request.settings
         if settings:
-            known = _known_params()
+            known = known_params()
             extra = {k: v for k, v in settings.items() if k not in known}
             kwargs.update((k, v) for k, v in settings.items() if k in known)
             if extra:
@@ -223,24 +252,50 @@ class OpenAIProvider(Provider):
     # -- response -----------------------------------------------------------------------
 
     async def complete(self, request: Request) -> Completion:
+        if request.tools and self._route.route == "untooled":
+            return await self.untooled().complete(request)
         kwargs = self.build_request(request)
         try:
-            response = await self.client.chat.completions.create(**_as_sent(kwargs))
+            response, notes = await self._send(kwargs, request)
         except _sdk().OpenAIError as exc:
-            raise self._error(exc) from exc
-        return parse_completion(response)
+            switch = self._switch_for(exc, request)
+            if switch is None:
+                raise self._error(exc) from exc
+            completion = await self.untooled().complete(request)
+            return dataclasses.replace(completion, events=(switch, *completion.events))
+        completion = parse_completion(response)
+        if "response_format" in kwargs:
+            text = completion.text or ""
+            if not looks_constrained(text):
+                notes += (self._ignored(),)
+            completion = dataclasses.replace(completion, text=unwrap(text) if text else completion.text)
+        return dataclasses.replace(completion, events=(*notes, *completion.events)) if notes else completion
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
+        if request.tools and self._route.route == "untooled":
+            async for item in self.untooled().stream(request):
+                yield item
+            return
         kwargs = self.build_request(request)
         kwargs["stream"] = True
         if self.stream_usage:
             kwargs["stream_options"] = {"include_usage": True}
+        try:
+            stream, notes = await self._send(kwargs, request)
+        except _sdk().OpenAIError as exc:
+            switch = self._switch_for(exc, request)
+            if switch is None:
+                raise self._error(exc, streaming=True) from exc
+            async for item in self.untooled().stream(request):
+                yield dataclasses.replace(item, events=(switch, *item.events)) if isinstance(item, Completion) else item
+            return
+        envelope = AnswerStream() if "response_format" in kwargs else None
         assembler = CompletionAssembler()
         ids: dict[int, tuple[str | None, str]] = {}  # index -> (id, name so far)
         usage = Usage()
         finish: str | None = None
+        raw: list[str] = []
         try:
-            stream = await self._open_stream(kwargs)
             async for chunk in stream:
                 if chunk.usage is not None:
                     usage = _usage(chunk.usage)
@@ -250,33 +305,35 @@ class OpenAIProvider(Provider):
                     if delta is None:
                         continue
                     if delta.content:
-                        piece = TextChunk(delta.content)
-                        assembler.add(piece)
-                        yield piece
+                        raw.append(delta.content)
+                        shown = envelope.feed(delta.content) if envelope is not None else delta.content
+                        if shown:
+                            yield TextChunk(shown)
+                        if envelope is None:
+                            assembler.add(TextChunk(delta.content))
                     for tc in delta.tool_calls or ():
                         part = _tool_call_chunk(tc, ids)
                         assembler.add(part)
                         yield part
         except _sdk().OpenAIError as exc:
             raise self._error(exc, streaming=True) from exc
-        yield assembler.finish(usage, finish)
+        if envelope is not None:
+            text = "".join(raw)
+            if not looks_constrained(text):
+                notes += (self._ignored(),)
+            if text:
+                assembler.add(TextChunk(unwrap(text)))
+        yield assembler.finish(usage, finish, notes)
 
-    async def _open_stream(self, kwargs: dict[str, Any]) -> Any:
-        sdk = _sdk()
-        try:
-            return await self.client.chat.completions.create(**_as_sent(kwargs))
-        except sdk.BadRequestError as exc:
-            if "stream_options" not in kwargs or "stream_options" not in _server_message(exc):
-                raise
-        # This server does not take stream_options: stop asking for usage.
-        self.stream_usage = False
-        del kwargs["stream_options"]
-        return await self.client.chat.completions.create(**_as_sent(kwargs))
+    def _message(self, exc: Exception) -> str:
+        return _server_message(exc)
 
     def _error(self, exc: Exception, *, streaming: bool = False) -> ProviderError:
         """A typed agentnb error with the server's own message (and never the key)."""
         error = self._classify(exc, streaming)
         text = self._key.redact(str(error))
+        if self._route.tool_calling == "native" and rejects_tools(text):
+            text += " (this model or server takes no tools: use tool_calling='untooled', or 'auto')"
         return error if text == str(error) else type(error)(text, status=error.status)
 
     def _classify(self, exc: Exception, streaming: bool) -> ProviderError:
@@ -306,75 +363,6 @@ class OpenAIProvider(Provider):
         return ProviderError(f"{where}: {message}")
 
 
-# -- messages out -------------------------------------------------------------------------
-
-
-def to_openai(message: Message) -> dict[str, Any]:
-    """One message in Chat Completions form.
-
-    >>> to_openai(ToolMessage("call_1", "add", "5"))
-    {'role': 'tool', 'tool_call_id': 'call_1', 'content': '5'}
-    """
-    if isinstance(message, UserMessage):
-        if not message.images:
-            return {"role": "user", "content": message.content}
-        parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
-        parts += [{"type": "image_url", "image_url": {"url": i.data_url}} for i in message.images]
-        return {"role": "user", "content": parts}
-    if isinstance(message, AssistantMessage):
-        out: dict[str, Any] = {"role": "assistant", "content": message.content}
-        if message.tool_calls:
-            out["tool_calls"] = [_call_out(c) for c in message.tool_calls]
-        return out
-    if isinstance(message, ToolMessage):
-        # An error result goes as it is: its text already tells the model what went wrong.
-        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
-    if isinstance(message, SystemMessage):
-        return {"role": "system", "content": message.content}
-    raise TypeError(f"cannot send {type(message).__name__} to an OpenAI-compatible server")
-
-
-def _call_out(call: ToolCall) -> dict[str, Any]:
-    # Arguments that were not valid JSON go back verbatim, so the model sees what it wrote.
-    raw = call.raw_arguments or ""
-    arguments = raw if call.arguments is None else json.dumps(call.arguments, ensure_ascii=False)
-    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
-
-
-# -- responses in -------------------------------------------------------------------------
-
-
-def parse_completion(response: Any) -> Completion:
-    """A :class:`Completion` from a ``ChatCompletion`` (first choice)."""
-    usage = _usage(response.usage) if response.usage is not None else Usage()
-    if not response.choices:
-        raise ProviderError("the server answered with no choices")
-    choice = response.choices[0]
-    message = choice.message
-    calls = tuple(
-        parse_arguments(tc.id, tc.function.name, tc.function.arguments)
-        for tc in message.tool_calls or ()
-        if getattr(tc, "function", None) is not None
-    )
-    return Completion(message.content or None, calls, usage, choice.finish_reason)
-
-
-def _tool_call_chunk(tc: Any, ids: dict[int, tuple[str | None, str]]) -> ToolCallChunk:
-    fn = tc.function
-    name = fn.name if fn is not None else None
-    seen_id, seen_name = ids.get(tc.index, (None, ""))
-    # Some servers repeat the id and whole name in every delta; OpenAI sends them once and
-    # others split the name. A repeat of both is not a new fragment.
-    if name and tc.id and tc.id == seen_id and name == seen_name:
-        name = None
-    ids[tc.index] = (tc.id or seen_id, seen_name + (name or ""))
-    return ToolCallChunk(tc.index, tc.id, name, (fn.arguments or "") if fn is not None else "")
-
-
-def _usage(u: Any) -> Usage:
-    return Usage(u.prompt_tokens or 0, u.completion_tokens or 0)
-
-
 # -- helpers ------------------------------------------------------------------------------
 
 
@@ -384,33 +372,6 @@ def _sdk() -> Any:
     except ImportError:
         raise MissingDependencyError("OpenAIProvider", "openai") from None
     return openai
-
-
-def _as_sent(kwargs: dict[str, Any]) -> dict[str, Any]:
-    """``create()`` arguments with the messages and tools moved into ``extra_body``.
-
-    The SDK re-walks every message against its TypedDicts on each call (about 140 us per
-    message measured here: 14 ms per request for a 100-message transcript, see
-    benchmarks/openai_overhead.py). Ours are already wire-ready JSON, and ``extra_body`` is sent
-    as it is, overriding the empty placeholder list; the bytes on the wire are the same.
-    """
-    heavy = {k: kwargs[k] for k in ("messages", "tools") if k in kwargs}
-    out = {k: v for k, v in kwargs.items() if k != "tools"}
-    out["messages"] = []
-    out["extra_body"] = {**kwargs.get("extra_body", {}), **heavy}
-    return out
-
-
-def _known_params() -> frozenset[str]:
-    global _create_params
-    if _create_params is None:
-        import inspect
-
-        from openai.resources.chat.completions import AsyncCompletions
-
-        names = set(inspect.signature(AsyncCompletions.create).parameters) - {"self"}
-        _create_params = frozenset(names)
-    return _create_params
 
 
 def _server_message(exc: Exception) -> str:

@@ -322,7 +322,8 @@ class UnTooled(Provider):
         prose, calls = parse_reply(
             text,
             offered,
-            strict=inner.constraint is not None,
+            # a backend that dropped the constraint (its server refused or ignored it) wrote freely
+            strict=inner.constraint is not None and not any(e.kind == "constraint_dropped" for e in result.events),
             default_tool=choice if choice in offered else None,
             new_id=lambda: f"call_{next(self._ids)}",
         )

@@ -2,7 +2,9 @@
 
 :class:`ScriptedProvider` answers from a queue of replies; :class:`FunctionProvider` asks a
 function. Both record every :class:`~agentnb.providers.Request` they received in
-``requests``, so a test can assert what the model was shown.
+``requests``, so a test can assert what the model was shown. :class:`ScriptedServer`
+(:mod:`agentnb.testing.server`) is the same idea over HTTP: a scripted OpenAI-compatible
+server on 127.0.0.1 for testing code that talks to one.
 
 A reply is one of:
 
@@ -45,7 +47,16 @@ from agentnb.providers.base import (
 )
 from agentnb.tools import Tool
 
-__all__ = ["FunctionProvider", "ScriptedProvider", "Streamed", "call", "tool_chunks"]
+__all__ = ["FunctionProvider", "Reply", "ScriptedProvider", "ScriptedServer", "Streamed", "call", "tool_chunks"]
+
+
+def __getattr__(name: str) -> Any:
+    # The scripted HTTP server (agentnb.testing.server) is loaded only when asked for.
+    if name in ("ScriptedServer", "Reply"):
+        from agentnb.testing import server
+
+        return getattr(server, name)
+    raise AttributeError(f"module 'agentnb.testing' has no attribute {name!r}")
 
 
 def call(name: str, arguments: dict[str, Any] | None = None, /, *, id: str | None = None, **kwargs: Any) -> ToolCall:

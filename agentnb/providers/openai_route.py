@@ -1,0 +1,271 @@
+"""How an :class:`~agentnb.providers.openai.OpenAIProvider` asks for tool calls, and what it
+learns about its server along the way.
+
+* **The route.** ``tool_calling="native"`` sends ``tools``; ``"untooled"`` never does: the
+  catalogue goes into the prompt through :class:`~agentnb.providers.untooled.UnTooled` and
+  calls are parsed out of the reply. ``"auto"`` starts native and, when the server answers that
+  the model takes no tools (:func:`rejects_tools`), switches to untooled for good.
+* **Server-side constraints.** On the untooled route the reply is constrained to a JSON
+  envelope (:mod:`agentnb.providers.untooled.envelope`) through ``response_format``: first as
+  ``json_schema`` (the OpenAI form: vLLM, SGLang, LM Studio, Ollama, llama.cpp's
+  ``llama-server``), then as ``json_object`` with a ``schema`` (llama-cpp-python's server). A
+  server that refuses both, or ignores them, is no longer asked.
+
+Each change is reported once, as an event (:class:`~agentnb.events.RouteSwitched`,
+:class:`~agentnb.events.ConstraintDropped`).
+
+>>> rejects_tools("registry.ollama.ai/library/gemma:2b does not support tools")
+True
+>>> rejects_tools('"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set')
+True
+>>> rejects_tools("maximum context length is 2048 tokens")
+False
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import re
+from typing import Any, Literal
+
+from agentnb.errors import UserError
+from agentnb.events import ConstraintDropped, RouteSwitched
+from agentnb.providers.base import OutputConstraint, Provider, Request
+from agentnb.providers.openai_wire import as_sent
+from agentnb.providers.untooled.envelope import envelope_schema
+
+ToolCalling = Literal["auto", "native", "untooled"]
+TOOL_CALLING: tuple[str, ...] = ("auto", "native", "untooled")
+#: ``response_format`` shapes, in the order they are tried.
+CONSTRAINT_FORMATS: tuple[str, ...] = ("json_schema", "json_object")
+
+# What servers say when a model takes no tools (read in their sources and issue trackers):
+# Ollama "<model> does not support tools" (400); vLLM '"auto" tool choice requires
+# --enable-auto-tool-choice and --tool-call-parser to be set' (400) and, before 0.8.3,
+# 'tool_choice = "required" is not supported!'; llama.cpp's llama-server without --jinja
+# "tools param requires --jinja flag" (500 in some builds, 400 in others) and "Unsupported
+# param: tool_choice"; older llama-server "Cannot use tools with stream"; OpenRouter "No
+# endpoints found that support tool use".
+_REJECTS_TOOLS = re.compile(
+    r"does not support (?:tools|tool[ _]?(?:use|calling|calls)|function[ _]?calling)"
+    r"|--enable-auto-tool-choice"
+    r"|tools? param requires --jinja"
+    r"|unsupported param: tool_choice"
+    r"|cannot use tools with stream"
+    r"|tool_choice\W+(?:=\W*)?\W*required\W+is not supported"
+    r"|support tool use"
+    r"|(?:tools|tool[ _]?calls|tool[ _]?calling|function[ _]?calling) (?:is |are )?(?:not supported|unsupported|not enabled)",
+    re.IGNORECASE,
+)
+
+
+def rejects_tools(message: str) -> bool:
+    """Whether a server's error message means "this model (or server) takes no ``tools``"."""
+    return bool(_REJECTS_TOOLS.search(message))
+
+
+def rejects_constraint(message: str) -> bool:
+    """Whether a server's error message is about ``response_format`` (so dropping it may help)."""
+    text = message.lower()
+    return "response_format" in text or "json_schema" in text or "json schema" in text
+
+
+def check_tool_calling(value: Any) -> ToolCalling:
+    if value not in TOOL_CALLING:
+        raise UserError(f"tool_calling must be 'auto', 'native' or 'untooled', not {value!r}")
+    return value  # type: ignore[no-any-return]
+
+
+def constraint_formats(constrain: Any) -> list[str]:
+    """The ``response_format`` shapes to try for ``constrain`` (True, False or one shape)."""
+    if constrain is True:
+        return list(CONSTRAINT_FORMATS)
+    if constrain is False or constrain is None:
+        return []
+    if constrain in CONSTRAINT_FORMATS:
+        return [constrain]
+    raise UserError(f"constrain must be True, False, 'json_schema' or 'json_object', not {constrain!r}")
+
+
+class RouteState:
+    """What one provider has learnt about its server: the route, the constraint shape, and
+    which of them are not yet known to work (the first request that uses them is a probe,
+    sent without the SDK's retries so a refusal costs one request)."""
+
+    def __init__(self, tool_calling: ToolCalling, constrain: Any) -> None:
+        self.tool_calling = tool_calling
+        self.route: Literal["native", "untooled"] = "untooled" if tool_calling == "untooled" else "native"
+        self.formats = constraint_formats(constrain)
+        self.tools_verified = tool_calling != "auto"
+        self.format_verified = False
+
+    @property
+    def constraint_format(self) -> str | None:
+        return self.formats[0] if self.formats else None
+
+    def response_format(self, constraint: OutputConstraint | None) -> dict[str, Any] | None:
+        """The ``response_format`` parameter for a request with this constraint, if any."""
+        if constraint is None or not self.formats:
+            return None
+        schema = envelope_schema(constraint)
+        if schema is None:
+            return None
+        if self.formats[0] == "json_object":
+            return {"type": "json_object", "schema": schema}
+        return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+
+    def can_switch(self) -> bool:
+        return self.tool_calling == "auto" and self.route == "native"
+
+    def switch(self, provider: str, reason: str) -> RouteSwitched:
+        self.route = "untooled"
+        return RouteSwitched(0, provider, "untooled", reason)
+
+    def drop_format(self, provider: str, reason: str, *, ignored: bool = False) -> ConstraintDropped:
+        """Stop using the current shape (all of them when the server ignores constraints)."""
+        shape = self.formats[0] if self.formats else "?"
+        self.formats = [] if ignored else self.formats[1:]
+        self.format_verified = False
+        then = f"; trying {self.formats[0]}" if self.formats else "; replies are no longer constrained"
+        return ConstraintDropped(0, provider, f"response_format {shape}", reason + then)
+
+
+class RoutedSending:
+    """The route and the adaptive sending of :class:`~agentnb.providers.openai.OpenAIProvider`
+    (a mixin: it uses the provider's ``client``, ``name``, ``stream_usage``, ``_key`` and
+    ``_message``)."""
+
+    _route: RouteState
+    _untooled: Provider | None
+    name: str
+    stream_usage: bool
+    client: Any
+    _key: Any
+
+    def _message(self, exc: Exception) -> str:
+        raise NotImplementedError
+
+    @property
+    def tool_calling(self) -> str:
+        """The ``tool_calling`` this provider was built with."""
+        return self._route.tool_calling
+
+    @property
+    def route(self) -> str:
+        """How tools go out now: ``"native"`` or ``"untooled"`` (``auto`` may have switched)."""
+        return self._route.route
+
+    @property
+    def constraint_format(self) -> str | None:
+        """The ``response_format`` shape untooled requests carry now (None: unconstrained)."""
+        return self._route.constraint_format
+
+    @property  # type: ignore[override]
+    def supports_constraints(self) -> bool:  # honours Request.constraint while a shape is left
+        return bool(self._route.formats)
+
+    def untooled(self) -> Provider:
+        """The UnTooled layer this provider's untooled route goes through (made once)."""
+        if self._untooled is None:
+            from agentnb.providers.untooled import UnTooled
+
+            # The layer sends this provider requests without tools: those go out as plain chat.
+            self._untooled = UnTooled(self)
+        return self._untooled
+
+    async def _send(self, kwargs: dict[str, Any], request: Request) -> tuple[Any, tuple[Any, ...]]:
+        """``create()``, adapting to what the server turns down; also the events that caused.
+
+        A server that refuses ``stream_options`` is asked again without it; one that refuses a
+        ``response_format`` shape, with the next shape or none. A request that tries something
+        not yet known to work here (tools under ``auto``, a ``response_format``) goes out
+        without the SDK's retries, so a refusal costs one request; other failures of such a
+        probe are then retried as usual.
+        """
+        import openai as sdk
+
+        notes: list[Any] = []
+        probing = self._probing(kwargs, request)
+        while True:
+            client = self.client.with_options(max_retries=0) if probing else self.client
+            try:
+                response = await client.chat.completions.create(**as_sent(kwargs))
+            except sdk.APIStatusError as exc:
+                message = self._message(exc)
+                if "stream_options" in kwargs and "stream_options" in message and exc.status_code < 500:
+                    self.stream_usage = False  # this server does not take stream_options
+                    del kwargs["stream_options"]
+                    continue
+                if "response_format" in kwargs and exc.status_code != 429 and rejects_constraint(message):
+                    notes.append(self._route.drop_format(self.name, _first_line(message)))
+                    fmt = self._route.response_format(request.constraint)
+                    if fmt is None:
+                        del kwargs["response_format"]
+                    else:
+                        kwargs["response_format"] = fmt
+                    continue
+                if probing and not rejects_tools(message) and (exc.status_code == 429 or exc.status_code >= 500):
+                    probing = False  # not a refusal: the usual retries
+                    continue
+                raise
+            except sdk.APIConnectionError:
+                if not probing:
+                    raise
+                probing = False
+                continue
+            if request.tools:
+                self._route.tools_verified = True
+            if "response_format" in kwargs:
+                self._route.format_verified = True
+            return response, tuple(notes)
+
+    def _probing(self, kwargs: dict[str, Any], request: Request) -> bool:
+        route = self._route
+        return (bool(request.tools) and not route.tools_verified) or (
+            "response_format" in kwargs and not route.format_verified
+        )
+
+    def _switch_for(self, exc: Exception, request: Request) -> Any:
+        """The RouteSwitched event when ``exc`` says the model takes no tools and ``auto`` may switch."""
+        if not request.tools or not self._route.can_switch() or not isinstance(exc, _api_status_error()):
+            return None
+        message = self._message(exc)
+        if not rejects_tools(message):
+            return None
+        return self._route.switch(self.name, self._key.redact(_first_line(message)))
+
+    def _ignored(self) -> Any:
+        return self._route.drop_format(self.name, "the server ignored it (the reply was not JSON)", ignored=True)
+
+
+def _api_status_error() -> type:
+    import openai
+
+    return openai.APIStatusError  # type: ignore[no-any-return]
+
+
+def _first_line(message: str, width: int = 300) -> str:
+    line = message.strip().splitlines()[0] if message.strip() else message
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def check_client_options(sdk: Any, options: dict[str, Any]) -> None:
+    """Unknown keyword arguments fail here, at construction, with the names that exist."""
+    own = {"self", "api_key", "base_url", "max_retries", "timeout"}
+    allowed = set(inspect.signature(sdk.AsyncOpenAI.__init__).parameters) - own
+    unknown = sorted(set(options) - allowed)
+    if not unknown:
+        return
+    ours = ["api_key", "base_url", "max_retries", "timeout", "stream_usage", "settings", "tool_calling", "constrain"]
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, ours + sorted(allowed), n=1)
+        if name in ("supports_native_tools", "native_tools", "tools", "untooled"):
+            hints.append(f"{name}: for a model without function calling use tool_calling='untooled'")
+        elif close:
+            hints.append(f"{name}: did you mean {close[0]}?")
+    known = ", ".join(ours + sorted(a for a in allowed if not a.startswith("_")))
+    plural = "s" if len(unknown) > 1 else ""
+    detail = f" ({'; '.join(hints)})" if hints else ""
+    raise UserError(f"OpenAIProvider got unknown option{plural} {', '.join(unknown)}{detail}; it takes: {known}")

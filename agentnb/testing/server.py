@@ -1,0 +1,341 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1, for tests and docs (standard library only).
+
+It speaks Chat Completions (``POST /v1/chat/completions``) as JSON or, when the request says
+``"stream": true``, as a server-sent-event stream. It is scripted, not clever: each request
+takes the next :class:`Reply` from a queue, and every request is recorded so a test can assert
+exactly what the client sent. ``rejects_tools`` makes it answer any request that carries
+``tools`` with HTTP 400 and that message, as Ollama does for a model without tool support.
+
+>>> from agentnb import Agent, tool
+>>> from agentnb.providers import OpenAIProvider
+>>> @tool
+... def add(a: int, b: int) -> int:
+...     "Add two integers."
+...     return a + b
+>>> with ScriptedServer(rejects_tools="gemma:2b does not support tools") as server:
+...     _ = server.script(text('{"name": "add", "arguments": {"a": 2, "b": 3}}'), text('{"answer": "5"}'))
+...     result = Agent(OpenAIProvider("gemma:2b", base_url=server.url), [add]).run("2 + 3?")
+>>> result.output, [r.body.get("tools") is not None for r in server.requests]
+('5', [True, False, False])
+
+Standalone, in its own process::
+
+    python -m agentnb.testing.server --port 8765 [--default-text "ok"] [--rejects-tools MESSAGE]
+
+then ``POST /_script`` a JSON list of reply objects (the fields of :class:`Reply`) and read
+``GET /_requests``. With ``--default-text`` an empty queue answers with that text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import threading
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One scripted answer.
+
+    ``status`` >= 400 sends an OpenAI-style error body with ``error`` as its message.
+    ``tool_calls`` entries are ``{"id", "name", "arguments"}`` with ``arguments`` as the exact
+    text sent. When streamed, text and each call's arguments are cut into ``pieces``
+    fragments; ``split_names`` cuts names in two as well; ``interleave`` alternates the
+    fragments of parallel calls; ``chunks`` replaces all that with explicit chunk bodies;
+    ``disconnect_after`` drops the connection after that many chunks.
+    """
+
+    status: int = 200
+    text: str | None = None
+    tool_calls: list[dict[str, str]] = field(default_factory=list)
+    usage: tuple[int, int] | None = (11, 7)
+    finish_reason: str | None = None
+    error: str = ""
+    error_type: str = "invalid_request_error"
+    headers: dict[str, str] = field(default_factory=dict)
+    pieces: int = 3
+    split_names: bool = False
+    interleave: bool = False
+    chunks: list[dict[str, Any]] | None = None
+    disconnect_after: int | None = None
+
+
+def text(content: str, **kw: Any) -> Reply:
+    """A text answer."""
+    return Reply(text=content, **kw)
+
+
+def tool_calls(*calls: tuple[Any, ...], content: str | None = None, **kw: Any) -> Reply:
+    """Tool calls, each ``(name, arguments)`` or ``(name, arguments, id)``; ``arguments`` is
+    a dict (sent as JSON) or a string (sent verbatim, e.g. broken JSON)."""
+    out = []
+    for n, c in enumerate(calls, 1):
+        name, args = c[0], c[1]
+        cid = c[2] if len(c) > 2 else f"call_w{n}"
+        out.append({"id": cid, "name": name, "arguments": args if isinstance(args, str) else json.dumps(args)})
+    return Reply(text=content, tool_calls=out, **kw)
+
+
+def error(status: int, message: str, *, retry_after_ms: int | None = 5, **kw: Any) -> Reply:
+    """An error status; ``retry_after_ms`` keeps the SDK's retry backoff short in tests."""
+    headers = {"retry-after-ms": str(retry_after_ms)} if retry_after_ms is not None else {}
+    kinds = {401: "invalid_request_error", 404: "invalid_request_error", 429: "rate_limit_exceeded"}
+    return Reply(status=status, error=message, error_type=kinds.get(status, "server_error"), headers=headers, **kw)
+
+
+@dataclass
+class Recorded:
+    """One request as the server received it."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class ScriptedServer:
+    """The server; ``url`` is the base URL to give the client (ends in ``/v1``).
+
+    Args:
+        port: the port on 127.0.0.1 (0: any free one).
+        default_text: the answer when the queue is empty (default: HTTP 500, no retry).
+        rejects_tools: answer every request that carries ``tools`` with HTTP 400 and this
+            message (no scripted reply is used), like Ollama for a model without tools.
+    """
+
+    def __init__(self, port: int = 0, *, default_text: str | None = None, rejects_tools: str | None = None) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[Recorded] = []
+        self.default_text = default_text
+        self.rejects_tools = rejects_tools
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, *replies: Reply) -> ScriptedServer:
+        """Queue replies, answered in order."""
+        with self._lock:
+            self.replies.extend(replies)
+        return self
+
+    def reset(self) -> None:
+        with self._lock:
+            self.replies.clear()
+            self.requests.clear()
+
+    @property
+    def bodies(self) -> list[Any]:
+        """The JSON bodies of the chat requests, in order."""
+        return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
+
+    def start(self) -> ScriptedServer:
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-wire", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _next(self, record: Recorded) -> Reply:
+        with self._lock:
+            self.requests.append(record)
+            if self.rejects_tools is not None and isinstance(record.body, dict) and record.body.get("tools"):
+                return Reply(status=400, error=self.rejects_tools, error_type="api_error")
+            if self.replies:
+                return self.replies.popleft()
+        if self.default_text is not None:
+            return Reply(text=self.default_text)
+        # No retry: a test that runs out of replies should fail at once and say why.
+        return Reply(status=500, error="wire server: no scripted reply left", headers={"x-should-retry": "false"})
+
+
+# -- rendering ----------------------------------------------------------------------------
+
+
+def completion_body(reply: Reply, model: str) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+            for c in reply.tool_calls
+        ]
+    finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
+    body: dict[str, Any] = {
+        "id": "chatcmpl-wire",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+    }
+    if reply.usage is not None:
+        body["usage"] = _usage(reply.usage)
+    return body
+
+
+def stream_chunks(reply: Reply, model: str, include_usage: bool) -> list[dict[str, Any]]:
+    """The chunk bodies of a streamed reply, in order (without the final ``[DONE]``)."""
+    if reply.chunks is not None:
+        return reply.chunks
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-wire",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+
+    out = [chunk({"role": "assistant", "content": ""})]
+    out += [chunk({"content": piece}) for piece in _cut(reply.text or "", reply.pieces) if piece]
+    per_call = []
+    for i, c in enumerate(reply.tool_calls):
+        names = _cut(c["name"], 2) if reply.split_names else [c["name"]]
+        args = _cut(c["arguments"], reply.pieces)
+        frags: list[dict[str, Any]] = [
+            {"index": i, "id": c["id"], "type": "function", "function": {"name": names[0], "arguments": ""}}
+        ]
+        frags += [{"index": i, "function": {"name": n}} for n in names[1:]]
+        frags += [{"index": i, "function": {"arguments": a}} for a in args if a]
+        per_call.append(frags)
+    if reply.interleave:
+        ordered = [f for row in _zip_longest(per_call) for f in row]
+    else:
+        ordered = [f for frags in per_call for f in frags]
+    out += [chunk({"tool_calls": [f]}) for f in ordered]
+    out.append(chunk({}, reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")))
+    if include_usage and reply.usage is not None:
+        out.append({**chunk({}), "choices": [], "usage": _usage(reply.usage)})
+    return out
+
+
+def _usage(u: tuple[int, int]) -> dict[str, int]:
+    return {"prompt_tokens": u[0], "completion_tokens": u[1], "total_tokens": u[0] + u[1]}
+
+
+def _cut(s: str, pieces: int) -> list[str]:
+    size = max(1, -(-len(s) // max(1, pieces)))
+    return [s[i : i + size] for i in range(0, len(s), size)] or [""]
+
+
+def _zip_longest(rows: list[list[Any]]) -> list[list[Any]]:
+    width = max((len(r) for r in rows), default=0)
+    return [[r[k] for r in rows if k < len(r)] for k in range(width)]
+
+
+# -- HTTP ---------------------------------------------------------------------------------
+
+
+def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # else headers and body wait out a 40 ms delayed ACK
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/_requests"):
+                self._json(200, [asdict(r) for r in server.requests])
+            elif self.path.rstrip("/").endswith("/models"):
+                self._json(200, {"object": "list", "data": [{"id": "wire", "object": "model", "owned_by": "test"}]})
+            else:
+                self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except json.JSONDecodeError:
+                body = raw.decode("utf-8", "replace")
+            if self.path.rstrip("/").endswith("/_script"):
+                server.script(*(Reply(**r) for r in body))
+                self._json(200, {"queued": len(body)})
+                return
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                return
+            record = Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+            reply = server._next(record)
+            model = body.get("model", "wire") if isinstance(body, dict) else "wire"
+            if reply.status >= 400:
+                err = {"message": reply.error, "type": reply.error_type, "param": None, "code": None}
+                self._json(reply.status, {"error": err}, reply.headers)
+            elif isinstance(body, dict) and body.get("stream"):
+                include = bool((body.get("stream_options") or {}).get("include_usage"))
+                self._sse(stream_chunks(reply, model, include), reply)
+            else:
+                self._json(200, completion_body(reply, model), reply.headers)
+
+        def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _sse(self, chunks: list[dict[str, Any]], reply: Reply) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+            for n, event in enumerate(events):
+                if reply.disconnect_after is not None and n >= reply.disconnect_after:
+                    # Drop the socket without the final zero-length chunk: a broken stream.
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    self.close_connection = True
+                    return
+                data = event.encode()
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+
+    return Handler
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--default-text", default=None, help="answer with this text when no reply is queued")
+    parser.add_argument("--rejects-tools", default=None, metavar="MESSAGE", help="answer requests with tools: 400")
+    args = parser.parse_args(argv)
+    server = ScriptedServer(args.port, default_text=args.default_text, rejects_tools=args.rejects_tools)
+    print(f"OpenAI-wire server on {server.url}  (POST /_script, GET /_requests)", flush=True)
+    try:
+        server._httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server._httpd.server_close()
+
+
+if __name__ == "__main__":
+    main()
