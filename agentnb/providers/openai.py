@@ -117,6 +117,8 @@ class OpenAIProvider(RoutedSending, Provider):
 
     supports_native_tools = True
     supports_streaming = True
+    #: UnTooled tells it when a step follows tool results (see ``_constrain``).
+    understands_untooled_hints = True
 
     def __init__(
         self,
@@ -226,11 +228,9 @@ class OpenAIProvider(RoutedSending, Provider):
                 kwargs["tool_choice"] = choice
             elif choice != "auto":  # "auto" is the API's default: leaving it out suits more servers
                 kwargs["tool_choice"] = {"type": "function", "function": {"name": choice}}
-        if request.constraint is not None and not request.tools:
-            fmt = self._route.response_format(request.constraint)
-            if fmt is not None:
-                kwargs["response_format"] = fmt
         settings = {**self.settings, **request.settings} if self.settings else request.settings
+        if request.constraint is not None and not request.tools:
+            settings = self._constrain(kwargs, request, settings)
         if settings:
             known = known_params()
             extra = {k: v for k, v in settings.items() if k not in known}
@@ -252,7 +252,7 @@ class OpenAIProvider(RoutedSending, Provider):
     # -- response -----------------------------------------------------------------------
 
     async def complete(self, request: Request) -> Completion:
-        if request.tools and self._route.route == "untooled":
+        if self._via_untooled(request):
             return await self.untooled().complete(request)
         kwargs = self.build_request(request)
         try:
@@ -272,7 +272,7 @@ class OpenAIProvider(RoutedSending, Provider):
         return dataclasses.replace(completion, events=(*notes, *completion.events)) if notes else completion
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
-        if request.tools and self._route.route == "untooled":
+        if self._via_untooled(request):
             async for item in self.untooled().stream(request):
                 yield item
             return

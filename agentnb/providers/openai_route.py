@@ -26,17 +26,24 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import json
 import re
 from typing import Any, Literal
 
 from agentnb.errors import UserError
 from agentnb.events import ConstraintDropped, RouteSwitched
+from agentnb.messages import AssistantMessage, ToolMessage
 from agentnb.providers.base import OutputConstraint, Provider, Request
 from agentnb.providers.openai_wire import as_sent
-from agentnb.providers.untooled.envelope import envelope_schema
+from agentnb.providers.untooled.envelope import ANSWER_SCHEMA, envelope_schema
 
 ToolCalling = Literal["auto", "native", "untooled"]
 TOOL_CALLING: tuple[str, ...] = ("auto", "native", "untooled")
+#: Request settings UnTooled adds for backends that ``understand_untooled_hints``; never sent.
+AFTER_RESULTS_HINT = "untooled_after_tool_results"
+HINTS = frozenset({AFTER_RESULTS_HINT, "untooled_pick"})
+#: Told to the model when its reply is constrained to the envelope and may be a text answer.
+ENVELOPE_NOTE = '\nTo answer in plain text instead, reply with only {"answer": "<your answer>"}.'
 #: ``response_format`` shapes, in the order they are tried.
 CONSTRAINT_FORMATS: tuple[str, ...] = ("json_schema", "json_object")
 
@@ -104,11 +111,22 @@ class RouteState:
     def constraint_format(self) -> str | None:
         return self.formats[0] if self.formats else None
 
-    def response_format(self, constraint: OutputConstraint | None) -> dict[str, Any] | None:
-        """The ``response_format`` parameter for a request with this constraint, if any."""
+    def response_format(
+        self, constraint: OutputConstraint | None, exclude: frozenset[str] = frozenset()
+    ) -> dict[str, Any] | None:
+        """The ``response_format`` parameter for a request with this constraint, if any.
+
+        Tools named in ``exclude`` are left out of a ``tool_choice="auto"`` envelope (a text
+        answer is then always possible).
+        """
         if constraint is None or not self.formats:
             return None
-        schema = envelope_schema(constraint)
+        if exclude and constraint.tool_choice == "auto" and constraint.tools:
+            kept = tuple(t for t in constraint.tools if t.name not in exclude)
+            constraint = OutputConstraint(kept, "auto", constraint.parallel)
+            schema = envelope_schema(constraint) if kept else ANSWER_SCHEMA
+        else:
+            schema = envelope_schema(constraint)
         if schema is None:
             return None
         if self.formats[0] == "json_object":
@@ -145,6 +163,40 @@ class RoutedSending:
 
     def _message(self, exc: Exception) -> str:
         raise NotImplementedError
+
+    def _via_untooled(self, request: Request) -> bool:
+        """Whether this request goes through the UnTooled layer: on the untooled route, one
+        with tools or with earlier tool calls (which the layer renders as plain turns)."""
+        if self._route.route != "untooled":
+            return False
+        return bool(request.tools) or any(
+            isinstance(m, ToolMessage) or (isinstance(m, AssistantMessage) and m.tool_calls) for m in request.messages
+        )
+
+    def _constrain(self, kwargs: dict[str, Any], request: Request, settings: dict[str, Any]) -> dict[str, Any]:
+        """Put the envelope's ``response_format`` into ``kwargs``; the settings without hints.
+
+        Right after tool results, the tools just called are left out of the envelope: a weak
+        model forced to write JSON otherwise tends to repeat its call instead of answering
+        (measured with SmolLM2-135M behind llama.cpp's server); a different tool stays possible.
+        """
+        after_results = bool(settings.get(AFTER_RESULTS_HINT))
+        if HINTS & settings.keys():
+            settings = {k: v for k, v in settings.items() if k not in HINTS}
+        exclude = just_called(request.messages) if after_results else frozenset()
+        fmt = self._route.response_format(request.constraint, exclude)
+        if fmt is None:
+            return settings
+        kwargs["response_format"] = fmt
+        assert request.constraint is not None
+        if request.constraint.tool_choice == "auto":
+            messages = list(kwargs["messages"])
+            if messages and messages[0].get("role") == "system":
+                messages[0] = {**messages[0], "content": str(messages[0]["content"]) + ENVELOPE_NOTE}
+            else:
+                messages.insert(0, {"role": "system", "content": ENVELOPE_NOTE.strip()})
+            kwargs["messages"] = messages
+        return settings
 
     @property
     def tool_calling(self) -> str:
@@ -239,15 +291,36 @@ class RoutedSending:
         return self._route.drop_format(self.name, "the server ignored it (the reply was not JSON)", ignored=True)
 
 
+def just_called(messages: Any) -> frozenset[str]:
+    """The tool names in the last assistant turn of a rendered (UnTooled) conversation."""
+    last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+    if last is None or not last.content:
+        return frozenset()
+    names: set[str] = set()
+    for line in last.content.splitlines():
+        line = line.strip()
+        if line[:1] not in "{[":
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, dict) and isinstance(item.get("name"), str):
+                names.add(item["name"])
+    return frozenset(names)
+
+
 def _api_status_error() -> type:
     import openai
 
     return openai.APIStatusError  # type: ignore[no-any-return]
 
 
-def _first_line(message: str, width: int = 300) -> str:
-    line = message.strip().splitlines()[0] if message.strip() else message
-    return line if len(line) <= width else line[: width - 1] + "…"
+def _first_line(message: str, width: int = 240) -> str:
+    """A server message as one short line (for events)."""
+    flat = " ".join(message.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def check_client_options(sdk: Any, options: dict[str, Any]) -> None:

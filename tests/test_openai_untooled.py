@@ -1,0 +1,202 @@
+"""The untooled route of OpenAIProvider against agentnb.testing's scripted server, over HTTP.
+
+The server is scripted; the SDK, the HTTP, the route switch, the envelope and its fallbacks
+are real.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from agentnb import Agent, UserError, get_provider, tool
+from agentnb.events import ConstraintDropped, RouteSwitched, ToolFinished
+from agentnb.notebook.render import depth_html
+from agentnb.notebook.state import TraceState
+from agentnb.printer import TextPrinter
+from agentnb.providers import OpenAIProvider
+from agentnb.testing import ScriptedServer
+from agentnb.testing.server import error, text
+
+OLLAMA = "registry.ollama.ai/library/gemma:2b does not support tools"
+VLLM = '"auto" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set'
+LLAMA_CPP = "tools param requires --jinja flag"
+CALL = '{"name": "add", "arguments": {"a": 2, "b": 3}}'
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case a text."""
+    return text.upper()
+
+
+@pytest.fixture
+def server():
+    with ScriptedServer() as s:
+        yield s
+
+
+def provider(server: ScriptedServer, **options) -> OpenAIProvider:
+    return OpenAIProvider("m", base_url=server.url, max_retries=2, timeout=20, **options)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_auto_switches_once_on_ollamas_refusal_and_stays_untooled(stream):
+    with ScriptedServer(rejects_tools=OLLAMA) as server:
+        p = provider(server)
+        server.script(text(CALL), text('{"answer": "It is 5."}'), text(CALL), text('{"answer": "5 again."}'))
+        out = io.StringIO()
+        first = Agent(p, [add], stream=stream).run("2 + 3?", on_event=TextPrinter(out))
+        second = Agent(p, [add], stream=stream).run("2 + 3 again?")
+    assert first.output == "It is 5." and second.output == "5 again."
+    assert [e.name for e in first.events if isinstance(e, ToolFinished)] == ["add"]
+    sent_tools = [b.get("tools") is not None for b in server.bodies]
+    assert sent_tools == [True, False, False, False, False]  # one refused request in the provider's life
+    switches = [e for e in first.events + second.events if isinstance(e, RouteSwitched)]
+    assert len(switches) == 1 and switches[0].route == "untooled" and "does not support tools" in switches[0].reason
+    assert switches[0].depth == 0 and p.route == "untooled" and p.tool_calling == "auto"
+    assert "switched to untooled tool calling" in out.getvalue()
+    # the untooled requests carry the catalogue in the prompt and the envelope schema
+    body = server.bodies[1]
+    assert "tool_choice" not in body and "Function: add" in body["messages"][0]["content"]
+    alternatives = body["response_format"]["json_schema"]["schema"]["anyOf"]
+    assert alternatives[0]["properties"]["name"] == {"const": "add"} and alternatives[-1]["required"] == ["answer"]
+    # after the result, the tool just called is left out: only an answer is possible
+    after = server.bodies[2]["response_format"]["json_schema"]["schema"]
+    assert after["required"] == ["answer"]
+    assert "Result of add: 5" in server.bodies[2]["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(("status", "message"), [(400, VLLM), (500, LLAMA_CPP), (400, OLLAMA)])
+def test_auto_switch_costs_one_request_whatever_the_server(server, status, message):
+    p = provider(server)
+    server.script(error(status, message, retry_after_ms=1), text(CALL), text('{"answer": "5"}'))
+    r = Agent(p, [add]).run("2 + 3?")
+    assert r.error is None and r.output == "5"
+    assert len(server.bodies) == 3  # the SDK did not retry the refusal (even a 500)
+    assert sum(isinstance(e, RouteSwitched) for e in r.events) == 1
+
+
+def test_a_real_server_error_is_not_a_switch(server):
+    p = provider(server)
+    server.script(error(400, "maximum context length is 2048 tokens"))
+    r = Agent(p, [add]).run("2 + 3?")
+    assert r.stop_reason == "error" and "maximum context length" in r.error
+    assert p.route == "native" and len(server.bodies) == 1
+
+
+def test_a_probe_that_fails_for_another_reason_gets_the_usual_retries(server):
+    p = provider(server)
+    server.script(error(503, "overloaded", retry_after_ms=1), text("fine"))
+    r = Agent(p, [add]).run("hi")
+    assert r.output == "fine" and p.route == "native" and len(server.bodies) == 2
+
+
+def test_native_does_not_switch_and_says_what_to_do():
+    with ScriptedServer(rejects_tools=OLLAMA) as server:
+        r = Agent(provider(server, tool_calling="native"), [add]).run("2 + 3?")
+    assert r.stop_reason == "error" and "tool_calling='untooled'" in r.error
+    assert len(server.bodies) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_untooled_never_sends_tools_and_unwraps_answers(server, stream):
+    p = provider(server, tool_calling="untooled")
+    server.script(text('{"answer": "Hello \\"there\\" \\u00e9\\ud83d\\ude00."}'))
+    r = Agent(p, [add, shout], stream=stream).run("hi")
+    assert r.output == 'Hello "there" é😀.'
+    body = server.bodies[0]
+    assert "tools" not in body and "tool_choice" not in body
+    names = [a["properties"]["name"]["const"] for a in body["response_format"]["json_schema"]["schema"]["anyOf"][:2]]
+    assert names == ["add", "shout"]
+    assert body["messages"][0]["content"].endswith('reply with only {"answer": "<your answer>"}.')
+
+
+def test_required_and_named_choices_leave_no_answer_alternative(server):
+    p = provider(server, tool_calling="untooled")
+    server.script(text('{"name": "shout", "arguments": {"text": "a"}}'), text('{"answer": "A"}'))
+    Agent(p, [add, shout], tool_choice="shout").run("shout a")
+    schema = server.bodies[0]["response_format"]["json_schema"]["schema"]
+    assert schema["properties"]["name"] == {"const": "shout"} and "anyOf" not in schema
+    assert schema["properties"]["arguments"]["additionalProperties"] is False
+
+
+def test_refused_json_schema_falls_back_to_json_object_then_to_nothing(server):
+    p = provider(server, tool_calling="untooled")
+    refusal = "Input should be 'text' or 'json_object' ('body', 'response_format', 'type')"
+    server.script(error(500, refusal, retry_after_ms=1), text(CALL), text('{"answer": "5"}'))
+    r = Agent(p, [add]).run("2 + 3?")
+    assert r.output == "5" and p.constraint_format == "json_object"
+    shapes = [b.get("response_format", {}).get("type") for b in server.bodies]
+    assert shapes == ["json_schema", "json_object", "json_object"]
+    dropped = [e for e in r.events if isinstance(e, ConstraintDropped)]
+    assert len(dropped) == 1 and "json_object" in dropped[0].reason and "response_format" in dropped[0].reason
+    server.reset()
+    server.script(error(400, "response_format is not supported"), text("Just text."))
+    r = Agent(p, [add]).run("hello")
+    assert r.output == "Just text." and p.constraint_format is None
+    assert [("response_format" in b) for b in server.bodies] == [True, False]
+
+
+def test_a_server_that_ignores_the_constraint_is_read_freely_and_no_longer_asked(server):
+    p = provider(server, tool_calling="untooled")
+    server.script(text("Sure! " + CALL), text("It is 5."), text("Bye."))
+    r = Agent(p, [add]).run("2 + 3?")
+    assert r.tool_calls == 1 and r.messages[2].content == "5"  # the call after a preamble was found
+    assert [("response_format" in b) for b in server.bodies] == [True, False]
+    assert any(isinstance(e, ConstraintDropped) and "ignored" in e.reason for e in r.events)
+
+
+def test_constrain_false_sends_no_response_format(server):
+    p = provider(server, tool_calling="untooled", constrain=False)
+    server.script(text("```json\n" + CALL + "\n```"), text("5."))
+    r = Agent(p, [add]).run("2 + 3?")
+    assert r.output == "5." and all("response_format" not in b for b in server.bodies)
+
+
+def test_reaching_the_limit_on_the_untooled_route_renders_history_as_text(server):
+    p = provider(server, tool_calling="untooled")
+    server.script(text(CALL), text("5"))
+    r = Agent(p, [add], max_tool_calls=1).run("2 + 3?")
+    assert r.stop_reason == "limit" and r.output == "5"
+    last = server.bodies[-1]
+    assert "response_format" not in last  # no tools offered: nothing to constrain
+    assert all(m["role"] in ("system", "user", "assistant") and "tool_calls" not in m for m in last["messages"])
+
+
+def test_unknown_options_fail_at_construction_with_one_clear_error():
+    with pytest.raises(UserError, match="supports_native_tools.*tool_calling='untooled'"):
+        OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", supports_native_tools=False)
+    with pytest.raises(UserError, match="did you mean timeout"):
+        OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", timout=3)
+    with pytest.raises(UserError, match="tool_calling must be"):
+        OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", tool_calling="yes")
+    with pytest.raises(UserError, match="constrain must be"):
+        OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", constrain="grammar")
+    assert OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", organization="org").name == "m"
+
+
+def test_get_provider_passes_tool_calling(server):
+    p = get_provider("openai:m", base_url=server.url, tool_calling="untooled")
+    assert isinstance(p, OpenAIProvider) and p.route == "untooled"
+    assert repr(p) == f"OpenAIProvider('m', base_url='{server.url}', tool_calling='untooled')"
+
+
+def test_the_trace_shows_the_switch_and_the_dropped_constraint():
+    state = TraceState()
+    for e in (RouteSwitched(0, "m", "untooled", OLLAMA), ConstraintDropped(0, "m", "response_format json_schema", "x")):
+        state.add(e)
+    html = depth_html(state.depths[0])
+    assert "switched to untooled tool calling" in html and "response_format json_schema dropped" in html
+    from agentnb.events import event_from_dict
+
+    e = RouteSwitched(2, "m", "untooled", OLLAMA)
+    assert event_from_dict(json.loads(json.dumps(e.to_dict()))) == e
