@@ -55,8 +55,14 @@ def load_tools(specs: Sequence[str]) -> list[Tool]:
 
 
 def _provider_options(args: argparse.Namespace) -> dict[str, Any]:
-    base_url = getattr(args, "base_url", None)
-    return {"base_url": base_url} if base_url else {}
+    options: dict[str, Any] = {}
+    if getattr(args, "base_url", None):
+        options["base_url"] = args.base_url
+    if getattr(args, "tool_calling", None):
+        if not str(args.provider).startswith("openai:"):
+            raise UserError("--tool-calling applies to 'openai:MODEL' providers")
+        options["tool_calling"] = args.tool_calling
+    return options
 
 
 def _run(agent: Agent, prompt: str, stream: bool, quiet: bool) -> int:
@@ -106,6 +112,12 @@ def build_parser() -> argparse.ArgumentParser:
             help="provider spec: 'local', 'openai:MODEL', 'hf:ID_OR_PATH' (default: %(default)s)",
         )
         p.add_argument("--base-url", help="OpenAI-compatible server URL (else OPENAI_BASE_URL)")
+        p.add_argument(
+            "--tool-calling",
+            choices=("auto", "native", "untooled"),
+            help="openai: how tools reach the model: native function calling, untooled (in the prompt), "
+            "or auto (native until the server refuses tools; the default)",
+        )
         p.add_argument("--no-stream", dest="stream", action="store_false", help="do not stream model output")
 
     demo = sub.add_parser("demo", help="run the demo agent on the embedded SmolLM2 model")

@@ -173,7 +173,7 @@ def test_reaching_the_limit_on_the_untooled_route_renders_history_as_text(server
 
 
 def test_unknown_options_fail_at_construction_with_one_clear_error():
-    with pytest.raises(UserError, match="supports_native_tools.*tool_calling='untooled'"):
+    with pytest.raises(UserError, match=r"supports_native_tools.*tool_calling='untooled'"):
         OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", supports_native_tools=False)
     with pytest.raises(UserError, match="did you mean timeout"):
         OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", timout=3)
@@ -200,3 +200,52 @@ def test_the_trace_shows_the_switch_and_the_dropped_constraint():
 
     e = RouteSwitched(2, "m", "untooled", OLLAMA)
     assert event_from_dict(json.loads(json.dumps(e.to_dict()))) == e
+
+
+def test_cli_takes_tool_calling():
+    import os
+    import subprocess
+    import sys
+
+    with ScriptedServer(rejects_tools=OLLAMA) as server:
+        server.script(text('{"name": "calculator", "arguments": {"expression": "37 * 91"}}'), text("3367."))
+        base = ["run", "37 * 91?", "--provider", "openai:m", "--base-url", server.url]
+        base += ["--tools", "agentnb.demo_tools:calculator", "--quiet"]
+        env = {**os.environ, "OPENAI_API_KEY": "sk-x"}
+        run = [sys.executable, "-m", "agentnb"]
+        out = subprocess.run([*run, *base, "--tool-calling", "untooled"], capture_output=True, text=True, env=env)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "3367." and all("tools" not in b for b in server.bodies)
+        native = subprocess.run([*run, *base, "--tool-calling", "native"], capture_output=True, text=True, env=env)
+        assert native.returncode == 1 and "tools" in server.bodies[-1]
+        local = subprocess.run(
+            [*run, "run", "hi", "--provider", "local", "--tool-calling", "untooled"],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert local.returncode == 2 and "--tool-calling applies to 'openai:MODEL' providers" in local.stderr
+
+
+def test_magics_take_tool_calling():
+    from IPython.core.error import UsageError
+    from IPython.testing import globalipapp
+
+    from agentnb.notebook.config import MagicOptions
+
+    globalipapp.start_ipython()
+    shell = globalipapp.get_ipython()
+    shell.run_line_magic("load_ext", "agentnb")
+    m = shell.magics_manager.registry["AgentMagics"]
+    m.defaults, m.history = MagicOptions(), None
+    try:
+        with ScriptedServer(rejects_tools=OLLAMA) as server:
+            shell.run_line_magic("agent_config", f"-p openai:m --base-url {server.url} --tool-calling untooled")
+            p = m._provider(m.defaults)
+            assert isinstance(p, OpenAIProvider) and p.route == "untooled"
+            with pytest.raises(UsageError, match="auto, native or untooled"):
+                shell.run_line_magic("agent_config", "--tool-calling sometimes")
+            with pytest.raises(UsageError, match="applies to 'openai:MODEL' providers"):
+                shell.run_line_magic("agent_config", "-p local --tool-calling native")
+    finally:
+        m.defaults, m._providers = MagicOptions(), {}

@@ -30,6 +30,7 @@ class MagicOptions:
     provider: str | None = None
     model: str | None = None
     base_url: str | None = None
+    tool_calling: str | None = None
     tools: tuple[str, ...] | None = None
     max_tool_calls: int | None = None
     system: str | None = None
@@ -58,6 +59,7 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--model": ("model", "str"),
     "-m": ("model", "str"),
     "--base-url": ("base_url", "str"),
+    "--tool-calling": ("tool_calling", "str"),
     "--tools": ("tools", "list"),
     "-t": ("tools", "list"),
     "--max-tool-calls": ("max_tool_calls", "int"),
@@ -77,7 +79,8 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
 }
 
 USAGE = (
-    "options: -p/--provider SPEC|VAR, -m/--model NAME, --base-url URL, -t/--tools a,b|none, "
+    "options: -p/--provider SPEC|VAR, -m/--model NAME, --base-url URL, --tool-calling auto|native|untooled, "
+    "-t/--tools a,b|none, "
     "-n/--max-tool-calls N, -s/--system TEXT, --stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new"
 )
 
@@ -112,6 +115,9 @@ def parse_line(line: str) -> tuple[MagicOptions, str]:
                 raise UserError(f"{name} needs a value; {USAGE}")
             raw, rest = m.group(1), rest[m.end() :]
         values[field] = _convert(name, kind, _unquote(raw))
+    calling = values.get("tool_calling")
+    if calling is not None and calling not in ("auto", "native", "untooled"):
+        raise UserError(f"--tool-calling takes auto, native or untooled, not {calling!r}")
     out = values.get("out")
     if out is not None and not out.isidentifier():
         raise UserError(f"--out needs a Python variable name, not {out!r}")

@@ -66,7 +66,7 @@ class AgentMagics(Magics):
         self.defaults = MagicOptions()
         self.history: RunResult | None = None
         self.debugger: Any = None
-        self._providers: dict[tuple[str, str | None], Provider] = {}  # (spec, base_url) ->
+        self._providers: dict[tuple[str, str | None, str | None], Provider] = {}  # (spec, base_url, tool_calling) ->
 
     # --- magics ------------------------------------------------------------------------------
 
@@ -78,6 +78,7 @@ class AgentMagics(Magics):
         Options (defaults for the notebook: ``%agent_config``):
           -p/--provider SPEC|VAR   a spec ('openai:gpt-4o-mini', 'local') or a Provider variable
           -m/--model NAME          the model part of the spec; --base-url URL for OpenAI-compatible servers
+          --tool-calling MODE      openai: auto (default), native, or untooled (tools in the prompt)
           -t/--tools a,b|none      tools by variable name (default: every @tool in the notebook)
           -n/--max-tool-calls N    tool-call limit (default 10)
           -s/--system TEXT         system prompt ({name} is filled in too)
@@ -228,18 +229,23 @@ class AgentMagics(Magics):
         name = opts.provider or DEFAULT_PROVIDER
         value = self.shell.user_ns.get(name) if name.isidentifier() else None
         if isinstance(value, Provider):
-            if opts.model or opts.base_url:
+            if opts.model or opts.base_url or opts.tool_calling:
                 raise UserError(
-                    f"--model/--base-url need a provider spec such as 'openai:MODEL', not the object {name!r}"
+                    f"--model/--base-url need a provider spec such as 'openai:MODEL' (so does --tool-calling), "
+                    f"not the object {name!r}"
                 )
             return value
         spec = value if isinstance(value, str) else name
         if opts.model:
             spec = f"{spec.partition(':')[0]}:{opts.model}"
-        key = (spec, opts.base_url)
+        key = (spec, opts.base_url, opts.tool_calling)
         if key in self._providers:
             return self._providers[key]
-        options = {"base_url": opts.base_url} if opts.base_url else {}
+        options: dict[str, Any] = {"base_url": opts.base_url} if opts.base_url else {}
+        if opts.tool_calling:
+            if not spec.strip().lower().startswith("openai:"):
+                raise UserError(f"--tool-calling applies to 'openai:MODEL' providers, not {spec!r}")
+            options["tool_calling"] = opts.tool_calling
         try:
             provider = get_provider(spec, **options)
         except UserError:

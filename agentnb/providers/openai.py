@@ -266,7 +266,7 @@ class OpenAIProvider(RoutedSending, Provider):
         completion = parse_completion(response)
         if "response_format" in kwargs:
             text = completion.text or ""
-            if not looks_constrained(text):
+            if not looks_constrained(text, _tool_names(request)):
                 notes += (self._ignored(),)
             completion = dataclasses.replace(completion, text=unwrap(text) if text else completion.text)
         return dataclasses.replace(completion, events=(*notes, *completion.events)) if notes else completion
@@ -319,7 +319,7 @@ class OpenAIProvider(RoutedSending, Provider):
             raise self._error(exc, streaming=True) from exc
         if envelope is not None:
             text = "".join(raw)
-            if not looks_constrained(text):
+            if not looks_constrained(text, _tool_names(request)):
                 notes += (self._ignored(),)
             if text:
                 assembler.add(TextChunk(unwrap(text)))
@@ -397,3 +397,7 @@ def _without_userinfo(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def _tool_names(request: Request) -> list[str]:
+    return [t.name for t in request.constraint.tools] if request.constraint is not None else []

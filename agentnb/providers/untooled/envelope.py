@@ -26,7 +26,9 @@ and the loop see exactly what they see from an unconstrained text model.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from agentnb.providers.base import OutputConstraint
@@ -78,11 +80,28 @@ def unwrap(text: str) -> str:
     return shown if stream.is_answer else text
 
 
-def looks_constrained(text: str) -> bool:
-    """Whether a reply can have come from the envelope schema (a server that ignores
-    ``response_format`` answers in prose)."""
-    body = text.lstrip()
-    return not body or body[0] in "{["
+def looks_constrained(text: str, names: Iterable[str]) -> bool:
+    """Whether a reply can have come from the envelope schema over tools ``names``.
+
+    A server that ignores ``response_format`` writes prose, JSON followed by more text, or a
+    call to a name that is no tool. A reply cut off by the token limit is given the benefit of
+    the doubt.
+
+    >>> looks_constrained('{"name": "Paris", "arguments": {}}', ["get_weather"])
+    False
+    """
+    body = text.strip()
+    if not body:
+        return True
+    if body[0] not in "{[":
+        return False
+    try:
+        value = json.loads(body)
+    except json.JSONDecodeError as exc:
+        return not exc.msg.startswith("Extra data")
+    allowed = set(names)
+    items = value if isinstance(value, list) else [value]
+    return all(isinstance(v, dict) and (v.get("name") in allowed or set(v) == {ANSWER_KEY}) for v in items)
 
 
 class AnswerStream:

@@ -1,0 +1,47 @@
+"""Start a real model server on 127.0.0.1 for a test, and always stop it."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def running(cmd: Sequence[str], url: str, *, env: dict[str, str] | None = None, timeout: float = 180) -> Iterator[str]:
+    """Run ``cmd`` until ``url``/models answers; yield ``url``; terminate it (kill if need be)."""
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(list(cmd), env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                if proc.poll() is not None:
+                    log.seek(0)
+                    pytest.fail(f"{cmd[0]} exited ({proc.returncode}):\n{log.read().decode()[-3000:]}")
+                try:
+                    urllib.request.urlopen(f"{url}/models", timeout=2).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        pytest.fail(f"{' '.join(cmd[:3])} did not come up within {timeout:g} s")
+                    time.sleep(0.3)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

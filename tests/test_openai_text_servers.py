@@ -1,0 +1,123 @@
+"""Text-only models behind real servers, driven through the untooled route.
+
+* llama.cpp's OpenAI-compatible server (``llama-cpp-python[server]``) serving the embedded
+  SmolLM2-135M-Instruct GGUF: its default chat format has no tool support, and its
+  ``response_format`` takes ``json_object`` with a ``schema`` (not ``json_schema``), so the
+  provider's first constrained request is refused and it falls back, once.
+* ``transformers serve`` serving the SmolLM2 fp32 folder, whose chat template has no tools and
+  which ignores ``response_format``: replies are read unconstrained.
+
+Each server is started by the test on 127.0.0.1 and always stopped.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import sys
+
+import pytest
+from server_process import free_port, running
+
+from agentnb import Agent, tool
+from agentnb.events import ConstraintDropped, ModelRequest, RouteSwitched, ValidationResult
+from agentnb.providers import OpenAIProvider
+
+pytestmark = pytest.mark.slow
+
+SETTINGS = {"max_tokens": 60, "temperature": 0.0, "seed": 0}
+
+
+@tool(examples=[("What is the weather in Rome?", {"city": "Rome"})])
+def get_weather(city: str) -> str:
+    """Get the current weather in a city.
+
+    Args:
+        city: the city name
+    """
+    return f"It is 18 C and sunny in {city}."
+
+
+@pytest.fixture(scope="module")
+def llama_cpp_url():
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("needs llama-cpp-python[server] (./dev setup builds it)")
+    from agentnb.providers.hf import smollm2_path
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False"]
+    with running(cmd, f"http://127.0.0.1:{port}/v1") as url:
+        yield url
+
+
+def test_llama_cpp_server_constrained_untooled_run(llama_cpp_url):
+    p = OpenAIProvider("smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=SETTINGS, timeout=300)
+    agent = Agent(p, [get_weather], max_tool_calls=3)
+    r = agent.run("What is the weather in Paris?")
+    assert r.error is None, r.error
+    # the model called the tool, the call validated, it read the result and answered in text
+    assert [(c.name, c.arguments) for c in r.messages[1].tool_calls] == [("get_weather", {"city": "Paris"})]
+    assert r.messages[2].content == "It is 18 C and sunny in Paris."
+    checks = [e for e in r.events if isinstance(e, ValidationResult)]
+    assert checks and all(e.ok for e in checks)
+    assert r.stop_reason == "answer" and r.output.strip() and not r.output.lstrip().startswith("{")
+    # json_schema was refused once (llama-cpp-python takes json_object + schema), then kept
+    dropped = [e for e in r.events if isinstance(e, ConstraintDropped)]
+    assert len(dropped) == 1 and "json_object" in dropped[0].reason and p.constraint_format == "json_object"
+    # a second run, streamed: no more refusals, and the calls still validate
+    again = agent.run("What is the weather in Madrid?", stream=True)
+    assert again.error is None and not any(isinstance(e, ConstraintDropped) for e in again.events)
+    assert all(e.ok for e in again.events if isinstance(e, ValidationResult))
+    assert again.messages[1].tool_calls and again.messages[1].tool_calls[0].name == "get_weather"
+
+
+def test_llama_cpp_server_auto_route_needs_no_switch_when_tools_are_ignored(llama_cpp_url):
+    # llama-cpp-python's default chat format drops `tools` silently (no error, a prose reply):
+    # nothing tells `auto` to switch, which is why docs/native.md says to pick "untooled" there.
+    p = OpenAIProvider("smollm2", base_url=llama_cpp_url, settings={**SETTINGS, "max_tokens": 20}, timeout=300)
+    r = Agent(p, [get_weather], max_tool_calls=1).run("What is the weather in Paris?")
+    assert r.error is None and p.route == "native"
+    assert not any(isinstance(e, RouteSwitched) for e in r.events) and r.tool_calls == 0
+
+
+@pytest.fixture(scope="module")
+def serve_url():
+    for module in ("fastapi", "uvicorn"):
+        pytest.importorskip(module, reason="needs transformers[serving]")
+    from agentnb.providers.hf import smollm2_path
+    from agentnb.providers.hf.loading import CACHE_NAME, cache_dir, load_smollm2
+
+    folder = cache_dir() / CACHE_NAME
+    if not (folder / "model.safetensors").is_file():
+        load_smollm2(smollm2_path())  # writes the fp32 folder
+    exe = shutil.which("transformers", path=os.path.dirname(sys.executable))
+    assert exe, "the transformers CLI is not installed next to this Python"
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    cmd = [exe, "serve", str(folder), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
+    with running(cmd, f"http://127.0.0.1:{port}/v1", env=env) as url:
+        yield url, str(folder)
+
+
+def test_transformers_serve_text_only_model_through_untooled(serve_url):
+    url, model = serve_url
+    p = OpenAIProvider(model, base_url=url, tool_calling="untooled", settings=SETTINGS, timeout=600)
+    # Unconstrained, a 135M model answers in prose unless told to call; "required" tells it
+    # (first step only). What it then writes is its own affair: measured here, it names the
+    # city instead of the tool ({"name": "Paris", ...}), which the loop reports back to it.
+    # Constrained decoding (the llama.cpp test above) is what makes such a model's calls right.
+    agent = Agent(p, [get_weather], max_tool_calls=1, tool_choice="required")
+    r = agent.run("What is the weather in Paris?")
+    assert r.error is None, r.error
+    assert r.tool_calls == 1 and r.messages[1].tool_calls  # the reply was read as a call attempt
+    handled = [e for e in r.events if e.kind in ("validation", "unknown_tool", "tool_finished")]
+    assert handled  # ... which the loop checked, and answered with a result or an error
+    assert r.stop_reason == "limit" and r.output.strip()  # then it answered in text
+    # no request carried tools; the catalogue was in the prompt
+    bodies = [e for e in r.events if isinstance(e, ModelRequest)]
+    assert len(bodies) == 2
+    # the server ignores response_format: the provider noticed once and stopped sending it
+    dropped = [e for e in r.events if isinstance(e, ConstraintDropped)]
+    assert len(dropped) == 1 and "ignored" in dropped[0].reason and p.constraint_format is None
