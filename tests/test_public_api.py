@@ -64,6 +64,7 @@ CORE_MODULES = [
     "agentnb.testing.server",
     "agentnb.providers.openai_route",
     "agentnb.providers.untooled.envelope",
+    "agentnb.providers.untooled.layer",
     "agentnb.tools",
 ]
 

@@ -155,11 +155,30 @@ def _trim(schema: Any) -> Any:
 class UnTooled(Provider):
     """Prompt-simulated tool calling over any text-only provider.
 
+    Wrap any :class:`~agentnb.providers.Provider` that only writes text (a custom backend, a
+    server without function calling) and the result takes tools like a native API: the
+    catalogue goes into the prompt, the reply is parsed into calls, and the loop validates them.
+    :class:`~agentnb.Agent` does this by itself for a provider whose ``supports_native_tools``
+    is False; ``OpenAIProvider(tool_calling="untooled")`` does it for a server.
+
     Args:
         inner: the text model.
         template: a :class:`PromptTemplate` (default: ``prompt.txt``).
         parallel: tell the model it may answer with a JSON array of calls.
         constrain: set :attr:`Request.constraint` when ``inner`` supports constrained decoding.
+
+    >>> from agentnb import Agent, UnTooled, tool
+    >>> from agentnb.testing import FunctionProvider
+    >>> @tool
+    ... def shout(text: str) -> str:
+    ...     "Upper-case a text."
+    ...     return text.upper()
+    >>> def my_model(messages, tools):  # any text model: it sees only text turns, no tools
+    ...     if "Result of shout" in messages[-1].content:
+    ...         return "Done: HI."
+    ...     return '{"name": "shout", "arguments": {"text": "hi"}}'
+    >>> Agent(UnTooled(FunctionProvider(my_model)), [shout]).run("Shout hi").output
+    'Done: HI.'
     """
 
     supports_native_tools = True
