@@ -249,3 +249,12 @@ def test_magics_take_tool_calling():
                 shell.run_line_magic("agent_config", "-p local --tool-calling native")
     finally:
         m.defaults, m._providers = MagicOptions(), {}
+
+
+def test_a_callers_own_response_format_wins_over_the_envelope(server):
+    mine = {"type": "json_schema", "json_schema": {"name": "mine", "schema": {"type": "object"}}}
+    p = provider(server, tool_calling="untooled", settings={"response_format": mine})
+    server.script(text('{"x": 1}'))
+    r = Agent(p, [add]).run("hi")
+    assert server.bodies[0]["response_format"] == mine and p.constraint_format == "json_schema"
+    assert not any(isinstance(e, ConstraintDropped) for e in r.events)

@@ -264,7 +264,7 @@ class OpenAIProvider(RoutedSending, Provider):
             completion = await self.untooled().complete(request)
             return dataclasses.replace(completion, events=(switch, *completion.events))
         completion = parse_completion(response)
-        if "response_format" in kwargs:
+        if self._enveloped(kwargs, request):
             text = completion.text or ""
             if not looks_constrained(text, _tool_names(request)):
                 notes += (self._ignored(),)
@@ -289,7 +289,7 @@ class OpenAIProvider(RoutedSending, Provider):
             async for item in self.untooled().stream(request):
                 yield dataclasses.replace(item, events=(switch, *item.events)) if isinstance(item, Completion) else item
             return
-        envelope = AnswerStream() if "response_format" in kwargs else None
+        envelope = AnswerStream() if self._enveloped(kwargs, request) else None
         assembler = CompletionAssembler()
         ids: dict[int, tuple[str | None, str]] = {}  # index -> (id, name so far)
         usage = Usage()

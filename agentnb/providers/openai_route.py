@@ -164,6 +164,17 @@ class RoutedSending:
     def _message(self, exc: Exception) -> str:
         raise NotImplementedError
 
+    settings: dict[str, Any]
+
+    def _enveloped(self, kwargs: dict[str, Any], request: Request) -> bool:
+        """Whether ``kwargs`` carry this provider's envelope (not a caller's own response_format)."""
+        return (
+            "response_format" in kwargs
+            and request.constraint is not None
+            and "response_format" not in request.settings
+            and "response_format" not in self.settings
+        )
+
     def _via_untooled(self, request: Request) -> bool:
         """Whether this request goes through the UnTooled layer: on the untooled route, one
         with tools or with earlier tool calls (which the layer renders as plain turns)."""
@@ -180,6 +191,8 @@ class RoutedSending:
         model forced to write JSON otherwise tends to repeat its call instead of answering
         (measured with SmolLM2-135M behind llama.cpp's server); a different tool stays possible.
         """
+        if "response_format" in settings:
+            return settings  # the caller's own response_format (structured output) wins
         after_results = bool(settings.get(AFTER_RESULTS_HINT))
         if HINTS & settings.keys():
             settings = {k: v for k, v in settings.items() if k not in HINTS}
@@ -249,7 +262,7 @@ class RoutedSending:
                     self.stream_usage = False  # this server does not take stream_options
                     del kwargs["stream_options"]
                     continue
-                if "response_format" in kwargs and exc.status_code != 429 and rejects_constraint(message):
+                if self._enveloped(kwargs, request) and exc.status_code != 429 and rejects_constraint(message):
                     notes.append(self._route.drop_format(self.name, _first_line(message)))
                     fmt = self._route.response_format(request.constraint)
                     if fmt is None:
@@ -268,14 +281,14 @@ class RoutedSending:
                 continue
             if request.tools:
                 self._route.tools_verified = True
-            if "response_format" in kwargs:
+            if self._enveloped(kwargs, request):
                 self._route.format_verified = True
             return response, tuple(notes)
 
     def _probing(self, kwargs: dict[str, Any], request: Request) -> bool:
         route = self._route
         return (bool(request.tools) and not route.tools_verified) or (
-            "response_format" in kwargs and not route.format_verified
+            self._enveloped(kwargs, request) and not route.format_verified
         )
 
     def _switch_for(self, exc: Exception, request: Request) -> Any:

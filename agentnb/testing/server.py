@@ -271,8 +271,16 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 body = raw.decode("utf-8", "replace")
             if self.path.rstrip("/").endswith("/_script"):
-                server.script(*(Reply(**r) for r in body))
-                self._json(200, {"queued": len(body)})
+                if not isinstance(body, list) or not all(isinstance(r, dict) for r in body):
+                    self._json(400, {"error": {"message": "POST /_script takes a JSON list of reply objects"}})
+                    return
+                try:
+                    replies = [Reply(**r) for r in body]
+                except TypeError as exc:
+                    self._json(400, {"error": {"message": f"not a reply: {exc}"}})
+                    return
+                server.script(*replies)
+                self._json(200, {"queued": len(replies)})
                 return
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
