@@ -263,7 +263,7 @@ class RoutedSending:
                     del kwargs["stream_options"]
                     continue
                 if self._enveloped(kwargs, request) and exc.status_code != 429 and rejects_constraint(message):
-                    notes.append(self._route.drop_format(self.name, _first_line(message)))
+                    notes.append(self._route.drop_format(self.name, self._key.redact(_first_line(message))))
                     fmt = self._route.response_format(request.constraint)
                     if fmt is None:
                         del kwargs["response_format"]
