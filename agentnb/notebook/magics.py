@@ -230,9 +230,9 @@ class AgentMagics(Magics):
         value = self.shell.user_ns.get(name) if name.isidentifier() else None
         if isinstance(value, Provider):
             if opts.model or opts.base_url or opts.tool_calling:
+                also = " (so does --tool-calling)" if opts.tool_calling else ""
                 raise UserError(
-                    f"--model/--base-url need a provider spec such as 'openai:MODEL' (so does --tool-calling), "
-                    f"not the object {name!r}"
+                    f"--model/--base-url need a provider spec such as 'openai:MODEL'{also}, not the object {name!r}"
                 )
             return value
         spec = value if isinstance(value, str) else name
