@@ -143,6 +143,8 @@ class ToolStarted(_EventBase):
     name: str
     arguments: dict[str, Any]
     kind: Literal["tool_started"] = "tool_started"
+    #: Where the tool comes from when not from Python, e.g. ``"mcp:files"``.
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -205,7 +205,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
 
         execs = [p for p in plans if isinstance(p, _Exec)]
         for p in execs:
-            yield ToolStarted(depth, p.call.id, p.call.name, p.arguments)
+            yield ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source)
         if len(execs) == 1:
             await _execute(execs[0], depth, cfg.tool_timeout, threaded=False)
             yield _finished(depth, execs[0])

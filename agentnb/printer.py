@@ -69,8 +69,8 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} repeat call {fp[:12]}: {'not run, earlier result given' if act == 'skip' else 'run again (allow_repeat)'}"
         case StepDecision(target=t, action=a, arguments=args):
             return f"{d} debugger: {a} {t}" + (f" with {format_arguments(args)}" if args is not None else "")
-        case ToolStarted(name=n, arguments=a):
-            return f"{d} run {n}({format_arguments(a)})"
+        case ToolStarted(name=n, arguments=a, source=src):
+            return f"{d} run {n}({format_arguments(a)})" + (f" [{src}]" if src else "")
         case ToolFinished(name=n, result=r, error=e, duration=s):
             status = f"failed: {e}" if e else f"-> {shorten(r, width)}"
             return f"{d} {n} {status} ({s * 1000:.1f} ms)"

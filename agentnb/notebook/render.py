@@ -39,6 +39,7 @@ STYLE = """<style>
 .anb-note{border-left-color:#bc4c00}.anb-final{border-left-color:#1a7f37}
 .anb-h{font-weight:600}
 .anb-m{color:var(--jp-ui-font-color2,#57606a);font-size:12px}
+.anb-src{font-size:11px;border:1px solid #d0d7de;border-radius:8px;padding:0 5px;color:#6e7781}
 .anb-ok{color:#1a7f37;font-weight:600}.anb-bad{color:#cf222e;font-weight:600}.anb-warn{color:#9a6700;font-weight:600}
 .anb pre{background:var(--jp-layout-color2,#f6f8fa);border-radius:4px;padding:5px 8px;margin:3px 0;
   white-space:pre-wrap;word-break:break-word;font-size:12px;max-height:360px;overflow:auto}
@@ -174,7 +175,8 @@ def _pretty(arguments: Any) -> str:
 def _call_html(c: CallView, preview: int) -> str:
     bad = c.unknown is not None or (c.validation is not None and not c.validation.ok)
     rows = [
-        f'<span class="anb-h">Tool call <code>{escape(c.name)}</code></span> <span class="anb-m">{escape(c.call_id)}</span>',
+        f'<span class="anb-h">Tool call <code>{escape(c.name)}</code></span> <span class="anb-m">{escape(c.call_id)}</span>'
+        + (f' <span class="anb-src" title="tool source">from {escape(c.source)}</span>' if c.source else ""),
         f"<pre>{escape(_pretty(c.arguments))}</pre>",
     ]
     if c.unknown is not None:

@@ -45,6 +45,7 @@ class CallView:
     started: bool = False
     finished: ToolFinished | None = None
     images: list[Image] = field(default_factory=list)
+    source: str | None = None
 
 
 @dataclass
@@ -170,6 +171,7 @@ def _started(s: TraceState, v: DepthView, e: Any) -> None:
     c = TraceState._call(v, e.call_id, e.name)
     c.started = True
     c.arguments = e.arguments
+    c.source = e.source
 
 
 def _step(s: TraceState, v: DepthView, e: Any) -> None:
