@@ -329,3 +329,21 @@ def test_http_server_that_goes_away_is_a_tool_error(http_server):
         assert msg.is_error and "web" in msg.content
     finally:
         server.close()
+
+
+def test_the_trace_widget_names_the_server_each_tool_came_from(demo):
+    pytest.importorskip("ipywidgets")
+    from agentnb.notebook.render import depth_html
+    from agentnb.notebook.state import TraceState
+
+    @tool
+    def local(x: int) -> int:
+        """Double x."""
+        return 2 * x
+
+    result = run(Agent(ScriptedProvider([[call("echo", text="w"), call("local", x=1)], "ok"]), tools=[demo, local]))
+    state = TraceState()
+    for event in result.events:
+        state.add(event)
+    html = depth_html(state.view(0))
+    assert html.count("from mcp:demo_server") == 1  # the MCP tool, not the Python one
