@@ -27,7 +27,7 @@ def test_parse_mcp_is_repeatable() -> None:
     assert opts.mcp == ("python a.py --x 1", "http://127.0.0.1:8000/mcp") and prompt == "hi"
 
 
-def test_agent_mcp_runs_the_servers_tools_and_reuses_the_server(ip: Any, capsys: Any) -> None:
+def test_agent_mcp_runs_the_servers_tools_and_reuses_the_server(ip: Any, capsys: Any) -> None:  # noqa: F811 - ip is the imported fixture
     model = scripted(ip, call("echo", text="hey"), "Echoed.", "Again.")
     cmd = f'"{sys.executable} {DEMO}"'
     ip.run_line_magic("agent", f"-p model --mcp {cmd} -t none say hey")
@@ -43,7 +43,7 @@ def test_agent_mcp_runs_the_servers_tools_and_reuses_the_server(ip: Any, capsys:
     server.close()
 
 
-def test_agent_config_mcp_sets_a_default(ip: Any) -> None:
+def test_agent_config_mcp_sets_a_default(ip: Any) -> None:  # noqa: F811 - ip is the imported fixture
     model = scripted(ip, "ok")
     ip.run_line_magic("agent_config", f'--mcp "{sys.executable} {DEMO}"')
     assert magics(ip).defaults.mcp == (f"{sys.executable} {DEMO}",)
@@ -55,7 +55,7 @@ def test_agent_config_mcp_sets_a_default(ip: Any) -> None:
     magics(ip)._mcp_servers.clear()
 
 
-def test_a_server_that_cannot_start_is_one_usage_line(ip: Any) -> None:
+def test_a_server_that_cannot_start_is_one_usage_line(ip: Any) -> None:  # noqa: F811 - ip is the imported fixture
     from IPython.core.error import UsageError
 
     scripted(ip, "ok")

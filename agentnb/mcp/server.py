@@ -114,7 +114,9 @@ class MCPServer:
             from mcp import StdioServerParameters
             from mcp.client.stdio import stdio_client
 
-            params = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(env or {}) or None, cwd=None if cwd is None else os.fspath(cwd))
+            params = StdioServerParameters(
+                command=argv[0], args=argv[1:], env=dict(env or {}) or None, cwd=None if cwd is None else os.fspath(cwd)
+            )
             server._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in close()
             return stdio_client(params, errlog=server._errlog)
 

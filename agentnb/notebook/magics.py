@@ -280,7 +280,6 @@ class AgentMagics(Magics):
             tools.append(tool(value))
         return tools
 
-
     def _mcp(self, specs: tuple[str, ...]) -> list[Any]:
         """MCP servers from ``--mcp``: a variable, a URL or a command line (started once, then reused)."""
         if not specs:
