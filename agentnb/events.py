@@ -185,6 +185,15 @@ class DirectOutput(_EventBase):
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningSummary(_EventBase):
+    """A summary of the model's hidden reasoning, where the API gives one (never the reasoning)."""
+
+    depth: int
+    text: str
+    kind: Literal["reasoning_summary"] = "reasoning_summary"
+
+
+@dataclass(frozen=True, slots=True)
 class FinalAnswer(_EventBase):
     depth: int
     text: str
@@ -218,6 +227,7 @@ Event: TypeAlias = (
     | AttachmentAdded
     | LimitReached
     | DirectOutput
+    | ReasoningSummary
     | FinalAnswer
     | RunFinished
 )

@@ -20,6 +20,7 @@ from agentnb.events import (
     LimitReached,
     ModelRequest,
     ModelResponse,
+    ReasoningSummary,
     RunFinished,
     RunStarted,
     StepDecision,
@@ -80,6 +81,8 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} tool-call limit ({m}) reached: the model must answer now"
         case DirectOutput(name=n):
             return f"{d} {n} returned the final answer directly"
+        case ReasoningSummary(text=t):
+            return f"{d} reasoning summary: {shorten(t, width)}"
         case FinalAnswer(text=t):
             return f"answer: {t}"
         case RunFinished(stop_reason=r, tool_calls=n, usage=u, duration=s, error=e):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from agentnb.events import DirectOutput, LimitReached, StepDecision
+from agentnb.events import DirectOutput, LimitReached, ReasoningSummary, StepDecision
 from agentnb.notebook.state import CallView, DepthView, TraceState
 
 STYLE = """<style>
@@ -251,6 +251,11 @@ def _note_html(n: object) -> str:
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">tool-call limit reached</span> '
             f'<span class="anb-m">{n.tool_calls}/{n.max_tool_calls}: the model must answer in text now</span></div>'
+        )
+    if isinstance(n, ReasoningSummary):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-m">reasoning summary</span>'
+            f"<div>{escape(n.text)}</div></div>"
         )
     if isinstance(n, DirectOutput):
         return (

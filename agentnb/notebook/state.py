@@ -212,5 +212,6 @@ _FOLD: dict[str, Any] = {
     "attachment": _attachment,
     "limit_reached": _note,
     "direct_output": _note,
+    "reasoning_summary": _note,
     "final_answer": _final,
 }
