@@ -93,6 +93,46 @@ def test_tools_are_listed_with_their_schemas_and_source(demo):
     assert add.validate({"a": 1, "b": "x"}) == ["b: 'x' is not of type 'integer'"]
 
 
+def test_env_and_cwd_reach_the_server_process(tmp_path):
+    server = MCPServer.stdio(sys.executable, DEMO, env={"AGENTNB_TEST": "hello"}, cwd=tmp_path)
+    try:
+        assert asyncio.run(server.call("where", {})) == f"{tmp_path} hello"
+    finally:
+        server.close()
+
+
+def test_kernel_shutdown_closes_servers_left_open():
+    """In a real Jupyter kernel: a sync run() inside the kernel's loop, then a shutdown."""
+    jupyter_client = pytest.importorskip("jupyter_client")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3", env=env)
+    out: list[str] = []
+    try:
+        code = (
+            "import sys\n"
+            "from agentnb import Agent\n"
+            "from agentnb.mcp import MCPServer\n"
+            "from agentnb.testing import ScriptedProvider, call\n"
+            f"server = MCPServer.stdio(sys.executable, {DEMO!r}, '--stubborn')\n"
+            "r = Agent(ScriptedProvider([call('pid'), 'ok']), tools=[server]).run('go')\n"
+            "print([m.content for m in r.messages if m.role == 'tool'][0])\n"
+        )
+
+        def hook(msg):
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                out.append("\n".join(msg["content"]["traceback"]))
+
+        kc.execute_interactive(code, output_hook=hook, timeout=90)
+        pid = int("".join(out).strip().splitlines()[-1])
+        assert not gone(pid, within=0.5)  # it runs while the kernel does
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+    assert gone(pid), "the server process outlived the kernel"
+
+
 def test_include_and_prefix(demo):
     tools = demo.tools(include=["echo", "add"], prefix="d_")
     assert [t.name for t in tools] == ["d_echo", "d_add"]
@@ -247,7 +287,11 @@ def test_a_command_that_does_not_exist_fails_to_start_clearly():
 def test_interpreter_exit_closes_servers_left_open():
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     out = subprocess.run(
-        [sys.executable, str(HERE / "exit_at_exit.py"), DEMO], capture_output=True, text=True, timeout=60, env=env
+        [sys.executable, str(HERE / "exit_at_exit.py"), DEMO, "--stubborn"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
     )
     assert out.returncode == 0, out.stderr
     pid = int(out.stdout.strip().splitlines()[-1])

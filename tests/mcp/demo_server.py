@@ -78,6 +78,11 @@ def build(name: str) -> MCPServer:
         return os.getpid()
 
     @server.tool()
+    def where() -> str:
+        """The server's working directory and its AGENTNB_TEST variable."""
+        return f"{os.getcwd()} {os.environ.get('AGENTNB_TEST', '-')}"
+
+    @server.tool()
     def weather(city: str) -> Weather:
         """Current weather, as structured data."""
         return Weather(city=city, temp_c=12)
@@ -90,10 +95,13 @@ def main() -> None:
     parser.add_argument("transport", nargs="?", default="stdio", choices=["stdio", "http"])
     parser.add_argument("port", nargs="?", type=int, default=0)
     parser.add_argument("--name", default="demo")
+    parser.add_argument("--stubborn", action="store_true", help="keep running after stdin closes")
     args = parser.parse_args()
     server = build(args.name)
     if args.transport == "stdio":
         server.run()
+        if args.stubborn:  # only a terminate/kill from the client ends it now
+            time.sleep(600)
     else:
         server.run("streamable-http", host="127.0.0.1", port=args.port)
 

@@ -5,6 +5,6 @@ import sys
 
 from agentnb.mcp import MCPServer
 
-server = MCPServer.stdio(sys.executable, sys.argv[1])
+server = MCPServer.stdio(sys.executable, *sys.argv[1:])
 (pid_tool,) = server.tools(include=["pid"])
 print(asyncio.run(server.call("pid", {})), flush=True)
