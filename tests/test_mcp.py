@@ -84,7 +84,7 @@ def run(agent: Agent, prompt: str = "go"):
 
 def test_tools_are_listed_with_their_schemas_and_source(demo):
     tools = {t.name: t for t in demo.tools()}
-    assert {"echo", "add", "picture", "fail", "slow", "die", "pid", "weather"} <= set(tools)
+    assert {"echo", "add", "picture", "fail", "slow", "die", "pid", "weather", "garbage"} <= set(tools)
     add = tools["add"]
     assert add.description == "Add two integers."
     assert add.parameters["required"] == ["a", "b"]
@@ -179,6 +179,12 @@ def test_structured_content_is_the_result_when_there_is_no_text(demo):
 
     result = SimpleNamespace(content=[], structured_content={"rows": 3}, is_error=False)
     assert result_text(result, None) == '{"rows": 3}'
+
+
+def test_garbage_on_the_protocol_stream_mid_session_is_survived(demo):
+    model = ScriptedProvider([call("garbage"), call("echo", text="after"), "ok"])
+    msgs = [m.content for m in run(Agent(model, tools=[demo])).messages if m.role == "tool"]
+    assert msgs == ["answered after garbage", "echo: after"]
 
 
 def test_a_slow_tool_times_out_as_a_tool_error_and_the_server_stays_usable(demo):

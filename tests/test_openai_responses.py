@@ -178,6 +178,14 @@ def test_reasoning_items_go_back_survive_transcripts_and_only_summaries_show(pro
     (summary,) = [e for e in events if isinstance(e, ReasoningSummary)]
     assert summary.depth == 0 and summary.text == "Need to add."
     assert "reasoning summary: Need to add." in format_event(summary)
+    pytest.importorskip("ipywidgets")
+    from agentnb.notebook.render import depth_html
+    from agentnb.notebook.state import TraceState
+
+    state = TraceState()
+    for event in result.events:
+        state.add(event)
+    assert "reasoning summary" in depth_html(state.view(0)) and "Need to add." in depth_html(state.view(0))
     assert "enc-rs_1" not in json.dumps([e.to_dict() for e in result.events], default=str)
     if streaming:
         assert any(isinstance(e, ToolCallDelta) for e in events)

@@ -73,6 +73,13 @@ def build(name: str) -> MCPServer:
         os._exit(3)
 
     @server.tool()
+    def garbage() -> str:
+        """Writes a line that is not JSON-RPC onto the protocol stream, then answers."""
+        sys.stdout.write("this is not json {{{\n")
+        sys.stdout.flush()
+        return "answered after garbage"
+
+    @server.tool()
     def pid() -> int:
         """The server's process id."""
         return os.getpid()
