@@ -362,6 +362,7 @@ def test_streamable_http_text_image_and_error(http_server):
         assert msgs[3].is_error and "did not answer within 2 s" in msgs[3].content
         assert {e.source for e in result.events if isinstance(e, ToolStarted)} == {"mcp:127.0.0.1"}
         assert int(asyncio.run(server.call("pid", {}))) == proc.pid
+        assert asyncio.run(server.call("header", {"name": "x-test"})) == "1"  # headers= reach the server
     finally:
         server.close()
 

@@ -13,7 +13,7 @@ import time
 import zlib
 from typing import TypedDict
 
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 
@@ -71,6 +71,13 @@ def build(name: str) -> MCPServer:
         """The server process exits in the middle of this call."""
         sys.stdout.flush()
         os._exit(3)
+
+    @server.tool()
+    def header(name: str, ctx: Context) -> str:
+        """The value of one HTTP request header ('-' when absent or not over HTTP)."""
+        request = ctx.request_context.request
+        headers = getattr(request, "headers", None) or {}
+        return str(headers.get(name, "-"))
 
     @server.tool()
     def garbage() -> str:
