@@ -345,6 +345,8 @@ def http_server():
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
 
 
 def test_streamable_http_text_image_and_error(http_server):

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import shlex
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -80,6 +81,8 @@ class MCPServer:
         self._listing: list[Any] = []
         self._broken = False
         self._errlog: Any = None
+        #: The command line of a stdio server (None for HTTP).
+        self.command: list[str] | None = None
 
     # -- construction -----------------------------------------------------------------------
 
@@ -141,15 +144,22 @@ class MCPServer:
         hidden = dict(headers or {})
         safe_url = url if "@" not in parts.netloc else url.replace(parts.netloc.rsplit("@", 1)[0] + "@", "")
 
-        def transport(server: MCPServer) -> Any:
+        @contextlib.asynccontextmanager
+        async def connect() -> AsyncIterator[Any]:
             from mcp.client.streamable_http import streamable_http_client
             from mcp.shared._httpx_utils import create_mcp_http_client
 
-            return streamable_http_client(url, http_client=create_mcp_http_client(headers=hidden or None))
+            # The SDK closes only HTTP clients it made itself; this one (for the headers) is ours.
+            async with (
+                create_mcp_http_client(headers=hidden or None) as client,
+                streamable_http_client(url, http_client=client) as streams,
+            ):
+                yield streams
+
+        def transport(server: MCPServer) -> Any:
+            return connect()
 
         return cls(transport, name=label, label=f"http({safe_url!r})", **options)
-
-    command: list[str] | None = None
 
     def __repr__(self) -> str:
         kind = "stdio" if self.command is not None else "http"
