@@ -103,6 +103,12 @@ class AnthropicProvider(Provider):
             return f"AnthropicProvider({self.model!r})"
         return f"AnthropicProvider({self.model!r}, base_url={_without_userinfo(self.base_url)!r})"
 
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the current client (optional; a new one opens on use)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
     @property
     def client(self) -> Any:
         """The ``anthropic.AsyncAnthropic`` client for the running event loop (one per loop)."""
