@@ -400,3 +400,10 @@ def test_the_trace_widget_names_the_server_each_tool_came_from(demo):
         state.add(event)
     html = depth_html(state.view(0))
     assert html.count("from mcp:demo_server") == 1  # the MCP tool, not the Python one
+
+
+def test_importing_agentnb_mcp_does_not_import_the_sdk():
+    code = "import sys, agentnb.mcp, agentnb.providers.anthropic; print(sorted(m for m in ('mcp', 'anthropic', 'openai') if m in sys.modules))"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert out.stdout.strip() == "[]", out.stderr
