@@ -197,6 +197,20 @@ def test_a_slow_tool_times_out_as_a_tool_error_and_the_server_stays_usable(demo)
     assert finished[1].result == "echo: still here"
 
 
+def test_a_cancelled_call_leaves_the_server_usable(demo):
+    async def main():
+        task = asyncio.ensure_future(demo.call("slow", {"seconds": 1.5}))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        start = time.monotonic()
+        assert await demo.call("echo", {"text": "next"}) == "echo: next"
+        return time.monotonic() - start
+
+    assert asyncio.run(main()) < 1.0  # not queued behind the cancelled call
+
+
 def test_a_server_that_exits_mid_call_is_a_tool_error_then_it_restarts():
     server = MCPServer.stdio(sys.executable, DEMO, name="crashy", timeout=10)
     try:
