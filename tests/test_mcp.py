@@ -208,7 +208,10 @@ def test_a_cancelled_call_leaves_the_server_usable(demo):
         assert await demo.call("echo", {"text": "next"}) == "echo: next"
         return time.monotonic() - start
 
-    assert asyncio.run(main()) < 1.0  # not queued behind the cancelled call
+    # Usable at once: not waiting on a session stuck with the cancelled request. (How soon the
+    # server itself answers while its cancelled sync tool still sleeps in a thread is its own
+    # business; seen here: 5 ms to 1.4 s.)
+    assert asyncio.run(main()) < 5.0
 
 
 def test_a_server_that_exits_mid_call_is_a_tool_error_then_it_restarts():
