@@ -25,7 +25,6 @@ from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolMessa
 from agentnb.providers.base import (
     Chunk,
     Completion,
-    CompletionAssembler,
     Request,
     TextChunk,
     ToolCallChunk,
@@ -135,7 +134,6 @@ async def complete(provider: OpenAIProvider, request: Request) -> Completion:
 
 async def stream(provider: OpenAIProvider, request: Request) -> AsyncIterator[Chunk | Completion]:
     kwargs = build_request(provider, request)
-    assembler = CompletionAssembler()
     final: Any = None
     try:
         events = await provider.client.responses.create(stream=True, **kwargs)
@@ -158,7 +156,6 @@ async def stream(provider: OpenAIProvider, request: Request) -> AsyncIterator[Ch
                 raise _failed(provider, event)
             else:
                 continue
-            assembler.add(piece)
             yield piece
     except _sdk().OpenAIError as exc:
         raise provider._error(exc, streaming=True) from None
