@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -301,6 +302,13 @@ def test_a_server_that_sends_garbage_or_nothing_fails_to_start_clearly(flag):
     assert not server.started
 
 
+def test_a_server_that_crashes_at_start_is_an_error_quoting_its_stderr():
+    code = "import sys; sys.stderr.write('cannot open the database'); sys.exit(2)"
+    server = MCPServer.stdio(sys.executable, "-c", code, name="crasher")
+    with pytest.raises(MCPError, match=r"failed to start(?s:.*)cannot open the database"):
+        server.start()
+
+
 def test_a_command_that_does_not_exist_fails_to_start_clearly():
     server = MCPServer.stdio("/nonexistent/agentnb-mcp-server")
     with pytest.raises(MCPError, match="failed to start"):
@@ -424,3 +432,25 @@ def test_importing_agentnb_mcp_does_not_import_the_sdk():
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_tools_shaped_unlike_python_functions():
+    server = MCPServer.stdio(sys.executable, str(HERE / "odd_server.py"))
+    try:
+        tools = {t.name: t for t in server.tools()}
+        assert set(tools) == {"geo_distance", "geo_origin"}  # "geo.distance" made safe for every API
+        assert tools["geo_distance"].description  # a description even when the server gives none
+        model = ScriptedProvider(
+            [
+                call("geo_distance", a={"x": 0, "y": 0}, b={"x": 3, "y": 4}),
+                call("geo_distance", a={"x": 0}, b={"x": 1, "y": 1}),
+                call("geo_origin"),
+                "ok",
+            ]
+        )
+        msgs = [m for m in run(Agent(model, tools=[server])).messages if m.role == "tool"]
+        assert msgs[0].content == "5.0"  # called by its real, dotted name
+        assert msgs[1].is_error and "a: 'y' is a required property" in msgs[1].content  # $ref validated here
+        assert json.loads(msgs[2].content) == {"x": 0.0, "y": 0.0}
+    finally:
+        server.close()

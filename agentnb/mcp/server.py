@@ -120,6 +120,8 @@ class MCPServer:
             params = StdioServerParameters(
                 command=argv[0], args=argv[1:], env=dict(env or {}) or None, cwd=None if cwd is None else os.fspath(cwd)
             )
+            if server._errlog is not None:  # a restart: the last run's stderr is no longer needed
+                server._errlog.close()
             server._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in close()
             return stdio_client(params, errlog=server._errlog)
 
@@ -187,20 +189,22 @@ class MCPServer:
                 future.result(self.startup_timeout)
             except concurrent.futures.TimeoutError:
                 future.cancel()
-                self._shutdown_sync(5.0)
-                raise MCPError(
-                    f"{self._label} did not start within {self.startup_timeout:g} s{self._stderr()}"
-                ) from None
+                why = f"did not start within {self.startup_timeout:g} s"
             except Exception as exc:
-                self._shutdown_sync(5.0)
-                raise MCPError(f"{self._label} failed to start: {_describe(exc)}{self._stderr()}") from None
-            rt.register(self)
-        return self
+                why = f"failed to start: {_describe(exc)}"
+            else:
+                rt.register(self)
+                return self
+            self._shutdown_sync(5.0)  # the process has ended: its stderr is complete now
+            raise MCPError(f"{self._label} {why}{self._stderr()}") from None
 
     def close(self, timeout: float = 10.0) -> None:
         """End the session (the server process exits); a later use starts it again."""
         with self._lock:
             self._shutdown_sync(timeout)
+            if self._errlog is not None:
+                self._errlog.close()
+                self._errlog = None
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
@@ -227,9 +231,6 @@ class MCPServer:
         except Exception:  # the task was cancelled or failed: it is over either way
             pass
         self._task = None
-        if self._errlog is not None:
-            self._errlog.close()
-            self._errlog = None
 
     async def _open(self) -> None:
         loop = asyncio.get_running_loop()
