@@ -110,9 +110,9 @@ def test_every_event_kind_is_shown() -> None:
     assert 'src="data:image/png;base64,' in html[2]  # attached image inline
     assert "executed again (allow_repeat)" in html[3]
     assert re.search(r"result</span> <span class=\"anb-m\">in [\d.]+ (ms|s)", html[2])  # durations
-    assert "Final answer" in html[4]
-    assert w.sections[1].title == "Depth 1 · add ↺, nope ✗, add ✗"
-    assert w.sections[2].title == "Depth 2 · essay ✓, boom ✗, snapshot ✓"
+    assert "the final answer, below" in html[4] and "done" not in html[4]  # the answer is shown once
+    assert re.fullmatch(r"Depth 1 · add ↺, nope ✗, add ✗ · [\d.<]+ m?s · 12 tokens", w.sections[1].title)
+    assert w.sections[2].title.startswith("Depth 2 · essay ✓, boom ✗, snapshot ✓ · ")
     assert w.answer_output.outputs[0]["data"]["text/markdown"] == "All **done**: 5."
     assert "tool calls <b>9/10</b>" in w.header_html
     assert "finished" in w.header_html
