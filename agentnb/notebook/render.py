@@ -73,6 +73,10 @@ def fmt_seconds(s: float) -> str:
     return f"{int(s // 60)} min {int(s % 60)} s"
 
 
+def _secs(s: float) -> str:
+    return escape(fmt_seconds(s))
+
+
 def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -> str:
     """The status line: state, turn, model and tool calls, time (paused time apart), tokens, model."""
     status = "paused" if state.pause is not None and state.finished is None else state.status
@@ -84,9 +88,9 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
     if state.started is not None and state.started.turn > 1:
         stats.insert(0, f"turn <b>{state.started.turn}</b>")
     if elapsed is not None:
-        took = f"<b>{fmt_seconds(elapsed)}</b>"
+        took = f"<b>{_secs(elapsed)}</b>"
         if paused >= 0.05:
-            took += f" (+{fmt_seconds(paused)} paused)"
+            took += f" (+{_secs(paused)} paused)"
         stats.append(took)
     if state.usage.total_tokens:
         stats.append(f"tokens <b>{state.usage.input_tokens}</b> in · <b>{state.usage.output_tokens}</b> out")
@@ -192,7 +196,7 @@ def _model_html(v: DepthView, pause: Pause | None) -> str:
             what += " (the final answer, below)"
         u = resp.usage
         tokens = f" · {u.input_tokens} in / {u.output_tokens} out tokens" if u.total_tokens else ""
-        body.append(f'<div class="anb-m">replied with {what} in {fmt_seconds(resp.duration)}{speed}{tokens}</div>')
+        body.append(f'<div class="anb-m">replied with {what} in {_secs(resp.duration)}{speed}{tokens}</div>')
         if resp.text and not v.text and v.final is None:
             body.append(f"<pre>{escape(resp.text)}</pre>")
     elif pause is not None and pause.target == "model" and pause.depth == v.depth:
@@ -213,7 +217,7 @@ def _speed(v: DepthView) -> str:
     ttft, speed = v.ttft, v.tokens_per_second
     if ttft is None:
         return ""
-    out = f" · first token after {fmt_seconds(ttft)}"
+    out = f" · first token after {_secs(ttft)}"
     if speed is not None:
         rate, exact = speed
         out += f" · {'' if exact else '~'}{rate:.0f} tokens/s"
@@ -282,7 +286,7 @@ def _dedup_html(c: CallView) -> str:
     assert d is not None
     fp = f'<span class="anb-fp" title="{escape(d.fingerprint)}">{escape(d.fingerprint[:12])}</span>'
     if d.action == "execute":
-        verdict, text = '<span class="anb-ok">new call</span>', "executed"
+        verdict, text = '<span class="anb-ok">new call</span>', "not seen before"
     elif d.action == "skip":
         verdict, text = (
             '<span class="anb-warn"><i class="fa fa-repeat"></i> repeat</span>',
@@ -299,7 +303,7 @@ def _dedup_html(c: CallView) -> str:
 def _result_html(c: CallView, preview: int) -> str:
     f = c.finished
     assert f is not None
-    took = f'<span class="anb-m">in {fmt_seconds(f.duration)}</span>'
+    took = f'<span class="anb-m">in {_secs(f.duration)}</span>'
     if f.error:
         head = f'<div><span class="anb-bad">✗ failed</span> <code>{escape(f.error)}</code> {took}</div>'
     else:

@@ -30,6 +30,9 @@ from agentnb.events import (
 )
 from agentnb.messages import Image, Usage
 
+#: Shortest generation (seconds after the first token) a speed is shown for.
+MIN_SPAN = 0.05
+
 
 @dataclass(frozen=True, slots=True)
 class Pause:
@@ -102,16 +105,16 @@ class DepthView:
     @property
     def tokens_per_second(self) -> tuple[float, bool] | None:
         """Output speed after the first token, and whether it is exact (from usage) or estimated
-        from the number of streamed fragments (about one token each)."""
+        from the number of streamed fragments (about one token each). None while too short to tell."""
         ttft = self.ttft
         if ttft is None:
             return None
         r = self.response
-        if r is not None and r.usage.output_tokens and r.duration - ttft > 0:
+        if r is not None and r.usage.output_tokens and r.duration - ttft >= MIN_SPAN:
             return r.usage.output_tokens / (r.duration - ttft), True
         assert self.t_first is not None
         span = (self.t_last or self.t_first) - self.t_first
-        return (self.n_deltas / span, False) if span > 0 and self.n_deltas > 1 else None
+        return (self.n_deltas / span, False) if span >= MIN_SPAN and self.n_deltas > 1 else None
 
     @property
     def seconds(self) -> float | None:

@@ -75,8 +75,11 @@ def event_line(event: Event, *, width: int = 200) -> str | None:
             return format_event(event, width=width)
 
 
-def summary_line(events: Iterable[Event], status: str | None = None) -> str:
-    """``agentnb trace: <status> · N model calls · k/max tool calls``."""
+def summary_line(events: Iterable[Event], status: str | None = None, *, held: int = 0) -> str:
+    """``agentnb trace: <status> · N model calls · k/max tool calls``.
+
+    ``held``: model calls asked for but held back (a debugger paused before them), not counted.
+    """
     models = calls = 0
     limit = None
     for e in events:
@@ -89,14 +92,15 @@ def summary_line(events: Iterable[Event], status: str | None = None) -> str:
             calls = e.tool_calls
         elif e.kind == "tool_call":
             calls += 1
+    models -= held
     of = f"/{limit}" if limit is not None else ""
     plural = "" if models == 1 else "s"
     return f"agentnb trace: {status or 'not started'} · {models} model call{plural} · {calls}{of} tool calls"
 
 
-def trace_text(events: Iterable[Event], status: str | None = None, *, width: int = 200) -> str:
+def trace_text(events: Iterable[Event], status: str | None = None, *, width: int = 200, held: int = 0) -> str:
     """The whole trace as stable text: a summary line, then one line per event."""
     events = list(events)
-    lines = [summary_line(events, status)]
+    lines = [summary_line(events, status, held=held)]
     lines += [line for e in events if (line := event_line(e, width=width)) is not None]
     return "\n".join(lines)

@@ -272,10 +272,14 @@ class TraceWidget(widgets.VBox):
 
     def text(self) -> str:
         """The whole trace as stable plain text (no timings)."""
-        return trace_text(self.state.events, self.status)
+        return trace_text(self.state.events, self.status, held=self._held())
 
     def __repr__(self) -> str:
-        return summary_line(self.state.events, self.status)
+        return summary_line(self.state.events, self.status, held=self._held())
+
+    def _held(self) -> int:
+        p = self.state.pause
+        return 1 if p is not None and p.target == "model" and self.state.finished is None else 0
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         self._caught_up()
