@@ -107,6 +107,16 @@ Count to thirty, slowly."""
 AFTER = """print("after stop:", stopped_run.stop_reason, stopped_run.tool_calls)"""
 
 
+VOILA_TRACE = """\
+%%agent -p model --out traced
+What's the weather in {city}? Add 3 to the temperature and draw a chart."""
+
+VOILA_STEP = """\
+# In Voila widgets connect once every cell has run: the debugger runs as a background task.
+model2 = ScriptedProvider([call("add", a=2, b=3), "2 + 3 = **5**"], delay=0.2)
+%agent -p model2 --step --new What is 2 + 3?"""
+
+
 def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -118,6 +128,7 @@ def write(name: str, cells: tuple[str, ...]) -> None:
 def main() -> None:
     write("trace_and_debugger.ipynb", (SETUP, TRACE, TRACE_RUN, FOLLOW, STEP, STEP_RUN, WHILE_PAUSED))
     write("stop_button.ipynb", (SLOW, SLOW_RUN, AFTER))
+    write("voila.ipynb", (SETUP, TRACE, VOILA_TRACE, VOILA_STEP))
 
 
 if __name__ == "__main__":
