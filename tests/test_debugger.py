@@ -253,7 +253,9 @@ def test_buttons_drive_the_debugger_and_show_problems() -> None:
     assert view.bar.layout.display == "none" and view.summary.layout.display is None
     assert "run ended: <b>answer</b> · 1 tool call · 3 pauses · 1 edit · 0 skips" in view.summary.value
     assert dbg.trace.status == "answer"
-    assert "1 tool call" in dbg.view._repr_mimebundle_()["text/plain"]
+    data, meta = dbg.view._repr_mimebundle_()
+    assert "1 tool call" in data["text/plain"]
+    assert "run ended" in meta["agentnb"]["html"] and "Depth 1" in meta["agentnb"]["html"]
     assert "Save transcript" in dbg.trace._save.value
     assert repr(dbg) == "Debugger(state='finished')"
 

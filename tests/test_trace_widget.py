@@ -137,7 +137,8 @@ def test_text_form_is_stable_and_has_no_timings() -> None:
     texts = []
     for _ in range(2):
         w, _ = run_with_widget(busy_script())
-        bundle = w._repr_mimebundle_()
+        bundle, meta = w._repr_mimebundle_()
+        assert "Depth 4" in meta["agentnb"]["html"]
         assert "application/vnd.jupyter.widget-view+json" in bundle
         texts.append(bundle["text/plain"])
     assert texts[0] == texts[1]

@@ -48,10 +48,10 @@ class Debugger(Stepper):
 
             self.view = DebuggerView(self)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         if self.view is None:
             return {"text/plain": repr(self)}
-        return self.view._repr_mimebundle_(**kwargs)  # type: ignore[no-any-return]
+        return self.view._repr_mimebundle_(**kwargs)
 
     @property
     def trace(self) -> Any:

@@ -17,6 +17,7 @@ import ipywidgets as widgets
 from agentnb.errors import UserError
 from agentnb.notebook import state as trace_state
 from agentnb.notebook.render import plural
+from agentnb.notebook.snapshot import KEY, snapshot_metadata
 from agentnb.notebook.stepper import Stepper
 from agentnb.notebook.trace import LIVE_MARKER, TraceWidget
 
@@ -82,10 +83,11 @@ class DebuggerView(widgets.VBox):
     def __repr__(self) -> str:
         return repr(self.debugger)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         data = super()._repr_mimebundle_(**kwargs)
         data["text/plain"] = f"{LIVE_MARKER}\n{self.debugger!r}\n{self.trace.text()}"
-        return data
+        snap = snapshot_metadata(self.trace, self.summary.value if self.debugger.state == "finished" else "")
+        return data, ({KEY: snap} if snap is not None else {})
 
     def _do(self, action: Any) -> None:
         try:

@@ -42,6 +42,7 @@ STYLE = """<style>
 .anb-m{color:var(--jp-ui-font-color2,#57606a);font-size:12px}
 .anb-ok{color:#1a7f37;font-weight:600}.anb-bad{color:#cf222e;font-weight:600}.anb-warn{color:#9a6700;font-weight:600}
 .anb pre{background:var(--jp-layout-color2,#f6f8fa);border-radius:4px;padding:5px 8px;margin:3px 0;
+  font-family:var(--jp-code-font-family,monospace);
   white-space:pre-wrap;word-break:break-word;font-size:12px;max-height:360px;overflow:auto}
 .anb code{font-size:12px}
 .anb-fp{font-family:var(--jp-code-font-family,monospace);font-size:11px;background:var(--jp-layout-color2,#f6f8fa);

@@ -34,6 +34,7 @@ from agentnb.events import Event
 from agentnb.messages import Message
 from agentnb.notebook.blocks import context_html, copyable, save_link
 from agentnb.notebook.render import STYLE, Section, depth_html, depth_title, header_html, section_html
+from agentnb.notebook.snapshot import KEY, snapshot_metadata
 from agentnb.notebook.state import Pause, TraceState
 from agentnb.notebook.text import summary_line, trace_text
 from agentnb.result import RunResult
@@ -281,14 +282,15 @@ class TraceWidget(widgets.VBox):
         p = self.state.pause
         return 1 if p is not None and p.target == "model" and self.state.finished is None else 0
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         self._caught_up()
         data = super()._repr_mimebundle_(**kwargs)
         text = self.text()
         # A live display is updated in place when the run ends; nbval compares only the first
         # display, so live ones are marked for a sanitizer (see notebooks/sanitize.cfg).
         data["text/plain"] = f"{LIVE_MARKER}\n{text}" if self._live else text
-        return data
+        snap = snapshot_metadata(self)  # for static HTML exports (agentnb.notebook.export)
+        return data, ({KEY: snap} if snap is not None else {})
 
     # --- showing -------------------------------------------------------------------------
 
