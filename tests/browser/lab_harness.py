@@ -22,6 +22,7 @@ from typing import Any
 
 NOTEBOOKS = Path(__file__).parent / "notebooks"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+LABEXTENSIONS = Path(__file__).resolve().parents[2] / "labextension"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -85,6 +86,8 @@ class Lab:
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={work}",
             "--LabApp.expose_app_in_browser=True",
+            # agentnb's own extension (%%agent cells as Markdown), from this checkout.
+            f"--LabApp.extra_labextensions_path={LABEXTENSIONS}",
         ]
         self.log = open(self.root / "lab.log", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)

@@ -117,6 +117,14 @@ model2 = ScriptedProvider([call("add", a=2, b=3), "2 + 3 = **5**"], delay=0.2)
 %agent -p model2 --step --new What is 2 + 3?"""
 
 
+HIGHLIGHT_PY = """\
+x = 1 if True and not False else 2  # Python: keywords highlighted"""
+
+HIGHLIGHT_AGENT = """\
+%%agent --tools none
+Is it raining and is it cold? If not, what is **the** forecast?"""
+
+
 def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -129,6 +137,7 @@ def main() -> None:
     write("trace_and_debugger.ipynb", (SETUP, TRACE, TRACE_RUN, FOLLOW, STEP, STEP_RUN, WHILE_PAUSED))
     write("stop_button.ipynb", (SLOW, SLOW_RUN, AFTER))
     write("voila.ipynb", (SETUP, TRACE, VOILA_TRACE, VOILA_STEP))
+    write("highlighting.ipynb", (HIGHLIGHT_PY, HIGHLIGHT_AGENT))
 
 
 if __name__ == "__main__":

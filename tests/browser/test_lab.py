@@ -210,3 +210,33 @@ def test_stop_during_a_tool_marks_it_cancelled(lab: Any, page: Any) -> None:
     head = trace.locator(".anb-head").inner_text()
     assert "tool calls 2/30" in head and "1 unfinished tool call dropped" in head, head
     screenshot(trace, "trace_stopped.png")
+
+
+def test_agent_cells_are_highlighted_as_markdown_not_python(lab: Any, page: Any) -> None:
+    page.goto(lab.notebook_url("highlighting.ipynb"))
+    mimes = """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                       if (!w || !w.content || !w.content.widgets.length) return null;
+                       return w.content.widgets.map(c => c.model.mimeType); }"""
+    page.wait_for_function(
+        f"() => {{ const m = ({mimes})(); return !!m && m[0] === 'text/x-ipython' && m[1] === 'text/x-ipythongfm'; }}",
+        timeout=60_000,
+    )
+    page.wait_for_timeout(1000)  # the kernel's language info has arrived: nothing resets the mode
+    assert page.evaluate(mimes) == ["text/x-ipython", "text/x-ipythongfm"]
+    # What the eye sees: in the prompt, "and"/"not"/"is" look like the words around them.
+    cells = page.locator(".jp-CodeCell .cm-content")
+    styles = """(el) => [...el.querySelectorAll('span')].map(s => [s.textContent, getComputedStyle(s).fontWeight,
+                                                                 getComputedStyle(s).color])"""
+    py = {t: (w, c) for t, w, c in cells.nth(0).evaluate(styles)}
+    prompt = cells.nth(1).evaluate(styles)
+    assert "and" in py and "not" in py  # Python keywords get their own spans there
+    assert not any(t.strip() in ("and", "not", "is", "If") for t, _, _ in prompt), prompt
+    screenshot(page.locator(".jp-Notebook"), "agent_cell_highlighting.png")
+    # Turning the cell into Python code gives it Python highlighting back.
+    page.evaluate(
+        "() => { const c = window.jupyterapp.shell.currentWidget.content.widgets[1];"
+        " c.model.sharedModel.setSource('print(1 and 2)'); }"
+    )
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets[1].model.mimeType === 'text/x-ipython'"
+    )
