@@ -56,7 +56,7 @@ def test_trace_outputs_become_static_html_other_widgets_stay() -> None:
     html, _ = StaticHTMLExporter().from_notebook_node(nb)
     assert "Depth 0 · add ✓" in html and "Depth 1 · answer" in html
     assert "2 + 3 = <strong>5</strong>" in html  # the answer's Markdown rendered
-    assert 'download="agentnb-transcript.json"' in html
+    assert "agentnb-transcript.json" not in html  # the transcript stays in the widget state, not copied again
     assert "<details" in html and 'class="anb-copy"' in html
     # The slider (not a trace) keeps its widget view; the trace's was replaced.
     assert html.count('<script type="application/vnd.jupyter.widget-view+json">') == 1

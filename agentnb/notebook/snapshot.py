@@ -32,7 +32,6 @@ def snapshot_metadata(trace: Any, above: str = "") -> dict[str, Any] | None:
         '<div class="anb-static">',
         above,
         trace._header.value,
-        trace._save.value,
         trace._context.value,
         trace._settled_box.value,
         trace._live_box.value,
