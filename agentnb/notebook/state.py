@@ -118,9 +118,11 @@ class DepthView:
 
     @property
     def seconds(self) -> float | None:
-        """The model call's duration plus the tool time (calls of one turn run concurrently)."""
-        if self.response is None:
+        """The model call's duration plus the tool time (calls of one turn run concurrently);
+        None until every call of the depth is settled."""
+        if not self.done:
             return None
+        assert self.response is not None
         tools = [c.finished.duration for c in self.calls.values() if c.finished is not None]
         return self.response.duration + (max(tools) if tools else 0.0)
 
