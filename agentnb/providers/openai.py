@@ -106,6 +106,9 @@ class OpenAIProvider(RoutedSending, Provider):
             ``response_format``. True tries ``json_schema`` then ``json_object``; one of those
             names uses only that; False sends none. A server that refuses or ignores it is no
             longer asked (a :class:`~agentnb.events.ConstraintDropped` event).
+        api: ``"chat"`` (Chat Completions, the default, what compatible servers speak) or
+            ``"responses"`` (OpenAI's Responses API, which reasoning models need to keep their
+            reasoning across tool calls; see :mod:`agentnb.providers.openai_responses`).
         client_options: passed to ``openai.AsyncOpenAI`` (``organization``,
             ``default_headers``, ``http_client``, ...); any other name is a :class:`UserError`.
 
@@ -130,15 +133,20 @@ class OpenAIProvider(RoutedSending, Provider):
         timeout: float = 120.0,
         stream_usage: bool = True,
         settings: dict[str, Any] | None = None,
+        api: str = "chat",
         tool_calling: ToolCalling = "auto",
         constrain: bool | str = True,
         **client_options: Any,
     ) -> None:
         sdk = _sdk()  # fail now, with the extra to install, rather than at the first call
+        if api not in ("chat", "responses"):
+            raise UserError(f"api must be 'chat' or 'responses', not {api!r}")
+        self.api = api
         if not isinstance(model, str) or not model:
             raise UserError(f"OpenAIProvider needs a model name, got {model!r}")
         check_client_options(sdk, client_options)
-        self._route = RouteState(check_tool_calling(tool_calling), constrain)
+        # The Responses API path does not take our response_format envelope.
+        self._route = RouteState(check_tool_calling(tool_calling), constrain if api == "chat" else False)
         self._untooled: Provider | None = None
         self.name = model
         self.model = model
@@ -164,10 +172,12 @@ class OpenAIProvider(RoutedSending, Provider):
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
     def __repr__(self) -> str:
-        route = "" if self._route.tool_calling == "auto" else f", tool_calling={self._route.tool_calling!r}"
+        extra = ", api='responses'" if self.api == "responses" else ""
+        if self._route.tool_calling != "auto":
+            extra += f", tool_calling={self._route.tool_calling!r}"
         if self.base_url is None:
-            return f"OpenAIProvider({self.model!r}{route})"
-        return f"OpenAIProvider({self.model!r}, base_url={_without_userinfo(self.base_url)!r}{route})"
+            return f"OpenAIProvider({self.model!r}{extra})"
+        return f"OpenAIProvider({self.model!r}, base_url={_without_userinfo(self.base_url)!r}{extra})"
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the current client (optional; a new one opens on use)."""
@@ -254,6 +264,10 @@ class OpenAIProvider(RoutedSending, Provider):
     async def complete(self, request: Request) -> Completion:
         if self._via_untooled(request):
             return await self.untooled().complete(request)
+        if self.api == "responses":
+            from agentnb.providers import openai_responses
+
+            return await openai_responses.complete(self, request)
         kwargs = self.build_request(request)
         try:
             response, notes = await self._send(kwargs, request)
@@ -274,6 +288,12 @@ class OpenAIProvider(RoutedSending, Provider):
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         if self._via_untooled(request):
             async for item in self.untooled().stream(request):
+                yield item
+            return
+        if self.api == "responses":
+            from agentnb.providers import openai_responses
+
+            async for item in openai_responses.stream(self, request):
                 yield item
             return
         kwargs = self.build_request(request)

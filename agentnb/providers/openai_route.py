@@ -343,7 +343,17 @@ def check_client_options(sdk: Any, options: dict[str, Any]) -> None:
     unknown = sorted(set(options) - allowed)
     if not unknown:
         return
-    ours = ["api_key", "base_url", "max_retries", "timeout", "stream_usage", "settings", "tool_calling", "constrain"]
+    ours = [
+        "api_key",
+        "base_url",
+        "max_retries",
+        "timeout",
+        "stream_usage",
+        "settings",
+        "api",
+        "tool_calling",
+        "constrain",
+    ]
     hints = []
     for name in unknown:
         close = difflib.get_close_matches(name, ours + sorted(allowed), n=1)
