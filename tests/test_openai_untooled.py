@@ -144,6 +144,8 @@ def test_refused_json_schema_falls_back_to_json_object_then_to_nothing(server):
     r = Agent(p, [add]).run("hello")
     assert r.output == "Just text." and p.constraint_format is None
     assert [("response_format" in b) for b in server.bodies] == [True, False]
+    assert '{"answer"' in server.bodies[0]["messages"][0]["content"]  # the envelope was explained...
+    assert '{"answer"' not in server.bodies[1]["messages"][0]["content"]  # ... and is no longer
 
 
 def test_a_server_that_ignores_the_constraint_is_read_freely_and_no_longer_asked(server):

@@ -193,10 +193,9 @@ class RoutedSending:
         """
         if "response_format" in settings:
             return settings  # the caller's own response_format (structured output) wins
-        after_results = bool(settings.get(AFTER_RESULTS_HINT))
+        exclude = just_called(request.messages) if settings.get(AFTER_RESULTS_HINT) else frozenset()
         if HINTS & settings.keys():
             settings = {k: v for k, v in settings.items() if k not in HINTS}
-        exclude = just_called(request.messages) if after_results else frozenset()
         fmt = self._route.response_format(request.constraint, exclude)
         if fmt is None:
             return settings
@@ -264,9 +263,10 @@ class RoutedSending:
                     continue
                 if self._enveloped(kwargs, request) and exc.status_code != 429 and rejects_constraint(message):
                     notes.append(self._route.drop_format(self.name, self._key.redact(_first_line(message))))
-                    fmt = self._route.response_format(request.constraint)
+                    fmt = self._route.response_format(request.constraint, _excluded(request))
                     if fmt is None:
                         del kwargs["response_format"]
+                        kwargs["messages"] = _without_note(kwargs["messages"])
                     else:
                         kwargs["response_format"] = fmt
                     continue
@@ -302,6 +302,21 @@ class RoutedSending:
 
     def _ignored(self) -> Any:
         return self._route.drop_format(self.name, "the server ignored it (the reply was not JSON)", ignored=True)
+
+
+def _excluded(request: Request) -> frozenset[str]:
+    return just_called(request.messages) if request.settings.get(AFTER_RESULTS_HINT) else frozenset()
+
+
+def _without_note(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages without the envelope note (once no envelope is sent)."""
+    out = list(messages)
+    if out and out[0].get("role") == "system" and isinstance(out[0].get("content"), str):
+        content = out[0]["content"]
+        if content == ENVELOPE_NOTE.strip():
+            return out[1:]
+        out[0] = {**out[0], "content": content.removesuffix(ENVELOPE_NOTE)}
+    return out
 
 
 def just_called(messages: Any) -> frozenset[str]:
