@@ -18,8 +18,9 @@ import asyncio
 import contextvars
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import aclosing
 from time import perf_counter
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished, RunStarted
@@ -27,6 +28,7 @@ from agentnb.loop import LoopConfig, RunState, StepController, run_loop
 from agentnb.messages import Message, SystemMessage, coerce_messages
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
+from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
 from agentnb.tools import Tool, coerce_tools
 
 #: The one default for the tool-call limit.
@@ -51,6 +53,10 @@ class Agent:
         stream: ask the provider for incremental output (text deltas as events).
         tool_timeout: default timeout in seconds for tools that set none.
         settings: passed to the provider with every request (e.g. ``temperature``).
+        max_result_chars: the model reads at most about this many characters of one tool
+            result (its start and end, with a note saying how much was cut); a tool's own
+            ``max_result_chars`` wins; ``None`` for no bound. Events, the transcript and the
+            widget keep the whole result.
     """
 
     def __init__(
@@ -64,6 +70,7 @@ class Agent:
         stream: bool = False,
         tool_timeout: float | None = None,
         settings: dict[str, Any] | None = None,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         self.provider = get_provider(provider)
         if not self.provider.supports_native_tools:
@@ -82,6 +89,9 @@ class Agent:
         self.stream_default = stream
         self.tool_timeout = tool_timeout
         self.settings = dict(settings or {})
+        if max_result_chars is not None and (not isinstance(max_result_chars, int) or max_result_chars < 1):
+            raise UserError(f"max_result_chars must be a whole number >= 1 or None, not {max_result_chars!r}")
+        self.max_result_chars = max_result_chars
 
     def __repr__(self) -> str:
         return f"Agent({self.provider!r}, tools={list(self.tools)}, max_tool_calls={self.max_tool_calls})"
@@ -108,8 +118,11 @@ class Agent:
 
         The provider streams (text deltas arrive as events) unless ``stream=False``
         (``None`` means the default, True).
-        Cancelling the consuming task, a KeyboardInterrupt, or a controller's ``StopRun`` ends
-        the run with ``stop_reason="cancelled"``; the transcript keeps every completed step.
+        A KeyboardInterrupt or a controller's ``StopRun`` ends the run with
+        ``stop_reason="cancelled"``; the transcript keeps every completed step. Cancelling the
+        consuming task raises ``asyncio.CancelledError`` as asyncio expects, once the
+        transcript is safe: the cancelled :class:`RunResult` is on the exception's
+        ``run_result`` attribute.
         """
         state = RunState(self.messages_for(prompt, history))
         cfg = LoopConfig(
@@ -121,17 +134,23 @@ class Agent:
             self.tool_timeout,
             self.settings,
             controller,
+            self.max_result_chars,
         )
         start = perf_counter()
         error: BaseException | None = None
         first = RunStarted(0, self.provider.name, tuple(self.tools), self.max_tool_calls, len(state.messages))
         state.events.append(first)
         yield first
+        cancelled: asyncio.CancelledError | None = None
         try:
-            async for event in run_loop(cfg, state):
-                state.events.append(event)
-                yield event
-        except (asyncio.CancelledError, KeyboardInterrupt, StopRun):
+            async with aclosing(run_loop(cfg, state)) as events:
+                async for event in events:
+                    state.events.append(event)
+                    yield event
+        except asyncio.CancelledError as exc:
+            state.stop_reason = "cancelled"
+            cancelled = exc
+        except (KeyboardInterrupt, StopRun):
             state.stop_reason = "cancelled"
         except UserError:
             raise
@@ -143,8 +162,7 @@ class Agent:
         message = f"{type(error).__name__}: {error}" if error is not None else None
         end = RunFinished(depth, reason, state.tool_calls, state.usage, perf_counter() - start, message)
         state.events.append(end)
-        yield end
-        yield RunResult(
+        result = RunResult(
             state.output,
             tuple(state.messages),
             tuple(state.events),
@@ -154,7 +172,13 @@ class Agent:
             end.duration,
             message,
             error,
+            partial_output=_partial_output(state.events) if reason in ("cancelled", "error") else "",
         )
+        if cancelled is not None:  # the transcript is safe: now let asyncio's cancellation go on
+            cancelled.run_result = result  # type: ignore[attr-defined]
+            raise cancelled
+        yield end
+        yield result
 
     async def arun(
         self,
@@ -164,14 +188,35 @@ class Agent:
         on_event: Callable[[Event], Any] | None = None,
         controller: StepController | None = None,
         stream: bool | None = None,
+        on_cancel: Literal["raise", "return"] = "raise",
     ) -> RunResult:
-        """Run to the end and return the result; ``on_event`` sees every event live."""
+        """Run to the end and return the result; ``on_event`` sees every event live.
+
+        When the task running this is cancelled (``task.cancel()``, ``asyncio.timeout``,
+        ``wait_for``), ``asyncio.CancelledError`` propagates as asyncio expects, after the run
+        ended cleanly; its ``run_result`` attribute holds the ``cancelled`` result. With
+        ``on_cancel="return"`` (a Stop button's task) the cancelled result is returned instead.
+        """
         streaming = self.stream_default if stream is None else stream
-        async for item in self.stream(prompt, history=history, controller=controller, stream=streaming):
-            if isinstance(item, RunResult):
-                return item
+        try:
+            async with aclosing(
+                self.stream(prompt, history=history, controller=controller, stream=streaming)
+            ) as items:
+                async for item in items:
+                    if isinstance(item, RunResult):
+                        return item
+                    if on_event is not None:
+                        on_event(item)
+        except asyncio.CancelledError as exc:
+            result: RunResult | None = getattr(exc, "run_result", None)
+            if on_cancel != "return" or result is None:
+                raise
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                task.uncancel()
             if on_event is not None:
-                on_event(item)
+                on_event(result.events[-1])
+            return result
         raise RuntimeError("unreachable: the stream always ends with a RunResult")
 
     def run(
@@ -185,8 +230,24 @@ class Agent:
     ) -> RunResult:
         """Synchronous :meth:`arun`; works inside a running event loop (Jupyter) too."""
         return run_sync(
-            lambda: self.arun(prompt, history=history, on_event=on_event, controller=controller, stream=stream)
+            lambda: self.arun(
+                prompt, history=history, on_event=on_event, controller=controller, stream=stream, on_cancel="return"
+            )
         )
+
+
+def _partial_output(events: list[Event]) -> str:
+    """The text of the model step a Stop or an error interrupted (streamed or received)."""
+    pieces: list[str] = []
+    for event in reversed(events):
+        kind = event.kind
+        if kind == "text_delta":
+            pieces.append(event.text)  # type: ignore[union-attr]
+        elif kind == "model_response":
+            return event.text or "".join(reversed(pieces))  # type: ignore[union-attr]
+        elif kind in ("model_request", "final_answer"):
+            break
+    return "".join(reversed(pieces))
 
 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:
@@ -231,6 +292,7 @@ def _run_in_thread(make: Callable[[], Awaitable[T]]) -> T:
 
     def target() -> None:
         asyncio.set_event_loop(loop)
+        SYNC_TOOLS_IN_THREAD.set(True)  # a Ctrl-C from the waiting thread must reach the run
         task: asyncio.Task[T] = loop.create_task(make())  # type: ignore[arg-type]
         box["task"] = task
         started.set()

@@ -30,7 +30,8 @@ def fingerprint(name: str, arguments: Any) -> str:
         ensure_ascii=False,
         default=str,
     )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate ("\ud800") in a model's arguments is data, not a crash.
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Deduplicator:

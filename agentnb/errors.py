@@ -70,3 +70,7 @@ class ServerError(ProviderError):
 
 class StopRun(AgentnbError):  # noqa: N818 - a control-flow signal, not an error
     """Raised by a step controller (the debugger's Stop) to end a run as ``cancelled``."""
+
+
+class TranscriptError(UserError, ValueError):
+    """A transcript file could not be read; the message names the file and what is wrong."""

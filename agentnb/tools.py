@@ -83,6 +83,7 @@ class Tool:
         "direct_output",
         "allow_repeat",
         "timeout",
+        "max_result_chars",
         "examples",
         "context_param",
         "defaults",
@@ -100,6 +101,7 @@ class Tool:
         direct_output: bool = False,
         allow_repeat: bool = False,
         timeout: float | None = None,
+        max_result_chars: int | None = None,
         examples: Iterable[Any] = (),
         context_param: str | None = None,
         converters: Mapping[str, Callable[[Any], Any]] | None = None,
@@ -125,6 +127,8 @@ class Tool:
             problems.append(f"parameters is not a valid JSON Schema: {exc.message}")
         if timeout is not None and not timeout > 0:
             problems.append(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if max_result_chars is not None and (not isinstance(max_result_chars, int) or max_result_chars < 1):
+            problems.append(f"max_result_chars must be a whole number >= 1, not {max_result_chars!r}")
         if fn is not None and not callable(fn):
             problems.append(f"fn must be callable, not {type(fn).__name__}")
         self.name = name
@@ -135,6 +139,8 @@ class Tool:
         self.direct_output = direct_output
         self.allow_repeat = allow_repeat
         self.timeout = timeout
+        #: Bound on the characters of a result the model reads (None: the agent's bound).
+        self.max_result_chars = max_result_chars
         self.context_param = context_param
         props = params.get("properties")
         #: Schema defaults, so ``{"city": "Paris"}`` and ``{"city": "Paris", "unit": "c"}``
@@ -292,8 +298,10 @@ def render_result(value: Any) -> str:
         return "(no output)"
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+    except Exception:  # unserialisable, circular, too deep, or a __str__ that raises
+        from agentnb.toolrun import safe_repr
+
+        return safe_repr(value)
 
 
 @overload
@@ -308,6 +316,7 @@ def tool(
     direct_output: bool = ...,
     allow_repeat: bool = ...,
     timeout: float | None = ...,
+    max_result_chars: int | None = ...,
     examples: Iterable[Any] = ...,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
@@ -318,7 +327,8 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     Use bare (``@tool``) or with options (``@tool(direct_output=True, timeout=5)``).
     An OpenAI-format dict is accepted too: ``tool({"type": "function", ...}, fn=handler)``.
     Options: ``name``, ``description``, ``direct_output``, ``allow_repeat``, ``timeout``
-    (seconds), ``examples`` (``[(query, arguments), ...]``).
+    (seconds), ``max_result_chars`` (how much of a result the model reads; default: the
+    agent's), ``examples`` (``[(query, arguments), ...]``).
     """
     if fn is None:
         return lambda f: Tool.from_function(f, **options)

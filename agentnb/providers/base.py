@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from agentnb.jsonsafe import depth_error, too_deep
 from agentnb.messages import Message, ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -135,9 +136,11 @@ def parse_arguments(call_id: str, name: str, raw: str | None) -> ToolCall:
     text = (raw or "").strip()
     if not text:
         return ToolCall(call_id, name, {})
+    if too_deep(text):
+        return ToolCall(call_id, name, None, raw, f"arguments are not usable: {depth_error()}")
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: bad JSON, or an int of 5000 digits
         return ToolCall(call_id, name, None, raw, f"arguments are not valid JSON: {exc}")
     if not isinstance(value, dict):
         return ToolCall(call_id, name, None, raw, "arguments must be a JSON object")
