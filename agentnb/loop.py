@@ -50,6 +50,7 @@ from agentnb.providers.base import Completion, Provider, Request, TextChunk
 from agentnb.toolrun import (
     DEFAULT_MAX_RESULT_CHARS,
     SYNC_TOOLS_IN_THREAD,
+    Escaped,
     call_in_thread,
     clip,
     exception_text,
@@ -313,6 +314,10 @@ async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threa
             value = fn(**kwargs)
         p.result = render_result(value)
     except (Exception, SystemExit) as exc:  # a failing tool is data for the model, not a crash
+        if isinstance(exc, Escaped):  # a BaseException from a tool thread
+            if not isinstance(exc.inner, SystemExit):
+                raise exc.inner from None
+            exc = exc.inner
         if isinstance(exc, TimeoutError) and timeout and perf_counter() - start >= timeout * 0.99:
             p.error = f"timed out after {timeout:g} s"
             p.result = f"Error: {tool.name} did not finish within {timeout:g} seconds."

@@ -53,24 +53,25 @@ async def call_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], name: s
         try:
             value, ok = context.run(fn, **kwargs), True
         except BaseException as exc:  # handed to the awaiting coroutine, SystemExit included
-            value, ok = (exc if isinstance(exc, Exception) else _Escaped(exc)), False
+            value, ok = (exc if isinstance(exc, Exception) else Escaped(exc)), False
         try:
             loop.call_soon_threadsafe(deliver, ok, value)
         except RuntimeError:  # the run's loop is closed: the run ended without this result
             pass
 
     threading.Thread(target=work, name=f"agentnb-tool-{name}", daemon=True).start()
-    try:
-        return await future
-    except _Escaped as wrapped:
-        raise wrapped.inner from None
+    return await future
 
 
-class _Escaped(Exception):
-    """Carries a ``BaseException`` (SystemExit, KeyboardInterrupt) out of a tool thread."""
+class Escaped(Exception):
+    """Carries a ``BaseException`` (SystemExit, KeyboardInterrupt) out of a tool thread.
+
+    Re-raised as it is, a SystemExit inside an asyncio task (``wait_for`` makes one) would
+    stop the event loop; the caller unwraps it where it can handle it.
+    """
 
     def __init__(self, inner: BaseException) -> None:
-        super().__init__()
+        super().__init__(exception_text(inner))
         self.inner = inner
 
 
