@@ -262,8 +262,11 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _run_here(make)
-    return _run_in_thread(make)
+        running = False
+    else:
+        running = True
+    # Outside the except block: the run's exceptions must not get a RuntimeError as context.
+    return _run_in_thread(make) if running else _run_here(make)
 
 
 def _run_here(make: Callable[[], Awaitable[T]]) -> T:

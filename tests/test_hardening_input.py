@@ -367,3 +367,26 @@ def test_the_printer_survives_lone_surrogates() -> None:
     out.flush()
     assert result.stop_reason == "answer"
     assert b"\\ud800" in raw.getvalue()
+
+
+# -- 17. the CLI ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--tools", ":calculator"], "give an importable module name"),
+        (["--tools", "..x"], "give an importable module name"),
+        (["--tools", "agentnb.demo_tools:,calculator"], "an empty tool name"),
+        (["--tools", "no_such_module_x"], "cannot import tools module 'no_such_module_x'"),
+        (["--provider", "openai:m", "--base-url", "notaurl"], "must start with http://"),
+    ],
+)
+def test_cli_usage_errors_are_one_line_without_traceback(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentnb.cli import main
+
+    assert main(["run", "hi", *argv]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

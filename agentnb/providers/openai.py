@@ -117,6 +117,9 @@ class OpenAIProvider(Provider):
         self.name = model
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
+        if self.base_url is not None and urlsplit(self.base_url).scheme not in ("http", "https"):
+            shown = _without_userinfo(self.base_url)
+            raise UserError(f"base_url {shown!r} must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)")
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if self.base_url is None:
@@ -465,7 +468,7 @@ def _never_connected(exc: BaseException) -> bool:
     for _ in range(8):
         if seen is None:
             return False
-        if type(seen).__name__ in ("ConnectError", "ConnectTimeout", "ConnectionRefusedError", "gaierror"):
+        if type(seen).__name__ in ("ConnectError", "ConnectTimeout", "ConnectionRefusedError", "gaierror", "UnsupportedProtocol"):
             return True
         seen = seen.__cause__ or seen.__context__
     return False
