@@ -113,6 +113,7 @@ class Agent:
         history: RunResult | Sequence[Message] | None = None,
         controller: StepController | None = None,
         stream: bool | None = True,
+        _sink: Callable[[Event], Any] | None = None,
     ) -> AsyncIterator[Event | RunResult]:
         """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
 
@@ -124,6 +125,8 @@ class Agent:
         transcript is safe: the cancelled :class:`RunResult` is on the exception's
         ``run_result`` attribute.
         """
+        # _sink (arun's): events go to this callback instead of being yielded; only the result
+        # is yielded. One generator hop less per event, and the same code path.
         state = RunState(self.messages_for(prompt, history))
         cfg = LoopConfig(
             self.provider,
@@ -140,13 +143,19 @@ class Agent:
         error: BaseException | None = None
         first = RunStarted(0, self.provider.name, tuple(self.tools), self.max_tool_calls, len(state.messages))
         state.events.append(first)
-        yield first
+        if _sink is None:
+            yield first
+        else:
+            _sink(first)
         cancelled: asyncio.CancelledError | None = None
         try:
             async with aclosing(run_loop(cfg, state)) as events:
                 async for event in events:
                     state.events.append(event)
-                    yield event
+                    if _sink is None:
+                        yield event
+                    else:
+                        _sink(event)
         except asyncio.CancelledError as exc:
             state.stop_reason = "cancelled"
             cancelled = exc
@@ -177,7 +186,10 @@ class Agent:
         if cancelled is not None:  # the transcript is safe: now let asyncio's cancellation go on
             cancelled.run_result = result  # type: ignore[attr-defined]
             raise cancelled
-        yield end
+        if _sink is None:
+            yield end
+        else:
+            _sink(end)
         yield result
 
     async def arun(
@@ -198,21 +210,20 @@ class Agent:
         ``on_cancel="return"`` (a Stop button's task) the cancelled result is returned instead.
         """
         streaming = self.stream_default if stream is None else stream
+        sink = on_event if on_event is not None else _discard
         try:
             async with aclosing(
-                self.stream(prompt, history=history, controller=controller, stream=streaming)
+                self.stream(prompt, history=history, controller=controller, stream=streaming, _sink=sink)
             ) as items:
                 async for item in items:
-                    if isinstance(item, RunResult):
-                        return item
-                    if on_event is not None:
-                        on_event(item)
+                    assert isinstance(item, RunResult)
+                    return item
         except asyncio.CancelledError as exc:
             result: RunResult | None = getattr(exc, "run_result", None)
             if on_cancel != "return" or result is None:
                 raise
             task = asyncio.current_task()
-            if task is not None and task.cancelling():
+            if task is not None and getattr(task, "cancelling", lambda: 0)():  # Python >= 3.11
                 task.uncancel()
             if on_event is not None:
                 on_event(result.events[-1])
@@ -234,6 +245,10 @@ class Agent:
                 prompt, history=history, on_event=on_event, controller=controller, stream=stream, on_cancel="return"
             )
         )
+
+
+def _discard(event: Event) -> None:
+    pass
 
 
 def _partial_output(events: list[Event]) -> str:

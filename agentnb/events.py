@@ -16,7 +16,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-from agentnb.codec import decode_v1, decoders, encode, fast_init
+from agentnb.codec import decode_v1, decoders, encode
+from agentnb.fastinit import fast_init
 from agentnb.messages import Image, ToolCall, Usage
 
 

@@ -160,7 +160,9 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                 raise ModelBehaviorError(f"{cfg.provider!r} ended its stream without a completion")
         else:
             completion = await cfg.provider.complete(request)
-        state.usage += completion.usage
+        used = completion.usage
+        if used.input_tokens or used.output_tokens:
+            state.usage += used
         calls = completion.tool_calls
         for note in completion.events:  # the provider's own decisions, at this depth
             yield dataclasses.replace(note, depth=depth)
@@ -318,7 +320,7 @@ async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threa
             if not isinstance(exc.inner, SystemExit):
                 raise exc.inner from None
             exc = exc.inner
-        if isinstance(exc, TimeoutError) and timeout and perf_counter() - start >= timeout * 0.99:
+        if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) and timeout and perf_counter() - start >= timeout * 0.99:
             p.error = f"timed out after {timeout:g} s"
             p.result = f"Error: {tool.name} did not finish within {timeout:g} seconds."
         else:  # (a TimeoutError the tool raised itself is an ordinary failure)

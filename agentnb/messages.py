@@ -15,6 +15,8 @@ import io
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from agentnb.fastinit import fast_init
+
 JSON: TypeAlias = Any
 
 
@@ -192,3 +194,7 @@ def coerce_messages(value: str | Message | dict | list | tuple) -> list[Message]
     if isinstance(value, (SystemMessage, UserMessage, AssistantMessage, ToolMessage)):
         return [value]
     raise TypeError(f"expected a prompt string or messages, got {type(value).__name__}")
+
+
+for _cls in (Image, ToolCall, SystemMessage, UserMessage, AssistantMessage, ToolMessage, Usage):
+    fast_init(_cls)  # cheaper construction, same frozen dataclasses

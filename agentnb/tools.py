@@ -33,6 +33,8 @@ from agentnb.schema import converter_for, parse_docstring, schema_for
 if TYPE_CHECKING:
     import jsonschema
 
+_UNCOMPILED = object()
+_RESULT_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -88,6 +90,7 @@ class Tool:
         "context_param",
         "defaults",
         "_validator",
+        "_fast",
         "_converters",
     )
 
@@ -151,6 +154,7 @@ class Tool:
             if isinstance(v, dict) and "default" in v
         }
         self._converters = dict(converters or {})
+        self._fast: Any = _UNCOMPILED  # compiled on first use (agentnb.validate)
         self.examples = tuple(self._coerce_examples(examples, problems))
         if problems:
             raise ToolDefinitionError(name, problems)
@@ -255,11 +259,20 @@ class Tool:
 
     def validate(self, arguments: Any) -> list[str]:
         """Every way ``arguments`` breaks the schema, as sentences for the model; ``[]`` if valid."""
+        fast = self._fast
+        if fast is _UNCOMPILED:
+            from agentnb.validate import fast_validator
+
+            fast = self._fast = fast_validator(self.parameters)
+        if fast is not None and fast(arguments):
+            return []
         errors = self._validator.iter_errors(arguments)
         return sorted(_describe(e) for e in errors)
 
     def prepare(self, arguments: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """Validated JSON arguments -> the keyword arguments the function takes."""
+        if not self._converters and not self.context_param:
+            return dict(arguments)
         kwargs = {k: self._converters[k](v) if k in self._converters else v for k, v in arguments.items()}
         if self.context_param:
             kwargs[self.context_param] = ctx
@@ -296,8 +309,10 @@ def render_result(value: Any) -> str:
         return value
     if value is None:
         return "(no output)"
+    if type(value) is int:  # the JSON of an int is its str, without building an encoder
+        return str(value)
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return _RESULT_JSON.encode(value)
     except Exception:  # unserialisable, circular, too deep, or a __str__ that raises
         from agentnb.toolrun import safe_repr
 

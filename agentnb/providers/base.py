@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from agentnb.fastinit import fast_init
 from agentnb.jsonsafe import depth_error, too_deep
 from agentnb.messages import Message, ToolCall, Usage
 
@@ -187,3 +188,7 @@ class CompletionAssembler:
         )
         text = "".join(self._text) or None
         return Completion(text, calls, usage, finish_reason, events)
+
+
+for _cls in (Request, Completion, TextChunk, ToolCallChunk):
+    fast_init(_cls)  # cheaper construction, same frozen dataclasses
