@@ -10,6 +10,11 @@
 >>> result = Agent(model, tools=[add]).run("What is 2 + 3?")
 >>> result.output, result.tool_calls, result.stop_reason
 ('2 + 3 = 5', 1, 'answer')
+
+The tool-call limit has one name and one default, :data:`DEFAULT_MAX_TOOL_CALLS`:
+
+>>> Agent(model).max_tool_calls == DEFAULT_MAX_TOOL_CALLS == 10
+True
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from agentnb.result import RunResult
 from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
 from agentnb.tools import Tool, coerce_tools
 
-#: The one default for the tool-call limit.
+#: The one default for the tool-call limit: ``Agent(...).max_tool_calls`` unless given, e.g.
+#: ``Agent("local").max_tool_calls == DEFAULT_MAX_TOOL_CALLS == 10`` (see the module docstring).
 DEFAULT_MAX_TOOL_CALLS = 10
 
 T = TypeVar("T")
@@ -57,6 +63,18 @@ class Agent:
             result (its start and end, with a note saying how much was cut); a tool's own
             ``max_result_chars`` wins; ``None`` for no bound. Events, the transcript and the
             widget keep the whole result.
+
+    >>> from agentnb import tool
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def square(x: int) -> int:
+    ...     '''Square a number.'''
+    ...     return x * x
+    >>> agent = Agent(ScriptedProvider([call("square", x=7), "49"]), tools=[square], max_tool_calls=3)
+    >>> agent
+    Agent(ScriptedProvider('scripted'), tools=['square'], max_tool_calls=3)
+    >>> agent.run("7 squared?").output
+    '49'
     """
 
     def __init__(
@@ -149,7 +167,7 @@ class Agent:
             _sink(first)
         cancelled: asyncio.CancelledError | None = None
         try:
-            async with aclosing(run_loop(cfg, state)) as events:
+            async with aclosing(run_loop(cfg, state)) as events:  # type: ignore[type-var]
                 async for event in events:
                     state.events.append(event)
                     if _sink is None:
@@ -212,7 +230,7 @@ class Agent:
         streaming = self.stream_default if stream is None else stream
         sink = on_event if on_event is not None else _discard
         try:
-            async with aclosing(
+            async with aclosing(  # type: ignore[type-var]
                 self.stream(prompt, history=history, controller=controller, stream=streaming, _sink=sink)
             ) as items:
                 async for item in items:
@@ -224,7 +242,7 @@ class Agent:
                 raise
             task = asyncio.current_task()
             if task is not None and getattr(task, "cancelling", lambda: 0)():  # Python >= 3.11
-                task.uncancel()
+                task.uncancel()  # type: ignore[attr-defined,unused-ignore]
             if on_event is not None:
                 on_event(result.events[-1])
             return result
@@ -257,7 +275,7 @@ def _partial_output(events: list[Event]) -> str:
     for event in reversed(events):
         kind = event.kind
         if kind == "text_delta":
-            pieces.append(event.text)  # type: ignore[union-attr]
+            pieces.append(event.text)  # type: ignore[union-attr,arg-type]
         elif kind == "model_response":
             return event.text or "".join(reversed(pieces))  # type: ignore[union-attr]
         elif kind in ("model_request", "final_answer"):

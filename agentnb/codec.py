@@ -63,7 +63,7 @@ def decoder_for(hint: Any) -> Decoder:
             return _identity if inner is _identity else (lambda v: None if v is None else inner(v))
         return _identity
     if isinstance(hint, type) and hasattr(hint, "from_dict") and not issubclass(hint, (dict, list, str)):
-        reader = hint.from_dict
+        reader = hint.from_dict  # type: ignore[attr-defined]
         return lambda v: reader(v) if isinstance(v, dict) else v
     return _identity
 

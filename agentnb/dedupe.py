@@ -22,10 +22,9 @@ from typing import Any
 
 from agentnb.toolrun import safe_repr
 
-
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 try:  # the C encoder, built once: json.dumps builds one per call, which costs half the time
-    from json.encoder import c_make_encoder, encode_basestring
+    from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 
     _c_encode: Any = c_make_encoder(None, str, encode_basestring, None, ":", ",", True, False, True)  # type: ignore[misc]
 except (ImportError, TypeError):  # pragma: no cover - a Python without the C accelerator

@@ -50,8 +50,8 @@ def fast_init(cls: type) -> None:
         body.append(f"    _set{i}(self, {f.name})\n")
     post = "    self.__post_init__()\n" if hasattr(cls, "__post_init__") else ""
     source = f"def __init__(self, {', '.join(params)}):\n{''.join(body)}{post}"
-    exec(source, namespace)  # noqa: S102 - generated from the dataclass's own field names
+    exec(source, namespace)
     init = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__doc__ = cls.__init__.__doc__
+    init.__doc__ = vars(cls)["__init__"].__doc__
     cls.__init__ = init  # type: ignore[misc]

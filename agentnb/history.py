@@ -57,7 +57,7 @@ class MessageView(Sequence[T]):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (MessageView, tuple, list)):
-            return len(other) == self._n and all(a == b for a, b in zip(self, other))
+            return len(other) == self._n and all(a == b for a, b in zip(self, other, strict=False))
         return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]

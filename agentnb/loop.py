@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from contextlib import aclosing
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, Literal, Protocol
@@ -60,14 +60,20 @@ from agentnb.tools import Tool, ToolContext, render_result
 ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
 #: What the model reads when it calls a tool where none is offered (after the limit).
 ANSWER_NOW = (
-    "You cannot call tools any more in this run. Answer my request now in plain text, "
-    "using the tool results above."
+    "You cannot call tools any more in this run. Answer my request now in plain text, using the tool results above."
 )
 
 
 @dataclass(frozen=True, slots=True)
 class ToolDecision:
-    """What a step controller wants done with a tool call."""
+    """What a step controller wants done with a tool call: run it (maybe with edited
+    arguments) or skip it.
+
+    >>> ToolDecision("skip")
+    ToolDecision(action='skip', arguments=None)
+    >>> ToolDecision(arguments={"a": 1}).action
+    'run'
+    """
 
     action: Literal["run", "skip"] = "run"
     arguments: dict[str, Any] | None = None
@@ -77,6 +83,22 @@ class StepController(Protocol):
     """Pauses a run before each model call and each tool call (the debugger implements this).
 
     Either method may raise :class:`agentnb.errors.StopRun` to end the run as ``cancelled``.
+
+    >>> from agentnb import Agent, tool
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def add(a: int, b: int) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> class FixArguments:
+    ...     async def before_model(self, depth, request):
+    ...         pass
+    ...     async def before_tool(self, depth, call):
+    ...         return ToolDecision(arguments={"a": 40, "b": 2})
+    >>> model = ScriptedProvider([call("add", a=1, b=1), "done"])
+    >>> _ = Agent(model, tools=[add]).run("go", controller=FixArguments())
+    >>> model.requests[1].messages[-1].content
+    '42'
     """
 
     async def before_model(self, depth: int, request: Request) -> None: ...
@@ -148,7 +170,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         start = perf_counter()
         if cfg.stream:
             completion = None
-            async with aclosing(cfg.provider.stream(request)) as chunks:
+            async with aclosing(cfg.provider.stream(request)) as chunks:  # type: ignore[type-var]
                 async for item in chunks:
                     if isinstance(item, Completion):
                         completion = item
@@ -320,7 +342,11 @@ async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threa
             if not isinstance(exc.inner, SystemExit):
                 raise exc.inner from None
             exc = exc.inner
-        if isinstance(exc, (TimeoutError, asyncio.TimeoutError)) and timeout and perf_counter() - start >= timeout * 0.99:
+        if (
+            isinstance(exc, (TimeoutError, asyncio.TimeoutError))
+            and timeout
+            and perf_counter() - start >= timeout * 0.99
+        ):
             p.error = f"timed out after {timeout:g} s"
             p.result = f"Error: {tool.name} did not finish within {timeout:g} seconds."
         else:  # (a TimeoutError the tool raised itself is an ordinary failure)

@@ -11,7 +11,6 @@ RunResult(stop_reason='answer', tool_calls=0, output='Hello!')
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,16 @@ class RunResult:
     ``stop_reason`` is one of ``answer`` (the model answered in text), ``direct_output`` (a
     tool's result is the answer), ``limit`` (the tool-call limit was reached, then the model
     answered), ``cancelled`` (stopped by the user) or ``error`` (see ``error``).
+
+    >>> from agentnb import Agent, tool
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def double(x: int) -> int:
+    ...     '''Double a number.'''
+    ...     return 2 * x
+    >>> r = Agent(ScriptedProvider([call("double", x=4), "8"]), tools=[double]).run("double 4")
+    >>> r.output, r.stop_reason, r.tool_calls, [m.role for m in r.messages]
+    ('8', 'answer', 1, ['user', 'assistant', 'tool', 'assistant'])
     """
 
     output: str

@@ -32,7 +32,9 @@ DEFAULT_MAX_RESULT_CHARS = 20_000
 #: Set for runs whose cancellation comes from another thread (the notebook's Stop button,
 #: Ctrl-C on a kernel): their sync tools run on threads, so the event loop stays free to
 #: deliver the cancellation while a tool works.
-SYNC_TOOLS_IN_THREAD: contextvars.ContextVar[bool] = contextvars.ContextVar("agentnb_sync_tools_in_thread", default=False)
+SYNC_TOOLS_IN_THREAD: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "agentnb_sync_tools_in_thread", default=False
+)
 
 
 async def call_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], name: str = "tool") -> Any:
@@ -63,7 +65,7 @@ async def call_in_thread(fn: Callable[..., Any], kwargs: dict[str, Any], name: s
     return await future
 
 
-class Escaped(Exception):
+class Escaped(Exception):  # noqa: N818 - a carrier, not an error of its own
     """Carries a ``BaseException`` (SystemExit, KeyboardInterrupt) out of a tool thread.
 
     Re-raised as it is, a SystemExit inside an asyncio task (``wait_for`` makes one) would

@@ -40,7 +40,18 @@ _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012345
 
 @dataclass(frozen=True, slots=True)
 class ToolExample:
-    """A few-shot example: a user request and the arguments the tool should get."""
+    """A few-shot example: a user request and the arguments the tool should get.
+
+    The UnTooled prompt shows examples to text-only models; they are checked against the
+    schema when the tool is built.
+
+    >>> @tool(examples=[ToolExample("weather in Oslo?", {"city": "Oslo"})])
+    ... def weather(city: str) -> str:
+    ...     '''Current weather for a city.'''
+    ...     return "sunny"
+    >>> weather.examples[0].arguments
+    {'city': 'Oslo'}
+    """
 
     query: str
     arguments: dict[str, Any]
@@ -50,6 +61,16 @@ class ToolContext:
     """Passed to a tool that declares a parameter annotated ``ToolContext``.
 
     Lets the tool attach images for the model to see, or make its result the final answer.
+
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def report(ctx: ToolContext) -> str:
+    ...     '''Write the report and end the run with it.'''
+    ...     ctx.return_directly()
+    ...     return f"report (call {ctx.call_id})"
+    >>> Agent(ScriptedProvider([call("report")]), tools=[report]).run("go").output
+    'report (call call_1)'
     """
 
     __slots__ = ("call_id", "name", "depth", "images", "direct")
@@ -74,6 +95,17 @@ class Tool:
     """A callable the model can ask for, with its name, description and JSON Schema.
 
     Build one with :func:`tool`; the constructor takes an explicit schema.
+
+    >>> lookup = Tool(
+    ...     "lookup",
+    ...     "Look a word up.",
+    ...     {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+    ...     lambda word: f"{word}: a word",
+    ... )
+    >>> lookup.validate({}), lookup.validate({"word": "cat"})
+    (["'word' is a required property"], [])
+    >>> lookup("cat")
+    'cat: a word'
     """
 
     __slots__ = (
@@ -344,6 +376,13 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     Options: ``name``, ``description``, ``direct_output``, ``allow_repeat``, ``timeout``
     (seconds), ``max_result_chars`` (how much of a result the model reads; default: the
     agent's), ``examples`` (``[(query, arguments), ...]``).
+
+    >>> @tool(timeout=5)
+    ... def add(a: int, b: int = 0) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> add.name, add.parameters["required"], add.timeout, add(2, 3)
+    ('add', ['a'], 5, 5)
     """
     if fn is None:
         return lambda f: Tool.from_function(f, **options)

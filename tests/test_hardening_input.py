@@ -60,7 +60,7 @@ def test_deep_arguments_keep_the_run_going(streamed: bool) -> None:
 
 def test_deep_untooled_reply_is_a_readable_error() -> None:
     for text in ('{"name": "take", "arguments": {"data": ' + DEEP + "}}", "```json\n" + DEEP + "\n```", DEEP):
-        prose, calls = parse_reply(text, ["take"])
+        _prose, calls = parse_reply(text, ["take"])
         assert calls == () or "nested more than" in (calls[0].parse_error or "")
 
 
@@ -154,9 +154,18 @@ def test_version_1_transcripts_still_load(tmp_path: Path) -> None:
         ('{"version": 99}', "version 99 is not supported"),
         ('{"version": 2, "output": "", "stop_reason": "answer", "events": []}', "no 'messages'"),
         ('{"version": 2, "output": "", "stop_reason": "answer", "messages": null, "events": []}', "'messages' must be"),
-        ('{"version": 2, "output": "", "stop_reason": "answer", "messages": [{"role": "x"}], "events": []}', "messages[0]"),
-        ('{"version": 2, "output": "", "stop_reason": "answer", "messages": [], "events": [{"kind": "zzz"}]}', "events[0]: unknown event kind"),
-        ('{"version": 2, "output": "", "stop_reason": "answer", "messages": [], "events": [{"kind": "text_delta"}]}', "events[0]"),
+        (
+            '{"version": 2, "output": "", "stop_reason": "answer", "messages": [{"role": "x"}], "events": []}',
+            "messages[0]",
+        ),
+        (
+            '{"version": 2, "output": "", "stop_reason": "answer", "messages": [], "events": [{"kind": "zzz"}]}',
+            "events[0]: unknown event kind",
+        ),
+        (
+            '{"version": 2, "output": "", "stop_reason": "answer", "messages": [], "events": [{"kind": "text_delta"}]}',
+            "events[0]",
+        ),
         ('{"version": 2, "output": "", "stop_reason": "won", "messages": [], "events": []}', "stop_reason"),
         (b"\xff\xfe garbage", "not UTF-8"),
     ],
@@ -211,7 +220,7 @@ def test_huge_integers_are_an_error_for_the_model() -> None:
 # -- 7. tools that fail strangely ---------------------------------------------------------------
 
 
-class Unprintable(Exception):
+class UnprintableError(Exception):
     def __str__(self) -> str:
         raise RuntimeError("cannot print me")
 
@@ -226,7 +235,7 @@ class BadValue:
 @tool
 def weird() -> str:
     """Raises an exception that cannot be printed."""
-    raise Unprintable
+    raise UnprintableError
 
 
 @tool
@@ -256,7 +265,7 @@ def own_timeout() -> str:
 @pytest.mark.parametrize(
     ("t", "expected"),
     [
-        (weird, "Unprintable: <unprintable Unprintable>"),
+        (weird, "UnprintableError: <unprintable UnprintableError>"),
         (quits, "SystemExit: 3"),
         (quits_in_thread, "SystemExit: 4"),
         (own_timeout, "TimeoutError: upstream timed out"),

@@ -93,6 +93,14 @@ class Provider(ABC):
 
     Subclasses implement :meth:`complete`; streaming backends also override :meth:`stream`.
     Capability flags tell callers what the backend can do natively.
+
+    >>> from agentnb import Agent
+    >>> class Echo(Provider):
+    ...     name = "echo"
+    ...     async def complete(self, request):
+    ...         return Completion(f"you said: {request.messages[-1].content}")
+    >>> Agent(Echo()).run("hello").output
+    'you said: hello'
     """
 
     #: Short name shown in events and reprs.

@@ -468,7 +468,13 @@ def _never_connected(exc: BaseException) -> bool:
     for _ in range(8):
         if seen is None:
             return False
-        if type(seen).__name__ in ("ConnectError", "ConnectTimeout", "ConnectionRefusedError", "gaierror", "UnsupportedProtocol"):
+        if type(seen).__name__ in (
+            "ConnectError",
+            "ConnectTimeout",
+            "ConnectionRefusedError",
+            "gaierror",
+            "UnsupportedProtocol",
+        ):
             return True
         seen = seen.__cause__ or seen.__context__
     return False

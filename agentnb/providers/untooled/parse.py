@@ -120,7 +120,7 @@ def load_json(text: str, *, prefix_only: bool = False) -> tuple[Any, str | None]
         if segment is not None:
             try:
                 value = _as_json(ast.literal_eval(_pythonic(segment)))
-            except _NotJSON as exc:
+            except _NotJSONError as exc:
                 first_error = first_error or str(exc)
                 continue
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # "{[]}": a set of lists
@@ -132,24 +132,24 @@ def load_json(text: str, *, prefix_only: bool = False) -> tuple[Any, str | None]
     return None, first_error or "not a JSON value"
 
 
-class _NotJSON(ValueError):
+class _NotJSONError(ValueError):
     pass
 
 
 def _as_json(value: Any, depth: int = 0) -> Any:
     """A Python literal as JSON data: tuples become lists; sets, bytes and the like are refused."""
     if depth > MAX_DEPTH:
-        raise _NotJSON(depth_error())
+        raise _NotJSONError(depth_error())
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, (list, tuple)):
         return [_as_json(v, depth + 1) for v in value]
     if isinstance(value, dict):
         if not all(isinstance(k, str) for k in value):
-            raise _NotJSON("object keys must be strings in JSON")
+            raise _NotJSONError("object keys must be strings in JSON")
         return {k: _as_json(v, depth + 1) for k, v in value.items()}
     kind = "a set; write a list [...] instead" if isinstance(value, (set, frozenset)) else type(value).__name__
-    raise _NotJSON(f"the value {_short(repr(value))} is not JSON: it is {kind}")
+    raise _NotJSONError(f"the value {_short(repr(value))} is not JSON: it is {kind}")
 
 
 def _short(text: str) -> str:
