@@ -59,6 +59,15 @@ def load_tools(specs: Sequence[str]) -> list[Tool]:
     return tools
 
 
+def _say(text: str) -> None:
+    """Print model text; a lone surrogate or a narrow terminal encoding is escaped, not a crash."""
+    try:
+        print(text)
+    except UnicodeEncodeError:
+        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+        print(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
 def _provider_options(args: argparse.Namespace) -> dict[str, Any]:
     base_url = getattr(args, "base_url", None)
     return {"base_url": base_url} if base_url else {}
@@ -68,7 +77,7 @@ def _run(agent: Agent, prompt: str, stream: bool, quiet: bool) -> int:
     printer = None if quiet else TextPrinter(sys.stdout)
     result = agent.run(prompt, on_event=printer, stream=stream)
     if quiet:
-        print(result.output)
+        _say(result.output)
     return 1 if result.stop_reason == "error" else 0
 
 
@@ -95,7 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if args.json:
         result = agent.run(args.prompt, stream=args.stream)
-        print(json.dumps(result.to_dict(), ensure_ascii=False))
+        _say(json.dumps(result.to_dict(), ensure_ascii=False))
         return 1 if result.stop_reason == "error" else 0
     return _run(agent, args.prompt, args.stream, args.quiet)
 

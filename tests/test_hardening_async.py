@@ -44,6 +44,10 @@ class Hanging(Provider):
             self.closed = True
 
 
+needs_timeout = pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout is Python >= 3.11")
+
+
+@needs_timeout
 async def test_asyncio_timeout_raises_and_the_result_is_on_the_exception() -> None:
     provider = Hanging()
     with pytest.raises(TimeoutError) as info:
@@ -109,6 +113,7 @@ def _run_script(code: str, timeout: float = 60) -> subprocess.CompletedProcess[s
     )
 
 
+@needs_timeout
 def test_no_pending_generator_warnings_at_exit() -> None:
     out = _run_script(
         """

@@ -399,3 +399,31 @@ def test_cli_usage_errors_are_one_line_without_traceback(
     assert main(["run", "hi", *argv]) == 2
     err = capsys.readouterr().err
     assert expected in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_cli_prints_lone_surrogates_without_crashing(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    (tmp_path / "surrogate_tools.py").write_text(
+        "from agentnb import tool\n"
+        "@tool\n"
+        "def odd() -> str:\n"
+        "    '''Returns a lone surrogate.'''\n"
+        "    return 'x\\ud800'\n"
+    )
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from agentnb.providers import get_provider\n"
+        "from agentnb.testing import ScriptedProvider, call\n"
+        "import agentnb.cli as cli\n"
+        "cli.get_provider = lambda spec, **kw: ScriptedProvider([call('odd'), 'answer \\udfff'])\n"
+        "sys.exit(cli.main(['run', 'go', '--tools', 'surrogate_tools', *sys.argv[2:]]))\n"
+    )
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", "PYTHONPATH": os.pathsep.join(sys.path)}
+    for extra in (["--quiet"], ["--json"], []):
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(tmp_path), *extra], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert out.returncode == 0, out.stderr
+        assert "Traceback" not in out.stderr
