@@ -196,3 +196,31 @@ def test_ctrl_c_on_the_notebook_path_reaches_a_sync_tool() -> None:
     assert out.returncode == 0, out.stderr
     reason, seconds = out.stdout.split()
     assert reason == "cancelled" and int(seconds) < 4
+
+
+def test_ctrl_c_in_a_plain_script_gives_a_cancelled_result() -> None:
+    """Outside any event loop: SIGINT while waiting for the model, then while a tool sleeps."""
+    out = _run_script(
+        """
+        import os, signal, threading, time
+        from agentnb import Agent, tool
+        from agentnb.testing import ScriptedProvider, call
+        @tool
+        def nap() -> str:
+            '''Sleeps.'''
+            time.sleep(8)
+            return "late"
+        def interrupt_after(seconds):
+            time.sleep(seconds)
+            os.kill(os.getpid(), signal.SIGINT)
+        for model in (ScriptedProvider(["never"], delay=8), ScriptedProvider([call("nap"), "never"])):
+            threading.Thread(target=interrupt_after, args=(0.5,), daemon=True).start()
+            t = time.perf_counter()
+            r = Agent(model, tools=[nap]).run("go")
+            print(r.stop_reason, round(time.perf_counter() - t))
+        """
+    )
+    assert out.returncode == 0, out.stderr
+    lines = [line.split() for line in out.stdout.splitlines()]
+    assert [reason for reason, _ in lines] == ["cancelled", "cancelled"]
+    assert all(int(seconds) < 4 for _, seconds in lines)
