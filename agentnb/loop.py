@@ -197,8 +197,8 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             pending: list[Message] = [AssistantMessage(completion.text, calls)]
             pending += [ToolMessage(c.id, c.name, "Not executed: no tools are available now.", True) for c in calls]
             state.messages.extend(pending)
-            if calls and not asked_again and not (completion.text or "").strip():
-                # A call where none is offered, and no text: ask once more, plainly.
+            if calls and not asked_again:
+                # A call where none is offered: ask once more, plainly, for a text answer.
                 asked_again = True
                 state.messages.append(UserMessage(ANSWER_NOW))
                 depth += 1

@@ -42,7 +42,10 @@ def write_atomic(path: str | os.PathLike[str], data: Any) -> None:
     target = os.fspath(path)
     folder, name = os.path.split(target)
     tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as exc:  # name the file the caller asked for, not our temporary one
+        raise type(exc)(exc.errno, exc.strerror, target) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)

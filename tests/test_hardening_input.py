@@ -427,3 +427,19 @@ def test_cli_prints_lone_surrogates_without_crashing(tmp_path: Path) -> None:
         )
         assert out.returncode == 0, out.stderr
         assert "Traceback" not in out.stderr
+
+
+def test_a_text_model_that_writes_a_call_after_the_limit_is_asked_again() -> None:
+    model = ScriptedProvider(
+        ['{"name": "echo", "arguments": {"text": "a"}}', '{"name": "echo", "arguments": {"text": "b"}}', "It is a."],
+        native_tools=False,
+    )
+    result = Agent(model, tools=[echo], max_tool_calls=1).run("go")
+    assert (result.output, result.stop_reason, result.tool_calls) == ("It is a.", "limit", 1)
+    assert "Answer my request now in plain text" in model.requests[-1].messages[-1].content
+
+
+def test_json_text_that_is_not_a_call_is_an_answer_when_no_tools_are_offered() -> None:
+    model = ScriptedProvider(['{"answer": 42}'], native_tools=False)
+    result = Agent(model, tools=[echo], tool_choice="none").run("go")
+    assert (result.output, result.stop_reason) == ('{"answer": 42}', "answer")
