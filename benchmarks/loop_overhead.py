@@ -105,6 +105,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     reps = 5 if parser.parse_args().quick else 21
     rows = []
+    for name in ("inc", "ainc"):  # warm up: first imports, the compiled validators, caches
+        asyncio.run(agent_run(name, 10))
     for n in (10, 100, 1000):
         r = reps if n < 1000 else max(3, reps // 4)
         rows.append((f"agentnb, sync tool, N={n}", *measure_both(lambda k: agent_run("inc", k), n, r)))
