@@ -34,11 +34,7 @@ def write_atomic(path: str | os.PathLike[str], data: Any) -> None:
     The JSON is built in memory first; a failure at any point leaves an existing file as it
     was. Text that UTF-8 cannot hold (a lone surrogate from a model) is written escaped.
     """
-    try:
-        text = json.dumps(data, ensure_ascii=False, indent=1, default=str)
-        raw = text.encode("utf-8")
-    except UnicodeEncodeError:
-        raw = json.dumps(data, ensure_ascii=True, indent=1, default=str).encode("ascii")
+    raw = transcript_bytes(data)
     target = os.fspath(path)
     folder, name = os.path.split(target)
     tmp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.tmp")
@@ -58,6 +54,18 @@ def write_atomic(path: str | os.PathLike[str], data: Any) -> None:
         except OSError:
             pass
         raise
+
+
+def transcript_bytes(data: Any) -> bytes:
+    r"""``data`` as UTF-8 JSON; text UTF-8 cannot hold (a lone surrogate) is written escaped.
+
+    >>> transcript_bytes({"text": "x\ud800"})
+    b'{\n "text": "x\\ud800"\n}'
+    """
+    try:
+        return json.dumps(data, ensure_ascii=False, indent=1, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(data, ensure_ascii=True, indent=1, default=str).encode("ascii")
 
 
 def read_transcript(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -443,3 +443,19 @@ def test_json_text_that_is_not_a_call_is_an_answer_when_no_tools_are_offered() -
     model = ScriptedProvider(['{"answer": 42}'], native_tools=False)
     result = Agent(model, tools=[echo], tool_choice="none").run("go")
     assert (result.output, result.stop_reason) == ('{"answer": 42}', "answer")
+
+
+def test_the_trace_widget_renders_a_run_with_lone_surrogates() -> None:
+    from agentnb.notebook.trace import TraceWidget
+
+    result = Agent(ScriptedProvider([call("echo", text="a\ud800"), "done \udfff"]), tools=[echo]).run("go")
+    from agentnb.notebook.blocks import save_link
+
+    widget = TraceWidget()
+    for event in result.events:
+        widget.handle(event)
+    widget.finish(result)
+    widget.flush()
+    assert "done" in widget.text()
+    assert "base64," in save_link(result)  # the transcript download link (lone surrogates escaped)
+    assert TraceWidget.replay(result).answer == "done \udfff"
