@@ -91,8 +91,9 @@ def test_every_event_kind_is_shown() -> None:
     limited, _ = run_with_widget([call("add", a=1, b=1), "ok"], max_tool_calls=1)
     direct, _ = run_with_widget([call("final", text="straight from the tool")])
     seen = kinds(result.events) | kinds(limited.state.events) | kinds(direct.state.events)
-    # step_decision comes from the debugger (tests/test_debugger.py checks its rendering).
-    assert seen | {"step_decision"} == set(EVENT_TYPES)
+    # step_decision comes from the debugger (tests/test_debugger.py checks its rendering);
+    # reasoning_summary from the OpenAI Responses route (tests/test_openai_responses.py).
+    assert seen | {"step_decision", "reasoning_summary"} == set(EVENT_TYPES)
 
     assert w.status == "answer"
     assert sorted(w.sections) == [0, 1, 2, 3, 4]
