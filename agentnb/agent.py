@@ -185,6 +185,8 @@ class Agent:
         except Exception as exc:  # provider failures end the run but keep the transcript
             state.stop_reason = "error"
             error = exc
+            if exc.__suppress_context__:  # "raise ... from None": the hidden SDK error can hold
+                exc.__context__ = None  # the API key; result.exception must not keep it
         depth = state.events[-1].depth
         reason = state.stop_reason or "cancelled"
         message = f"{type(error).__name__}: {error}" if error is not None else None

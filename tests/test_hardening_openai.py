@@ -175,3 +175,21 @@ def test_the_key_echoed_by_the_server_is_not_in_the_exception_chain(raw: RawServ
         raw.replies.append(_http(401, "application/json", body.encode()))
         result = _agent(raw.url, stream).run("hi")
         _check_error(result, "rejected the API key")
+
+
+def test_a_provider_error_raised_from_none_keeps_no_hidden_context() -> None:
+    from agentnb.providers.base import Completion, Provider
+
+    class Leaky(Provider):
+        name = "leaky"
+
+        async def complete(self, request):  # type: ignore[no-untyped-def]
+            try:
+                raise RuntimeError(f"SDK error with {KEY}")
+            except RuntimeError:
+                raise ProviderError("the server refused the request") from None
+            return Completion("never")
+
+    result = Agent(Leaky()).run("hi")
+    assert result.exception is not None and result.exception.__context__ is None
+    assert KEY not in "".join(traceback.format_exception(result.exception))
