@@ -49,8 +49,13 @@ EXPECTED_ALL = [
 CORE_MODULES = [
     "agentnb",
     "agentnb.agent",
+    "agentnb.codec",
     "agentnb.dedupe",
+    "agentnb.errors",
     "agentnb.events",
+    "agentnb.fastinit",
+    "agentnb.history",
+    "agentnb.jsonsafe",
     "agentnb.loop",
     "agentnb.messages",
     "agentnb.printer",
@@ -65,7 +70,10 @@ CORE_MODULES = [
     "agentnb.providers.openai_route",
     "agentnb.providers.untooled.envelope",
     "agentnb.providers.untooled.layer",
+    "agentnb.toolrun",
     "agentnb.tools",
+    "agentnb.transcript",
+    "agentnb.validate",
 ]
 
 

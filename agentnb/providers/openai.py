@@ -151,6 +151,9 @@ class OpenAIProvider(RoutedSending, Provider):
         self.name = model
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
+        if self.base_url is not None and urlsplit(self.base_url).scheme not in ("http", "https"):
+            shown = _without_userinfo(self.base_url)
+            raise UserError(f"base_url {shown!r} must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)")
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if self.base_url is None:
@@ -269,15 +272,29 @@ class OpenAIProvider(RoutedSending, Provider):
 
             return await openai_responses.complete(self, request)
         kwargs = self.build_request(request)
+        failure: ProviderError | None = None
+        switch = None
         try:
             response, notes = await self._send(kwargs, request)
         except _sdk().OpenAIError as exc:
             switch = self._switch_for(exc, request)
-            if switch is None:
-                raise self._error(exc) from exc
+            failure = None if switch is not None else self._error(exc)
+        except ValueError as exc:  # a 200 whose body is not JSON
+            failure = self._garbage(f"a body that is not JSON ({exc})")
+        if switch is not None:  # the model takes no tools: this step, and every later one, untooled
             completion = await self.untooled().complete(request)
             return dataclasses.replace(completion, events=(switch, *completion.events))
-        completion = parse_completion(response)
+        if failure is None:
+            try:
+                completion = parse_completion(response)
+            except ProviderError as exc:
+                failure = self._garbage(str(exc))
+            except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+                failure = self._garbage(f"a body that is not a chat completion ({type(exc).__name__}: {exc})")
+        if failure is not None:
+            # Raised here, outside the except blocks: the SDK's exception (which can hold the key
+            # in its request or response) is neither the cause nor the context of ours.
+            raise failure
         if self._enveloped(kwargs, request):
             text = completion.text or ""
             if not looks_constrained(text, _tool_names(request)):
@@ -300,23 +317,29 @@ class OpenAIProvider(RoutedSending, Provider):
         kwargs["stream"] = True
         if self.stream_usage:
             kwargs["stream_options"] = {"include_usage": True}
+        failure: ProviderError | None = None
+        switch = None
         try:
             stream, notes = await self._send(kwargs, request)
         except _sdk().OpenAIError as exc:
             switch = self._switch_for(exc, request)
-            if switch is None:
-                raise self._error(exc, streaming=True) from exc
+            failure = None if switch is not None else self._error(exc)
+        if switch is not None:
             async for item in self.untooled().stream(request):
                 yield dataclasses.replace(item, events=(switch, *item.events)) if isinstance(item, Completion) else item
             return
+        if failure is not None:
+            raise failure  # outside the except block: no SDK exception (or key) chained to it
         envelope = AnswerStream() if self._enveloped(kwargs, request) else None
         assembler = CompletionAssembler()
         ids: dict[int, tuple[str | None, str]] = {}  # index -> (id, name so far)
         usage = Usage()
         finish: str | None = None
         raw: list[str] = []
+        received = 0
         try:
             async for chunk in stream:
+                received += 1
                 if chunk.usage is not None:
                     usage = _usage(chunk.usage)
                 for choice in chunk.choices[:1]:
@@ -336,7 +359,15 @@ class OpenAIProvider(RoutedSending, Provider):
                         assembler.add(part)
                         yield part
         except _sdk().OpenAIError as exc:
-            raise self._error(exc, streaming=True) from exc
+            failure = self._error(exc, streaming=received > 0)
+        except (ValueError, AttributeError, TypeError, KeyError, IndexError) as exc:  # garbage chunks
+            failure = self._garbage(f"a stream that is not chat completion chunks ({type(exc).__name__}: {exc})")
+        if failure is None and finish is None:
+            # No finish_reason: the stream was cut off (or was never one: an HTML page, say).
+            what = f"after {received} chunks" if received else "without a single chunk"
+            failure = self._garbage(f"a stream that ended {what} and no finish_reason; the answer is incomplete")
+        if failure is not None:
+            raise failure  # outside the except blocks: no SDK exception (or key) chained to it
         if envelope is not None:
             text = "".join(raw)
             if not looks_constrained(text, _tool_names(request)):
@@ -344,6 +375,11 @@ class OpenAIProvider(RoutedSending, Provider):
             if text:
                 assembler.add(TextChunk(unwrap(text)))
         yield assembler.finish(usage, finish, notes)
+
+    def _garbage(self, what: str) -> ProviderError:
+        where = self.base_url or "the OpenAI API"
+        hint = " (is base_url the server's OpenAI-compatible /v1 URL?)" if self.base_url else ""
+        return ProviderError(self._key.redact(f"{where} sent {what}{hint}"))
 
     def _message(self, exc: Exception) -> str:
         return _server_message(exc)
@@ -377,9 +413,11 @@ class OpenAIProvider(RoutedSending, Provider):
         if isinstance(exc, sdk.APITimeoutError):
             return ProviderError(f"{where} did not answer within {self.timeout:g} s")
         if isinstance(exc, sdk.APIConnectionError):
-            if streaming:
+            if streaming:  # chunks had arrived
                 return ProviderError(f"the connection to {where} broke mid-stream: {_cause(exc)}")
-            return ProviderError(f"could not connect to {where} ({_cause(exc)}); is the server running?")
+            if _never_connected(exc):
+                return ProviderError(f"could not connect to {where} ({_cause(exc)}); is the server running?")
+            return ProviderError(f"the connection to {where} broke before the response was complete: {_cause(exc)}")
         return ProviderError(f"{where}: {message}")
 
 
@@ -405,6 +443,24 @@ def _server_message(exc: Exception) -> str:
     if isinstance(body, str) and body.strip():
         return body.strip()
     return str(getattr(exc, "message", None) or exc)
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """True when ``exc`` (or what caused it) is a failure to connect, not a broken response."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if type(seen).__name__ in (
+            "ConnectError",
+            "ConnectTimeout",
+            "ConnectionRefusedError",
+            "gaierror",
+            "UnsupportedProtocol",
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _cause(exc: BaseException) -> str:

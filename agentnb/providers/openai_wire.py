@@ -60,9 +60,12 @@ def _call_out(call: ToolCall) -> dict[str, Any]:
 
 def parse_completion(response: Any) -> Completion:
     """A :class:`Completion` from a ``ChatCompletion`` (first choice)."""
+    if isinstance(response, (str, bytes)):  # the SDK hands back a body that is not JSON as text
+        preview = response[:60] if isinstance(response, str) else response[:60].decode("utf-8", "replace")
+        raise ProviderError(f"a body that is not a chat completion: {preview!r}")
     usage = _usage(response.usage) if response.usage is not None else Usage()
     if not response.choices:
-        raise ProviderError("the server answered with no choices")
+        raise ProviderError("a response with no choices")
     choice = response.choices[0]
     message = choice.message
     calls = tuple(
