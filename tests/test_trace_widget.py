@@ -11,9 +11,10 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from agentnb import Agent, ToolContext, Usage, tool
-from agentnb.events import EVENT_TYPES, Event
+from agentnb.events import EVENT_TYPES, CallDecision, Event
 from agentnb.notebook.runner import drive, start_run
 from agentnb.notebook.trace import TraceWidget
+from agentnb.providers.base import Completion
 from agentnb.testing import ScriptedProvider, Streamed, call, tool_chunks
 
 PNG = bytes.fromhex(
@@ -69,7 +70,7 @@ def busy_script() -> list[Any]:
         [call("add", a=2, b=3), call("nope", x=1), call("add", a="two")],  # repeat, unknown, invalid
         [call("essay", topic="cats"), call("boom"), call("snapshot")],
         [call("ticket", title="t"), call("ticket", title="t")],  # allow_repeat
-        "All **done**: 5.",
+        Completion("All **done**: 5.", events=(CallDecision(0, "answer", "no tool fits the request"),)),
     ]
 
 
@@ -111,6 +112,7 @@ def test_every_event_kind_is_shown() -> None:
     assert "executed again (allow_repeat)" in html[3]
     assert re.search(r"result</span> <span class=\"anb-m\">in [\d.]+ (ms|s)", html[2])  # durations
     assert "Final answer" in html[4]
+    assert "Why it answered in text" in html[4] and "no tool fits the request" in html[4]  # a provider's decision
     assert w.sections[1].title == "Depth 1 · add ↺, nope ✗, add ✗"
     assert w.sections[2].title == "Depth 2 · essay ✓, boom ✗, snapshot ✓"
     assert w.answer_output.outputs[0]["data"]["text/markdown"] == "All **done**: 5."

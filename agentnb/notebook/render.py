@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from agentnb.events import DirectOutput, LimitReached, StepDecision
+from agentnb.events import CallDecision, DirectOutput, LimitReached, StepDecision
 from agentnb.notebook.state import CallView, DepthView, TraceState
 
 STYLE = """<style>
@@ -162,7 +162,24 @@ def _model_html(v: DepthView) -> str:
         body.append(f'<div class="anb-m">replied with {what} in {fmt_seconds(resp.duration)}{tokens}</div>')
         if resp.text and not v.text:
             body.append(f"<pre>{escape(resp.text)}</pre>")
+    if v.decision is not None:
+        body.append(decision_html(v.decision))
     return f'<div class="anb-block anb-model">{head}{"".join(body)}</div>'
+
+
+def decision_html(d: CallDecision) -> str:
+    """Why the model called or answered: the verdict, its reason, and the tool ranking."""
+    verdict = "called a tool" if d.action == "call" else "answered in text"
+    rows = [
+        f'<div class="anb-decision"><span class="anb-h">Why it {verdict}</span> <span class="anb-m">{escape(d.reason)}</span>'
+    ]
+    if d.ranking:
+        cells = "".join(
+            f"<tr><td><code>{escape(name)}</code></td><td>{score:+.2f}</td></tr>" for name, score in d.ranking[:5]
+        )
+        rows.append(f'<table class="anb-m"><tr><th>tool</th><th>fit vs. no tool</th></tr>{cells}</table>')
+    rows.append("</div>")
+    return "".join(rows)
 
 
 def _pretty(arguments: Any) -> str:

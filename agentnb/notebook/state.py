@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentnb.events import (
+    CallDecision,
     DedupDecision,
     Event,
     ModelRequest,
@@ -59,6 +60,8 @@ class DepthView:
     calls: dict[str, CallView] = field(default_factory=dict)
     notes: list[Event] = field(default_factory=list)
     final: str | None = None
+    #: Why the model called a tool or answered (from providers that decide it themselves).
+    decision: CallDecision | None = None
 
     @property
     def done(self) -> bool:
@@ -190,6 +193,10 @@ def _note(s: TraceState, v: DepthView, e: Any) -> None:
     v.notes.append(e)
 
 
+def _decision(s: TraceState, v: DepthView, e: Any) -> None:
+    v.decision = e
+
+
 def _final(s: TraceState, v: DepthView, e: Any) -> None:
     s.answer = v.final = e.text
     s.header_dirty = True
@@ -211,4 +218,5 @@ _FOLD: dict[str, Any] = {
     "limit_reached": _note,
     "direct_output": _note,
     "final_answer": _final,
+    "call_decision": _decision,
 }
