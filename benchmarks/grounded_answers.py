@@ -71,7 +71,7 @@ def run(split: str, options: dict[str, Any], verbose: bool) -> list[dict[str, An
         got = [m.content for m in result.messages if m.role == "tool" and not m.is_error]
         row = {
             "id": task["id"],
-            "half": "even" if (i % 2 == 0) == (split != "odd") else "odd",
+            "half": split if split != "all" else ("even" if i % 2 == 0 else "odd"),
             "called": result.tool_calls > 0,
             "result": got[-1] if got else None,
             "grounded": bool(got) and contains(answer, result_value(got[-1])),

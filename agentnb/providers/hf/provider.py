@@ -368,7 +368,7 @@ class TransformersProvider(Provider):
         text = torch.from_numpy(compiler.guide(tools, "text").allowed()).to(probs.device)
         p_call, p_text = float(probs[call].sum()), float(probs[text & ~call].sum())
         share = p_call / (p_call + p_text) if p_call + p_text > 0 else 0.0
-        if after_results or fits is None or not options.decide_by_fit:
+        if after_results or fits is None or not pick or "none" not in pick or not options.decide_by_fit:
             # After tool results answering is the norm (and the request is the same one the
             # tools already served, so their fit says nothing new): the share alone decides.
             mode = "call" if share >= options.call_threshold else "text"
