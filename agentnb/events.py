@@ -38,6 +38,10 @@ class RunStarted(_EventBase):
     tools: tuple[str, ...]
     max_tool_calls: int
     n_messages: int
+    prompt: str | None = None  # the new prompt's text, after any {var} interpolation
+    system: str | None = None
+    backend: str | None = None  # the provider's class, e.g. "UnTooled over TransformersProvider"
+    turn: int = 1  # 2 and up: the run continues an earlier conversation
     kind: Literal["run_started"] = "run_started"
 
 
@@ -163,6 +167,8 @@ class ToolStarted(_EventBase):
     name: str
     arguments: dict[str, Any]
     kind: Literal["tool_started"] = "tool_started"
+    #: Where the tool comes from when not from Python, e.g. ``"mcp:files"``.
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +209,15 @@ class DirectOutput(_EventBase):
 
 
 @dataclass(frozen=True, slots=True)
+class ReasoningSummary(_EventBase):
+    """A summary of the model's hidden reasoning, where the API gives one (never the reasoning)."""
+
+    depth: int
+    text: str
+    kind: Literal["reasoning_summary"] = "reasoning_summary"
+
+
+@dataclass(frozen=True, slots=True)
 class FinalAnswer(_EventBase):
     depth: int
     text: str
@@ -237,6 +252,7 @@ Event: TypeAlias = (
     | AttachmentAdded
     | LimitReached
     | DirectOutput
+    | ReasoningSummary
     | FinalAnswer
     | RunFinished
 )

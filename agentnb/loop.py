@@ -89,6 +89,7 @@ class RunState:
     events: list[Event] = field(default_factory=list)
     usage: Usage = Usage()
     tool_calls: int = 0
+    kept_tool_calls: int = 0  # the tool calls whose messages are in ``messages``
     output: str = ""
     stop_reason: StopReason | None = None
 
@@ -150,7 +151,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         choice = "auto" if choice != "none" else choice
 
         if not calls or not offer:
-            pending: list[Message] = [AssistantMessage(completion.text, calls)]
+            pending: list[Message] = [AssistantMessage(completion.text, calls, reasoning=completion.reasoning)]
             pending += [ToolMessage(c.id, c.name, "Not executed: no tools are available now.", True) for c in calls]
             state.messages.extend(pending)
             state.output = completion.text or ""
@@ -205,7 +206,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
 
         execs = [p for p in plans if isinstance(p, _Exec)]
         for p in execs:
-            yield ToolStarted(depth, p.call.id, p.call.name, p.arguments)
+            yield ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source)
         if len(execs) == 1:
             await _execute(execs[0], depth, cfg.tool_timeout, threaded=False)
             yield _finished(depth, execs[0])
@@ -213,7 +214,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             async for p in _execute_all(execs, depth, cfg.tool_timeout):
                 yield _finished(depth, p)
 
-        messages: list[Message] = [AssistantMessage(completion.text, calls)]
+        messages: list[Message] = [AssistantMessage(completion.text, calls, reasoning=completion.reasoning)]
         images: list[Image] = []
         direct: list[_Exec] = []
         for k, plan in enumerate(plans):
@@ -239,6 +240,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         if images:
             messages.append(UserMessage(ATTACHMENT_NOTE, tuple(images)))
         state.messages.extend(messages)  # the step is complete: commit it
+        state.kept_tool_calls = state.tool_calls
 
         if direct:
             state.output = "\n\n".join(p.result for p in direct)

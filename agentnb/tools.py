@@ -24,7 +24,7 @@ import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 from agentnb.errors import ToolDefinitionError
 from agentnb.messages import Image
@@ -86,6 +86,7 @@ class Tool:
         "examples",
         "context_param",
         "defaults",
+        "source",
         "_validator",
         "_converters",
     )
@@ -104,6 +105,7 @@ class Tool:
         context_param: str | None = None,
         converters: Mapping[str, Callable[[Any], Any]] | None = None,
         problems: list[str] | None = None,
+        source: str | None = None,
     ) -> None:
         problems = list(problems or ())
         if not name or not set(name) <= _NAME_OK or len(name) > 64:
@@ -136,6 +138,8 @@ class Tool:
         self.allow_repeat = allow_repeat
         self.timeout = timeout
         self.context_param = context_param
+        #: Where the tool comes from when not from Python (``"mcp:SERVER"``); shown in traces.
+        self.source = source
         props = params.get("properties")
         #: Schema defaults, so ``{"city": "Paris"}`` and ``{"city": "Paris", "unit": "c"}``
         #: are recognised as the same call.
@@ -272,7 +276,28 @@ class Tool:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"Tool({self.name!r})"
+        """The signature (JSON Schema types, defaults) and the description's first line.
+
+        >>> Tool("add", "Add two integers.\\n\\nMore.", {"type": "object", "properties": {
+        ...     "a": {"type": "integer"}, "b": {"type": "integer", "default": 1}}, "required": ["a"]})
+        <Tool add(a: integer, b: integer = 1): Add two integers.>
+        """
+        props = self.parameters.get("properties") or {}
+        required = set(self.parameters.get("required") or ())
+        params = []
+        for name, spec in props.items():
+            kind = spec.get("type", "any") if isinstance(spec, dict) else "any"
+            kind = "|".join(kind) if isinstance(kind, list) else kind
+            if isinstance(spec, dict) and "enum" in spec:
+                kind = "|".join(repr(v) for v in spec["enum"])
+            param = f"{name}: {kind}"
+            if name not in required:
+                has = isinstance(spec, dict) and "default" in spec
+                param += f" = {spec['default']!r}" if has else " = ..."
+            params.append(param)
+        line = (self.description or "").strip().splitlines()[0] if (self.description or "").strip() else ""
+        line = line if len(line) <= 80 else line[:79] + "…"
+        return f"<Tool {self.name}({', '.join(params)})" + (f": {line}>" if line else ">")
 
 
 def _empty_object() -> dict[str, Any]:
@@ -329,12 +354,32 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     return Tool.from_function(fn, **options)
 
 
-def coerce_tools(tools: Iterable[Any]) -> dict[str, Tool]:
-    """Tools (or plain functions, or OpenAI dicts) by name; duplicate names are an error."""
-    out: dict[str, Tool] = {}
+@runtime_checkable
+class ToolSource(Protocol):
+    """Anything that supplies tools, such as :class:`agentnb.mcp.MCPServer`."""
+
+    def tools(self) -> Iterable[Tool]: ...
+
+
+def _expand(tools: Iterable[Any]) -> Iterable[Any]:
     for t in tools:
+        if isinstance(t, ToolSource) and not isinstance(t, Tool):
+            yield from t.tools()
+        elif isinstance(t, (list, tuple)):  # e.g. server.tools(prefix=...) inside a list
+            yield from _expand(t)
+        else:
+            yield t
+
+
+def coerce_tools(tools: Iterable[Any]) -> dict[str, Tool]:
+    """Tools (or plain functions, OpenAI dicts, tool sources) by name; duplicate names are an error."""
+    out: dict[str, Tool] = {}
+    for t in _expand(tools):
         t = tool(t)
         if t.name in out:
-            raise ToolDefinitionError(t.name, ["two tools have this name"])
+            hint = (
+                " (give one MCP server a prefix: server.tools(prefix='x_'))" if t.source or out[t.name].source else ""
+            )
+            raise ToolDefinitionError(t.name, [f"two tools have this name{hint}"])
         out[t.name] = t
     return out

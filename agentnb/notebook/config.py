@@ -32,12 +32,14 @@ class MagicOptions:
     base_url: str | None = None
     tools: tuple[str, ...] | None = None
     max_tool_calls: int | None = None
+    tool_choice: str | None = None
     system: str | None = None
     stream: bool | None = None
     step: bool | None = None
     quiet: bool | None = None
     out: str | None = None
     new: bool | None = None
+    mcp: tuple[str, ...] | None = None
 
     def merged_over(self, defaults: MagicOptions) -> MagicOptions:
         """These options, with unset ones taken from ``defaults``."""
@@ -62,6 +64,8 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "-t": ("tools", "list"),
     "--max-tool-calls": ("max_tool_calls", "int"),
     "-n": ("max_tool_calls", "int"),
+    "--tool-choice": ("tool_choice", "str"),
+    "-c": ("tool_choice", "str"),
     "--system": ("system", "str"),
     "-s": ("system", "str"),
     "--stream": ("stream", True),
@@ -74,11 +78,13 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--out": ("out", "str"),
     "-o": ("out", "str"),
     "--new": ("new", True),
+    "--mcp": ("mcp", "multi"),
 }
 
 USAGE = (
     "options: -p/--provider SPEC|VAR, -m/--model NAME, --base-url URL, -t/--tools a,b|none, "
-    "-n/--max-tool-calls N, -s/--system TEXT, --stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new"
+    "-n/--max-tool-calls N, -c/--tool-choice auto|required|none|TOOL, -s/--system TEXT, --stream/--no-stream, --step, "
+    "-q/--quiet, -o/--out VAR, --new, --mcp CMD|URL|VAR"
 )
 
 _TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
@@ -111,6 +117,9 @@ def parse_line(line: str) -> tuple[MagicOptions, str]:
             if m is None:
                 raise UserError(f"{name} needs a value; {USAGE}")
             raw, rest = m.group(1), rest[m.end() :]
+        if kind == "multi":  # may be repeated: --mcp "python a.py" --mcp "python b.py"
+            values[field] = (*values.get(field, ()), _unquote(raw))
+            continue
         values[field] = _convert(name, kind, _unquote(raw))
     out = values.get("out")
     if out is not None and not out.isidentifier():

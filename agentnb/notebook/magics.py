@@ -67,6 +67,7 @@ class AgentMagics(Magics):
         self.history: RunResult | None = None
         self.debugger: Any = None
         self._providers: dict[tuple[str, str | None], Provider] = {}  # (spec, base_url) ->
+        self._mcp_servers: dict[str, Any] = {}  # command line or URL -> MCPServer
 
     # --- magics ------------------------------------------------------------------------------
 
@@ -80,12 +81,16 @@ class AgentMagics(Magics):
           -m/--model NAME          the model part of the spec; --base-url URL for OpenAI-compatible servers
           -t/--tools a,b|none      tools by variable name (default: every @tool in the notebook)
           -n/--max-tool-calls N    tool-call limit (default 10)
+          -c/--tool-choice C       auto (default), required, none, or a tool name to force its call
           -s/--system TEXT         system prompt ({name} is filled in too)
           --stream / --no-stream   stream the model's text into the trace
           --step                   step-through debugger; it is kept in _agent_debugger
           -q/--quiet               show nothing
           -o/--out VAR             also store the RunResult in VAR (it is always in _agent_result)
           --new                    start a new conversation (also: %agent_reset)
+          --mcp CMD|URL|VAR        tools of an MCP server: a command line ("python server.py"), an
+                                   http(s) URL, or an MCPServer variable; repeat for more servers.
+                                   A server starts once and is reused by later runs.
 
         ``{name}`` in the prompt is replaced by the notebook variable (``{{`` for a brace).
         """
@@ -176,7 +181,10 @@ class AgentMagics(Magics):
         kwargs: dict[str, Any] = {"system": system, "stream": bool(opts.stream)}
         if opts.max_tool_calls is not None:
             kwargs["max_tool_calls"] = opts.max_tool_calls
-        tools = self._tools(opts.tools)  # checked before a (possibly slow) provider is built
+        if opts.tool_choice is not None:
+            kwargs["tool_choice"] = opts.tool_choice
+        tools: list[Any] = self._tools(opts.tools)  # checked before a (possibly slow) provider is built
+        tools += self._mcp(opts.mcp or ())
         provider = self._provider(opts)
         agent = Agent(provider, tools, **kwargs)
         for key, cached in self._providers.items():
@@ -185,11 +193,15 @@ class AgentMagics(Magics):
         history = None if opts.new else self.history
         mode = self._mode(opts)
 
+        widget: Any = None
+
         def store(result: RunResult) -> None:
             ns[RESULT_VAR] = result
             if opts.out:
                 ns[opts.out] = result
             self.history = result
+            if widget is not None:
+                widget.finish(result)  # the "Save transcript" link
 
         if opts.step:
             self._start_debugger(agent, prompt, history, mode, store)
@@ -197,7 +209,7 @@ class AgentMagics(Magics):
         if mode == "widget":
             from agentnb.notebook.trace import TraceWidget
 
-            widget = TraceWidget().show()
+            widget = TraceWidget(history=history).show()
             return _Plan(agent, prompt, history, store, widget, widget)
         return _Plan(agent, prompt, history, store, _printer() if mode == "text" else None, None)
 
@@ -275,6 +287,29 @@ class AgentMagics(Magics):
             tools.append(tool(value))
         return tools
 
+    def _mcp(self, specs: tuple[str, ...]) -> list[Any]:
+        """MCP servers from ``--mcp``: a variable, a URL or a command line (started once, then reused)."""
+        if not specs:
+            return []
+        from agentnb.mcp import MCPError, MCPServer
+
+        servers = []
+        for spec in specs:
+            value = self.shell.user_ns.get(spec) if spec.isidentifier() else None
+            if isinstance(value, MCPServer):
+                servers.append(value)
+                continue
+            if spec not in self._mcp_servers:
+                is_url = spec.startswith(("http://", "https://"))
+                self._mcp_servers[spec] = MCPServer.http(spec) if is_url else MCPServer.stdio(spec)
+            servers.append(self._mcp_servers[spec])
+        for server in servers:
+            try:
+                server.start()
+            except MCPError as exc:
+                raise UserError(str(exc).splitlines()[0]) from None
+        return servers
+
 
 def _display(obj: Any) -> Any:
     from IPython.display import display
@@ -317,17 +352,13 @@ def _await_agent_magics(lines: list[str]) -> list[str]:
 def _protect_questions(lines: list[str]) -> list[str]:
     r"""Input transformer: ``%agent ... word?`` is a prompt, not a request for help on ``word``.
 
-        IPython turns a line ending in ``?`` into help before line magics run; this runs first and
-        writes the magic call out, so the question reaches the agent.
+    IPython turns a line ending in ``?`` into help before line magics run; this runs first and
+    writes the magic call out, so the question reaches the agent.
 
-        >>> _protect_questions(["%agent What is the weather in Paris?
-    "])
-        ["get_ipython().run_line_magic('agent', 'What is the weather in Paris?')
-    "]
-        >>> _protect_questions(["%agent?
-    "])
-        ['%agent?
-    ']
+    >>> _protect_questions(["%agent What is the weather in Paris?\n"])
+    ["get_ipython().run_line_magic('agent', 'What is the weather in Paris?')\n"]
+    >>> _protect_questions(["%agent?\n"])
+    ['%agent?\n']
     """
     out = []
     for line in lines:

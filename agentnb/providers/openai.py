@@ -89,6 +89,9 @@ class OpenAIProvider(Provider):
         settings: defaults for every request (``temperature``, ``max_tokens``, ...); a
             request's own settings win. Keys the SDK does not know go in the JSON body as they
             are (e.g. vLLM's ``top_k``).
+        api: ``"chat"`` (Chat Completions, the default, what compatible servers speak) or
+            ``"responses"`` (OpenAI's Responses API, which reasoning models need to keep their
+            reasoning across tool calls; see :mod:`agentnb.providers.openai_responses`).
         client_options: passed to ``openai.AsyncOpenAI`` (``organization``,
             ``default_headers``, ``http_client``, ...).
 
@@ -109,9 +112,13 @@ class OpenAIProvider(Provider):
         timeout: float = 120.0,
         stream_usage: bool = True,
         settings: dict[str, Any] | None = None,
+        api: str = "chat",
         **client_options: Any,
     ) -> None:
         _sdk()  # fail now, with the extra to install, rather than at the first call
+        if api not in ("chat", "responses"):
+            raise UserError(f"api must be 'chat' or 'responses', not {api!r}")
+        self.api = api
         if not isinstance(model, str) or not model:
             raise UserError(f"OpenAIProvider needs a model name, got {model!r}")
         self.name = model
@@ -138,9 +145,10 @@ class OpenAIProvider(Provider):
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
     def __repr__(self) -> str:
+        api = ", api='responses'" if self.api == "responses" else ""
         if self.base_url is None:
-            return f"OpenAIProvider({self.model!r})"
-        return f"OpenAIProvider({self.model!r}, base_url={_without_userinfo(self.base_url)!r})"
+            return f"OpenAIProvider({self.model!r}{api})"
+        return f"OpenAIProvider({self.model!r}, base_url={_without_userinfo(self.base_url)!r}{api})"
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the current client (optional; a new one opens on use)."""
@@ -223,6 +231,10 @@ class OpenAIProvider(Provider):
     # -- response -----------------------------------------------------------------------
 
     async def complete(self, request: Request) -> Completion:
+        if self.api == "responses":
+            from agentnb.providers import openai_responses
+
+            return await openai_responses.complete(self, request)
         kwargs = self.build_request(request)
         try:
             response = await self.client.chat.completions.create(**_as_sent(kwargs))
@@ -231,6 +243,12 @@ class OpenAIProvider(Provider):
         return parse_completion(response)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
+        if self.api == "responses":
+            from agentnb.providers import openai_responses
+
+            async for item in openai_responses.stream(self, request):
+                yield item
+            return
         kwargs = self.build_request(request)
         kwargs["stream"] = True
         if self.stream_usage:
