@@ -11,15 +11,13 @@ RunResult(stop_reason='answer', tool_calls=0, output='Hello!')
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentnb.events import Event, StopReason, event_from_dict
-from agentnb.messages import Message, Usage, message_from_dict
-
-TRANSCRIPT_VERSION = 1
+from agentnb.events import Event, StopReason
+from agentnb.messages import Message, Usage
+from agentnb.transcript import TRANSCRIPT_VERSION, read_transcript, transcript_fields, write_atomic
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +27,16 @@ class RunResult:
     ``stop_reason`` is one of ``answer`` (the model answered in text), ``direct_output`` (a
     tool's result is the answer), ``limit`` (the tool-call limit was reached, then the model
     answered), ``cancelled`` (stopped by the user) or ``error`` (see ``error``).
+
+    >>> from agentnb import Agent, tool
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def double(x: int) -> int:
+    ...     '''Double a number.'''
+    ...     return 2 * x
+    >>> r = Agent(ScriptedProvider([call("double", x=4), "8"]), tools=[double]).run("double 4")
+    >>> r.output, r.stop_reason, r.tool_calls, [m.role for m in r.messages]
+    ('8', 'answer', 1, ['user', 'assistant', 'tool', 'assistant'])
     """
 
     output: str
@@ -40,6 +48,9 @@ class RunResult:
     duration: float = 0.0
     error: str | None = None
     exception: BaseException | None = field(default=None, repr=False, compare=False)
+    #: Text the model had produced in the step a Stop (or an error) interrupted: shown on
+    #: screen but never completed, so it is not ``output``. Empty when the run ended normally.
+    partial_output: str = ""
 
     def __repr__(self) -> str:
         extra = f", error={self.error!r}" if self.error else ""
@@ -56,7 +67,8 @@ class RunResult:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """The transcript as JSON data (``version`` says which format)."""
+        d = {
             "version": TRANSCRIPT_VERSION,
             "output": self.output,
             "stop_reason": self.stop_reason,
@@ -67,27 +79,27 @@ class RunResult:
             "messages": [m.to_dict() for m in self.messages],
             "events": [e.to_dict() for e in self.events],
         }
+        if self.partial_output:
+            d["partial_output"] = self.partial_output
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RunResult:
-        return cls(
-            output=d["output"],
-            messages=tuple(message_from_dict(m) for m in d["messages"]),
-            events=tuple(event_from_dict(e) for e in d["events"]),
-            usage=Usage(**d["usage"]),
-            stop_reason=d["stop_reason"],
-            tool_calls=d["tool_calls"],
-            duration=d.get("duration", 0.0),
-            error=d.get("error"),
-        )
+        """Rebuild a result from :meth:`to_dict` output; a ``ValueError`` says what is wrong."""
+        return cls(**transcript_fields(d))
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the transcript (messages + events) as JSON."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, ensure_ascii=False, indent=1)
+        """Write the transcript (messages + events) as JSON.
+
+        The file is replaced atomically: it is written next to ``path`` and renamed over it,
+        so a failure never leaves a truncated file or destroys an existing one.
+        """
+        write_atomic(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> RunResult:
-        """Read a transcript written by :meth:`save`."""
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(json.load(f))
+        """Read a transcript written by :meth:`save`.
+
+        Raises :class:`agentnb.errors.TranscriptError` naming the file and what is wrong.
+        """
+        return cls(**read_transcript(path))

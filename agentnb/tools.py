@@ -33,12 +33,25 @@ from agentnb.schema import converter_for, parse_docstring, schema_for
 if TYPE_CHECKING:
     import jsonschema
 
+_UNCOMPILED = object()
+_RESULT_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
 @dataclass(frozen=True, slots=True)
 class ToolExample:
-    """A few-shot example: a user request and the arguments the tool should get."""
+    """A few-shot example: a user request and the arguments the tool should get.
+
+    The UnTooled prompt shows examples to text-only models; they are checked against the
+    schema when the tool is built.
+
+    >>> @tool(examples=[ToolExample("weather in Oslo?", {"city": "Oslo"})])
+    ... def weather(city: str) -> str:
+    ...     '''Current weather for a city.'''
+    ...     return "sunny"
+    >>> weather.examples[0].arguments
+    {'city': 'Oslo'}
+    """
 
     query: str
     arguments: dict[str, Any]
@@ -48,6 +61,16 @@ class ToolContext:
     """Passed to a tool that declares a parameter annotated ``ToolContext``.
 
     Lets the tool attach images for the model to see, or make its result the final answer.
+
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def report(ctx: ToolContext) -> str:
+    ...     '''Write the report and end the run with it.'''
+    ...     ctx.return_directly()
+    ...     return f"report (call {ctx.call_id})"
+    >>> Agent(ScriptedProvider([call("report")]), tools=[report]).run("go").output
+    'report (call call_1)'
     """
 
     __slots__ = ("call_id", "name", "depth", "images", "direct")
@@ -72,6 +95,17 @@ class Tool:
     """A callable the model can ask for, with its name, description and JSON Schema.
 
     Build one with :func:`tool`; the constructor takes an explicit schema.
+
+    >>> lookup = Tool(
+    ...     "lookup",
+    ...     "Look a word up.",
+    ...     {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+    ...     lambda word: f"{word}: a word",
+    ... )
+    >>> lookup.validate({}), lookup.validate({"word": "cat"})
+    (["'word' is a required property"], [])
+    >>> lookup("cat")
+    'cat: a word'
     """
 
     __slots__ = (
@@ -83,11 +117,13 @@ class Tool:
         "direct_output",
         "allow_repeat",
         "timeout",
+        "max_result_chars",
         "examples",
         "context_param",
         "defaults",
         "source",
         "_validator",
+        "_fast",
         "_converters",
     )
 
@@ -101,6 +137,7 @@ class Tool:
         direct_output: bool = False,
         allow_repeat: bool = False,
         timeout: float | None = None,
+        max_result_chars: int | None = None,
         examples: Iterable[Any] = (),
         context_param: str | None = None,
         converters: Mapping[str, Callable[[Any], Any]] | None = None,
@@ -127,6 +164,8 @@ class Tool:
             problems.append(f"parameters is not a valid JSON Schema: {exc.message}")
         if timeout is not None and not timeout > 0:
             problems.append(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if max_result_chars is not None and (not isinstance(max_result_chars, int) or max_result_chars < 1):
+            problems.append(f"max_result_chars must be a whole number >= 1, not {max_result_chars!r}")
         if fn is not None and not callable(fn):
             problems.append(f"fn must be callable, not {type(fn).__name__}")
         self.name = name
@@ -137,6 +176,8 @@ class Tool:
         self.direct_output = direct_output
         self.allow_repeat = allow_repeat
         self.timeout = timeout
+        #: Bound on the characters of a result the model reads (None: the agent's bound).
+        self.max_result_chars = max_result_chars
         self.context_param = context_param
         #: Where the tool comes from when not from Python (``"mcp:SERVER"``); shown in traces.
         self.source = source
@@ -149,6 +190,7 @@ class Tool:
             if isinstance(v, dict) and "default" in v
         }
         self._converters = dict(converters or {})
+        self._fast: Any = _UNCOMPILED  # compiled on first use (agentnb.validate)
         self.examples = tuple(self._coerce_examples(examples, problems))
         if problems:
             raise ToolDefinitionError(name, problems)
@@ -253,11 +295,20 @@ class Tool:
 
     def validate(self, arguments: Any) -> list[str]:
         """Every way ``arguments`` breaks the schema, as sentences for the model; ``[]`` if valid."""
+        fast = self._fast
+        if fast is _UNCOMPILED:
+            from agentnb.validate import fast_validator
+
+            fast = self._fast = fast_validator(self.parameters)
+        if fast is not None and fast(arguments):
+            return []
         errors = self._validator.iter_errors(arguments)
         return sorted(_describe(e) for e in errors)
 
     def prepare(self, arguments: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """Validated JSON arguments -> the keyword arguments the function takes."""
+        if not self._converters and not self.context_param:
+            return dict(arguments)
         kwargs = {k: self._converters[k](v) if k in self._converters else v for k, v in arguments.items()}
         if self.context_param:
             kwargs[self.context_param] = ctx
@@ -315,10 +366,14 @@ def render_result(value: Any) -> str:
         return value
     if value is None:
         return "(no output)"
+    if type(value) is int:  # the JSON of an int is its str, without building an encoder
+        return str(value)
     try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+        return _RESULT_JSON.encode(value)
+    except Exception:  # unserialisable, circular, too deep, or a __str__ that raises
+        from agentnb.toolrun import safe_repr
+
+        return safe_repr(value)
 
 
 @overload
@@ -333,6 +388,7 @@ def tool(
     direct_output: bool = ...,
     allow_repeat: bool = ...,
     timeout: float | None = ...,
+    max_result_chars: int | None = ...,
     examples: Iterable[Any] = ...,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
@@ -343,7 +399,15 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     Use bare (``@tool``) or with options (``@tool(direct_output=True, timeout=5)``).
     An OpenAI-format dict is accepted too: ``tool({"type": "function", ...}, fn=handler)``.
     Options: ``name``, ``description``, ``direct_output``, ``allow_repeat``, ``timeout``
-    (seconds), ``examples`` (``[(query, arguments), ...]``).
+    (seconds), ``max_result_chars`` (how much of a result the model reads; default: the
+    agent's), ``examples`` (``[(query, arguments), ...]``).
+
+    >>> @tool(timeout=5)
+    ... def add(a: int, b: int = 0) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> add.name, add.parameters["required"], add.timeout, add(2, 3)
+    ('add', ['a'], 5, 5)
     """
     if fn is None:
         return lambda f: Tool.from_function(f, **options)

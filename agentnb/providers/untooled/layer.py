@@ -36,13 +36,13 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from functools import cache
 from pathlib import Path
 from string import Template
 from typing import Any
 
-from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentnb.providers.base import (
     Chunk,
     Completion,
@@ -320,7 +320,10 @@ class UnTooled(Provider):
             result = Completion("".join(pieces) or None)
         text = result.text if result.text is not None else "".join(pieces)
         if not offered:
-            yield Completion(text or None, (), result.usage, result.finish_reason, result.events)
+            # A reply that is nothing but a call (a model imitating its earlier turns after the
+            # limit) is reported as one, so the loop can ask once more for a text answer.
+            stray = _stray_calls(text, lambda: f"call_{next(self._ids)}")
+            yield Completion(text or None, stray, result.usage, result.finish_reason, result.events)
             return
         choice = request.tool_choice
         prose, calls = parse_reply(
@@ -404,3 +407,12 @@ class _ProseGate:
         out = self.buffer[self.sent :]
         self.sent = len(self.buffer)
         return out.rstrip() if self.started else out.strip()
+
+
+def _stray_calls(text: str, new_id: Callable[[], str]) -> tuple[ToolCall, ...]:
+    """The calls a reply consists of when no tools were offered, else ``()``."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[":
+        return ()
+    _, calls = parse_reply(stripped, [], strict=True, new_id=new_id)
+    return calls if calls and all(c.name and c.arguments is not None for c in calls) else ()
