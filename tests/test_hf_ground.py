@@ -66,7 +66,10 @@ def test_scale_words_are_copied_as_digits() -> None:
     ]
     t = table("000", "000000", " million", "5", '"', "}")
     bias = CopyBias("a population of 213 million", t, 6.0)
-    assert bias.bonus(CALL + '{"population": 213')[1] == 6.0
+    going = bias.bonus(CALL + '{"population": 213')
+    assert going[1] == 6.0 and going[5] == -6.0  # more zeros; closing now would drop the scale
+    assert bias.bonus(CALL + '{"population": 213000000')[5] == 6.0  # the whole number: close
+    assert 5 not in CopyBias("12 people", t, 6.0).bonus(CALL + '{"n": 12')  # no scale: left alone
 
 
 def test_expressions_are_copied_whole() -> None:

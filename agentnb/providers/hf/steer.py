@@ -47,7 +47,25 @@ _GOES_ON = frozenset(" ,.-/:^*+=()")
 #: Words that usually start a new phrase: a string value that reaches one may well end there
 #: ("from San Francisco | to Boston | on 2025-06-12"), so closing gets a (weak) bonus and going
 #: on gets none; the model's own preference decides.
-_PHRASE_WORDS = frozenset(["to", "from", "on", "at", "for", "with", "by", "under", "over", "between", "before", "after", "until", "via", "during"])
+_PHRASE_WORDS = frozenset(
+    [
+        "to",
+        "from",
+        "on",
+        "at",
+        "for",
+        "with",
+        "by",
+        "under",
+        "over",
+        "between",
+        "before",
+        "after",
+        "until",
+        "via",
+        "during",
+    ]
+)
 
 
 def _goes_on(rest: str, where: str = "string") -> bool:
@@ -300,11 +318,32 @@ class CopyBias:
                 return dict.fromkeys(self.table.continuing(spans(self.source, "", numeric=True), where), weak)
         within, next_word = self.favoured(value, where)
         closing = self._phrase_end(value, where)
-        return {
+        out = {
             **dict.fromkeys(closing, weak),
             **dict.fromkeys(next_word, weak),
             **dict.fromkeys(within, self.strength),
         }
+        scaled = self._scaled(value) if where in ("number", "list") else None
+        if scaled is not None:
+            # "213" of "213 million" is not finished (ending it would drop the scale), and
+            # "213000000" is: closing is penalised, then favoured
+            sign = -1.0 if scaled else 1.0
+            for token in (*self.table.ending(","), *self.table.ending("}"), *self.table.ending("]")):
+                out[token] = out.get(token, 0.0) + sign * self.strength
+        return out
+
+    def _scaled(self, value: str) -> bool | None:
+        """For a number the request writes with a scale word: whether ``value`` goes on (True)
+        or is the whole number (False); None when it is no such number."""
+        forms = numeric_forms(self.source)
+        if len(forms) < 2 or not value:
+            return None
+        item = value.rsplit(",", 1)[-1].strip()
+        plain = set(spans(forms[0], item, numeric=False))
+        rests = [r for r in spans(forms[1], item, numeric=False) if r not in plain]
+        if not rests:
+            return None
+        return any(r[:1].isdigit() for r in rests)
 
     def _phrase_end(self, value: str, where: str) -> set[int]:
         """Closing tokens, where the request's next word starts a new phrase (see :data:`_PHRASE_WORDS`)."""
