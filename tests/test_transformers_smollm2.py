@@ -138,4 +138,4 @@ def test_loading_is_announced_once_with_its_duration() -> None:
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stderr.splitlines() if ln.startswith("agentnb:")]
     assert lines[0] == "agentnb: loading the model SmolLM2-135M-Instruct…"
-    assert lines[1].startswith("agentnb: model loaded in ") and "CPU threads" in lines[1] and len(lines) == 2
+    assert lines[1].startswith("agentnb: model loaded in ") and "CPU thread" in lines[1] and len(lines) == 2

@@ -45,7 +45,11 @@ def local_provider(*, threads: int | None = None, quiet: bool = False, **options
             _LOCAL = TransformersProvider(model, tokenizer, name="local")
             if not quiet:
                 seconds = time.perf_counter() - start
-                print(f"agentnb: model loaded in {seconds:.1f} s ({used} CPU threads)", file=sys.stderr, flush=True)
+                print(
+                    f"agentnb: model loaded in {seconds:.1f} s ({used} CPU thread{'s' if used != 1 else ''})",
+                    file=sys.stderr,
+                    flush=True,
+                )
     if not options:
         return _LOCAL
     return TransformersProvider(_LOCAL.model, _LOCAL.tokenizer, name=options.pop("name", "local"), **options)
