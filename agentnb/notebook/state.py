@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentnb.events import (
+    CallDecision,
     DedupDecision,
     Event,
     ModelRequest,
@@ -91,6 +92,8 @@ class DepthView:
     t_first: float | None = None  # the first streamed text or call fragment
     t_last: float | None = None
     n_deltas: int = 0
+    #: Why the model called a tool or answered (from providers that decide it themselves).
+    decision: CallDecision | None = None
 
     @property
     def done(self) -> bool:
@@ -302,6 +305,10 @@ def _note(s: TraceState, v: DepthView, e: Any) -> None:
     v.notes.append(e)
 
 
+def _decision(s: TraceState, v: DepthView, e: Any) -> None:
+    v.decision = e
+
+
 def _final(s: TraceState, v: DepthView, e: Any) -> None:
     s.answer = v.final = e.text
     s.header_dirty = True
@@ -324,6 +331,7 @@ _FOLD: dict[str, Any] = {
     "direct_output": _note,
     "reasoning_summary": _note,
     "final_answer": _final,
+    "call_decision": _decision,
     "route_switched": _note,
     "constraint_dropped": _note,
 }
