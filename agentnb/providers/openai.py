@@ -23,7 +23,7 @@ import os
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from agentnb.errors import (
     AuthenticationError,
@@ -36,6 +36,13 @@ from agentnb.errors import (
 )
 from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk
+from agentnb.providers.openai_errors import (
+    _cause,
+    _never_connected,
+    _Secret,
+    _server_message,
+    _without_userinfo,
+)
 from agentnb.providers.openai_route import (
     RoutedSending,
     RouteState,
@@ -59,22 +66,6 @@ __all__ = ["OpenAIProvider", "parse_completion", "to_openai"]
 PLACEHOLDER_KEY = "EMPTY"
 #: Converted messages kept per provider (a few runs' worth); the cache empties when full.
 _WIRE_CACHE_SIZE = 4096
-
-
-class _Secret:
-    """Holds the API key so that no repr, ``vars()`` dump or log line can show it."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    def redact(self, text: str) -> str:
-        # Short strings are no secret worth hiding, and replacing them would garble the text.
-        return text.replace(self.value, "***") if len(self.value) >= 8 else text
 
 
 class OpenAIProvider(RoutedSending, Provider):
@@ -430,49 +421,6 @@ def _sdk() -> Any:
     except ImportError:
         raise MissingDependencyError("OpenAIProvider", "openai") from None
     return openai
-
-
-def _server_message(exc: Exception) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
-            return str(inner["message"])
-        if isinstance(inner, str):
-            return inner
-    if isinstance(body, str) and body.strip():
-        return body.strip()
-    return str(getattr(exc, "message", None) or exc)
-
-
-def _never_connected(exc: BaseException) -> bool:
-    """True when ``exc`` (or what caused it) is a failure to connect, not a broken response."""
-    seen: BaseException | None = exc
-    for _ in range(8):
-        if seen is None:
-            return False
-        if type(seen).__name__ in (
-            "ConnectError",
-            "ConnectTimeout",
-            "ConnectionRefusedError",
-            "gaierror",
-            "UnsupportedProtocol",
-        ):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _cause(exc: BaseException) -> str:
-    inner = exc.__cause__ or exc.__context__
-    return f"{type(inner).__name__}: {inner}" if inner is not None else str(exc)
-
-
-def _without_userinfo(url: str) -> str:
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 def _tool_names(request: Request) -> list[str]:
