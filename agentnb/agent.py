@@ -25,12 +25,15 @@ from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished, RunStarted
 from agentnb.loop import LoopConfig, RunState, StepController, run_loop
 from agentnb.messages import Message, SystemMessage, coerce_messages
+from agentnb.output import output_spec
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
 from agentnb.tools import Tool, coerce_tools
 
 #: The one default for the tool-call limit.
 DEFAULT_MAX_TOOL_CALLS = 10
+#: The one default for how often an invalid structured answer goes back to the model.
+DEFAULT_MAX_OUTPUT_RETRIES = 2
 
 T = TypeVar("T")
 Prompt = str | Message | dict[str, Any] | Sequence[Any]
@@ -51,6 +54,12 @@ class Agent:
         stream: ask the provider for incremental output (text deltas as events).
         tool_timeout: default timeout in seconds for tools that set none.
         settings: passed to the provider with every request (e.g. ``temperature``).
+        output_type: the type of the final answer (a pydantic model, dataclass, TypedDict,
+            ``list[...]`` of those, plain type, or JSON Schema dict): the run's
+            ``result.value`` is an instance of it, ``result.output`` keeps the text. See
+            :mod:`agentnb.output`.
+        max_output_retries: how many times an answer that does not validate goes back to the
+            model with the errors before the run ends with ``stop_reason="invalid_output"``.
     """
 
     def __init__(
@@ -64,6 +73,8 @@ class Agent:
         stream: bool = False,
         tool_timeout: float | None = None,
         settings: dict[str, Any] | None = None,
+        output_type: Any = None,
+        max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES,
     ) -> None:
         self.provider = get_provider(provider)
         if not self.provider.supports_native_tools:
@@ -82,6 +93,15 @@ class Agent:
         self.stream_default = stream
         self.tool_timeout = tool_timeout
         self.settings = dict(settings or {})
+        if not isinstance(max_output_retries, int) or max_output_retries < 0:
+            raise UserError(f"max_output_retries must be a whole number >= 0, not {max_output_retries!r}")
+        self.output_spec = output_spec(output_type)
+        self.max_output_retries = max_output_retries
+
+    @property
+    def output_type(self) -> Any:
+        """The type of ``result.value`` (None: runs answer in text only)."""
+        return self.output_spec.output_type if self.output_spec is not None else None
 
     def __repr__(self) -> str:
         return f"Agent({self.provider!r}, tools={list(self.tools)}, max_tool_calls={self.max_tool_calls})"
@@ -103,6 +123,7 @@ class Agent:
         history: RunResult | Sequence[Message] | None = None,
         controller: StepController | None = None,
         stream: bool | None = True,
+        output_type: Any = None,
     ) -> AsyncIterator[Event | RunResult]:
         """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
 
@@ -110,7 +131,9 @@ class Agent:
         (``None`` means the default, True).
         Cancelling the consuming task, a KeyboardInterrupt, or a controller's ``StopRun`` ends
         the run with ``stop_reason="cancelled"``; the transcript keeps every completed step.
+        ``output_type`` overrides the agent's for this run.
         """
+        output = output_spec(output_type) if output_type is not None else self.output_spec
         state = RunState(self.messages_for(prompt, history))
         cfg = LoopConfig(
             self.provider,
@@ -121,6 +144,8 @@ class Agent:
             self.tool_timeout,
             self.settings,
             controller,
+            output,
+            self.max_output_retries,
         )
         start = perf_counter()
         error: BaseException | None = None
@@ -154,6 +179,8 @@ class Agent:
             end.duration,
             message,
             error,
+            state.value,
+            output,
         )
 
     async def arun(
@@ -164,10 +191,12 @@ class Agent:
         on_event: Callable[[Event], Any] | None = None,
         controller: StepController | None = None,
         stream: bool | None = None,
+        output_type: Any = None,
     ) -> RunResult:
         """Run to the end and return the result; ``on_event`` sees every event live."""
         streaming = self.stream_default if stream is None else stream
-        async for item in self.stream(prompt, history=history, controller=controller, stream=streaming):
+        items = self.stream(prompt, history=history, controller=controller, stream=streaming, output_type=output_type)
+        async for item in items:
             if isinstance(item, RunResult):
                 return item
             if on_event is not None:
@@ -182,10 +211,13 @@ class Agent:
         on_event: Callable[[Event], Any] | None = None,
         controller: StepController | None = None,
         stream: bool | None = None,
+        output_type: Any = None,
     ) -> RunResult:
         """Synchronous :meth:`arun`; works inside a running event loop (Jupyter) too."""
         return run_sync(
-            lambda: self.arun(prompt, history=history, on_event=on_event, controller=controller, stream=stream)
+            lambda: self.arun(
+                prompt, history=history, on_event=on_event, controller=controller, stream=stream, output_type=output_type
+            )
         )
 
 

@@ -44,6 +44,7 @@ from agentnb.events import (
     ValidationResult,
 )
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
+from agentnb.output import OutputSpec, output_step
 from agentnb.providers.base import Completion, Provider, Request, TextChunk
 from agentnb.tools import Tool, ToolContext, render_result
 
@@ -79,6 +80,8 @@ class LoopConfig:
     tool_timeout: float | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     controller: StepController | None = None
+    output: OutputSpec | None = None
+    max_output_retries: int = 2
 
 
 @dataclass(slots=True)
@@ -91,6 +94,8 @@ class RunState:
     tool_calls: int = 0
     output: str = ""
     stop_reason: StopReason | None = None
+    value: Any = None
+    output_retries: int = 0
 
 
 @dataclass(slots=True)
@@ -122,6 +127,8 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             all_tools if offer else (),
             choice if offer else "none",
             cfg.settings,
+            None,
+            cfg.output,
         )
         yield ModelRequest(depth, len(request.messages), names if offer else (), request.tool_choice)
         if cfg.controller is not None:
@@ -155,6 +162,19 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             state.messages.extend(pending)
             state.output = completion.text or ""
             state.stop_reason = "limit" if limited else "answer"
+            if cfg.output is not None:  # structured output: validate, maybe ask for a repair
+                verdict, check, repair = output_step(
+                    cfg.output, state.output, depth, cfg.max_output_retries - state.output_retries
+                )
+                yield verdict
+                if repair is not None:
+                    state.output_retries += 1
+                    state.messages.append(repair)
+                    depth += 1
+                    continue
+                state.value = check.value
+                if not check.ok:
+                    state.stop_reason = "invalid_output"
             yield FinalAnswer(depth, state.output)
             return
 
