@@ -22,6 +22,7 @@ import json
 import os
 import weakref
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -34,6 +35,7 @@ from agentnb.errors import (
     ServerError,
     UserError,
 )
+from agentnb.events import OutputMode
 from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
 from agentnb.providers.base import (
     Chunk,
@@ -45,6 +47,7 @@ from agentnb.providers.base import (
     ToolCallChunk,
     parse_arguments,
 )
+from agentnb.output import WRAP_KEY
 
 __all__ = ["OpenAIProvider"]
 
@@ -89,6 +92,11 @@ class OpenAIProvider(Provider):
         settings: defaults for every request (``temperature``, ``max_tokens``, ...); a
             request's own settings win. Keys the SDK does not know go in the JSON body as they
             are (e.g. vLLM's ``top_k``).
+        output_mode: how a run's ``output_type`` is asked for: ``"response_format"`` (a
+            ``json_schema`` response format, strict where the schema allows; the default) or
+            ``"tool"`` (a final-answer tool the model calls with the value). A server that
+            refuses ``response_format`` is switched to ``"tool"`` once, visibly (an
+            :class:`~agentnb.events.OutputMode` event says which, every step).
         client_options: passed to ``openai.AsyncOpenAI`` (``organization``,
             ``default_headers``, ``http_client``, ...).
 
@@ -109,6 +117,7 @@ class OpenAIProvider(Provider):
         timeout: float = 120.0,
         stream_usage: bool = True,
         settings: dict[str, Any] | None = None,
+        output_mode: str = "response_format",
         **client_options: Any,
     ) -> None:
         _sdk()  # fail now, with the extra to install, rather than at the first call
@@ -130,6 +139,10 @@ class OpenAIProvider(Provider):
         self.timeout = timeout
         self.stream_usage = stream_usage
         self.settings = dict(settings or {})
+        if output_mode not in ("response_format", "tool"):
+            raise UserError(f"output_mode must be 'response_format' or 'tool', not {output_mode!r}")
+        self.output_mode = output_mode
+        self._output_note = ""  # why output_mode changed, for the next OutputMode event
         self._client_options = client_options
         self._client: Any = None
         # Messages are immutable and a run's transcript only grows, so each one is converted
@@ -201,6 +214,8 @@ class OpenAIProvider(Provider):
                 kwargs["tool_choice"] = choice
             elif choice != "auto":  # "auto" is the API's default: leaving it out suits more servers
                 kwargs["tool_choice"] = {"type": "function", "function": {"name": choice}}
+        if request.output is not None:
+            structured_output(kwargs, request, self.output_mode)
         settings = {**self.settings, **request.settings} if self.settings else request.settings
         if settings:
             known = _known_params()
@@ -225,10 +240,32 @@ class OpenAIProvider(Provider):
     async def complete(self, request: Request) -> Completion:
         kwargs = self.build_request(request)
         try:
-            response = await self.client.chat.completions.create(**_as_sent(kwargs))
+            try:
+                response = await self.client.chat.completions.create(**_as_sent(kwargs))
+            except _sdk().BadRequestError as exc:
+                if not self._refused_output(request, kwargs, exc):
+                    raise
+                kwargs = self.build_request(request)
+                response = await self.client.chat.completions.create(**_as_sent(kwargs))
         except _sdk().OpenAIError as exc:
             raise self._error(exc) from exc
-        return parse_completion(response)
+        return self._finish_output(request, parse_completion(response))
+
+    def _refused_output(self, request: Request, kwargs: dict[str, Any], exc: Exception) -> bool:
+        """A server that refuses ``response_format`` gets the final-answer tool from now on."""
+        if "response_format" not in kwargs:
+            return False
+        message = _server_message(exc)
+        if not any(word in message.lower() for word in ("response_format", "json_schema", "response format")):
+            return False
+        self.output_mode = "tool"
+        self._output_note = f"the server refused response_format ({message[:120]}); switched to a final-answer tool"
+        return True
+
+    def _finish_output(self, request: Request, completion: Completion) -> Completion:
+        if request.output is None:
+            return completion
+        return final_output(completion, request, self.output_mode, self._output_note)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         kwargs = self.build_request(request)
@@ -240,7 +277,7 @@ class OpenAIProvider(Provider):
         usage = Usage()
         finish: str | None = None
         try:
-            stream = await self._open_stream(kwargs)
+            stream = await self._open_stream(kwargs, request)
             async for chunk in stream:
                 if chunk.usage is not None:
                     usage = _usage(chunk.usage)
@@ -259,13 +296,18 @@ class OpenAIProvider(Provider):
                         yield part
         except _sdk().OpenAIError as exc:
             raise self._error(exc, streaming=True) from exc
-        yield assembler.finish(usage, finish)
+        yield self._finish_output(request, assembler.finish(usage, finish))
 
-    async def _open_stream(self, kwargs: dict[str, Any]) -> Any:
+    async def _open_stream(self, kwargs: dict[str, Any], request: Request | None = None) -> Any:
         sdk = _sdk()
         try:
             return await self.client.chat.completions.create(**_as_sent(kwargs))
         except sdk.BadRequestError as exc:
+            if request is not None and self._refused_output(request, kwargs, exc):
+                options = {k: kwargs[k] for k in ("stream", "stream_options") if k in kwargs}
+                kwargs.clear()
+                kwargs.update(self.build_request(request), **options)
+                return await self._open_stream(kwargs)
             if "stream_options" not in kwargs or "stream_options" not in _server_message(exc):
                 raise
         # This server does not take stream_options: stop asking for usage.
@@ -304,6 +346,52 @@ class OpenAIProvider(Provider):
                 return ProviderError(f"the connection to {where} broke mid-stream: {_cause(exc)}")
             return ProviderError(f"could not connect to {where} ({_cause(exc)}); is the server running?")
         return ProviderError(f"{where}: {message}")
+
+
+# -- structured output --------------------------------------------------------------------
+
+#: The final-answer tool's name (``output_mode="tool"``).
+FINAL_TOOL = "final_result"
+
+
+def structured_output(kwargs: dict[str, Any], request: Request, mode: str) -> None:
+    """Ask for ``request.output`` in ``kwargs``: a json_schema response format, or a final-answer tool."""
+    output = request.output
+    assert output is not None
+    schema = output.strict if output.strict is not None else output.wire_schema
+    if mode == "response_format":
+        spec = {"name": output.api_name, "schema": schema, "strict": output.strict is not None}
+        kwargs["response_format"] = {"type": "json_schema", "json_schema": spec}
+        return
+    what = f"Give your final answer: a {output.name}" + (f" (in {WRAP_KEY!r})" if output.wrapped else "")
+    function: dict[str, Any] = {"name": FINAL_TOOL, "description": what + ".", "parameters": schema}
+    if output.strict is not None:
+        function["strict"] = True
+    kwargs["tools"] = [*kwargs.get("tools", ()), {"type": "function", "function": function}]
+    # The answer must come through the tool: a call is required (the named one when no other
+    # tool is on offer, e.g. at the tool-call limit).
+    if not request.tools or request.tool_choice == "none":
+        kwargs["tool_choice"] = {"type": "function", "function": {"name": FINAL_TOOL}}
+    elif request.tool_choice == "auto":
+        kwargs["tool_choice"] = "required"
+
+
+def final_output(completion: Completion, request: Request, mode: str, note: str = "") -> Completion:
+    """The completion with a final-answer tool call turned into the answer text, and an OutputMode event."""
+    output = request.output
+    assert output is not None
+    strict = "strict" if output.strict is not None else "not strict: the schema has optional or free-form parts"
+    if mode == "response_format":
+        event = OutputMode(0, "response_format", f"json_schema {output.name}, {strict}")
+    else:
+        event = OutputMode(0, "tool", f"{FINAL_TOOL}({output.name}), {strict}" + (f"; {note}" if note else ""))
+    final = [c for c in completion.tool_calls if c.name == FINAL_TOOL]
+    if not final:
+        return replace(completion, events=(*completion.events, event))
+    c = final[0]
+    text = json.dumps(c.arguments, ensure_ascii=False) if c.arguments is not None else (c.raw_arguments or "")
+    # Other calls in the same turn are dropped: the answer ends the run.
+    return replace(completion, text=text, tool_calls=(), finish_reason="stop", events=(*completion.events, event))
 
 
 # -- messages out -------------------------------------------------------------------------
