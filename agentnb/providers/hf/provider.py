@@ -323,8 +323,8 @@ class TransformersProvider(Provider):
             logits = self.cache.feed([token])
 
     def _steering(self, guide: Any, options: GenerationOptions, source: str) -> Steering | None:
-        """Closing and copying for a call (:mod:`agentnb.providers.hf.steer`); None for text."""
-        if guide is None or guide.mode != "call":
+        """Closing and copying for a call or a structured answer (:mod:`agentnb.providers.hf.steer`); None for text."""
+        if guide is None or guide.mode not in ("call", "output"):
             return None
         if self._table is None:
             self._table = TokenTable(self.tokenizer, self.vocab_size)
@@ -339,8 +339,9 @@ class TransformersProvider(Provider):
         if choice not in ("auto", "required", "none"):
             tools = tuple(t for t in tools if t.name == choice)
         compiler = _compiler(self.tokenizer, self.vocab_size, self.eos_ids)
+        output = constraint.output
         if choice == "none" or not tools:
-            return compiler.guide((), "text")
+            return compiler.guide((), "text", output=output)
         if choice != "auto":
             tools = self._narrow(tools, pick, options) if not constraint.parallel else tools
             self.last_decision = Decision("call", None, tools[0].name if len(tools) == 1 else None)
@@ -358,7 +359,8 @@ class TransformersProvider(Provider):
             tools = self._narrow(tools, pick, options) if not constraint.parallel else tools
             picked = tools[0].name if len(tools) == 1 else None
         self.last_decision = Decision(mode, share, picked)
-        return compiler.guide(tools, mode, parallel=constraint.parallel)
+        # "answer" was weighed as prose; with an output schema the answer is its JSON value.
+        return compiler.guide(tools, mode, parallel=constraint.parallel, output=output)
 
     def _narrow(self, tools: Sequence[Any], pick: dict[str, Any] | None, options: GenerationOptions) -> Sequence[Any]:
         """The one tool a single call will use, when UnTooled sent what to rank the tools by."""
