@@ -25,7 +25,6 @@ City(name='Oslo', population=709000)
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from typing import Any
 from agentnb.errors import UserError
 from agentnb.events import OutputValidated
 from agentnb.messages import UserMessage
+from agentnb.schema import inline_refs
 
 #: The key a non-object value is wrapped in where an API needs a JSON object.
 WRAP_KEY = "value"
@@ -224,44 +224,6 @@ def type_name(tp: Any) -> str:
         return tp.__name__
     text = repr(tp).replace("typing.", "")
     return re.sub(r"(?:[\w]+\.)+(\w+)", r"\1", text).replace("<class '", "").replace("'>", "")
-
-
-def inline_refs(schema: dict[str, Any], max_depth: int = 32) -> dict[str, Any]:
-    """``schema`` with local ``$ref`` s replaced by their definitions and titles dropped.
-
-    Weak models and grammar compilers read flat schemas best. A recursive model cannot be
-    flattened: its references are kept, with its ``$defs``.
-    """
-    defs = schema.get("$defs", {})
-    recursive = False
-
-    def walk(node: Any, depth: int, in_props: bool = False) -> Any:
-        nonlocal recursive
-        if isinstance(node, list):
-            return [walk(v, depth) for v in node]
-        if not isinstance(node, dict):
-            return node
-        if in_props:  # keys are property names, not keywords
-            return {k: walk(v, depth) for k, v in node.items()}
-        ref = node.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            target = defs.get(ref.rsplit("/", 1)[1])
-            if target is None or depth >= max_depth:
-                recursive = True
-                return node
-            rest = {k: v for k, v in node.items() if k != "$ref"}
-            return walk({**target, **rest}, depth + 1)
-        out = {}
-        for k, v in node.items():
-            if k in ("$defs", "title"):
-                continue
-            out[k] = walk(v, depth, in_props=k in ("properties", "patternProperties", "$defs"))
-        return out
-
-    flat = walk(copy.deepcopy(schema), 0)
-    if recursive and defs:
-        return {**flat, "$defs": defs}
-    return flat  # type: ignore[no-any-return]
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:

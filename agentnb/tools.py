@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import inspect
 import json
+import sys
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, overload
 
 from agentnb.errors import ToolDefinitionError
 from agentnb.messages import Image
-from agentnb.schema import converter_for, parse_docstring, schema_for
+from agentnb.schema import _json_default, _jsonable, converter_for, parse_docstring, schema_for
 
 if TYPE_CHECKING:
     import jsonschema
@@ -88,6 +90,7 @@ class Tool:
         "defaults",
         "_validator",
         "_converters",
+        "_fills",
     )
 
     def __init__(
@@ -145,6 +148,8 @@ class Tool:
             if isinstance(v, dict) and "default" in v
         }
         self._converters = dict(converters or {})
+        #: Python defaults to pass for omitted arguments (a ``Field(...)`` default is not a value).
+        self._fills: dict[str, Any] = {}
         self.examples = tuple(self._coerce_examples(examples, problems))
         if problems:
             raise ToolDefinitionError(name, problems)
@@ -172,6 +177,7 @@ class Tool:
         props: dict[str, Any] = {}
         required: list[str] = []
         converters: dict[str, Callable[[Any], Any]] = {}
+        fills: dict[str, Any] = {}
         context_param = None
         for p in inspect.signature(fn).parameters.values():
             tp = hints.get(p.name, inspect.Parameter.empty)
@@ -187,13 +193,20 @@ class Tool:
             if tp is inspect.Parameter.empty:
                 problems.append(f"parameter {p.name}: missing type annotation")
                 continue
+            default = p.default
+            field = _pydantic_field(default)
+            if field is not None:  # def f(n: int = Field(5, ge=1, description=...))
+                tp = typing.Annotated[tp, field]
+                default = p.empty if field.is_required() else field.get_default(call_default_factory=True)
+                if default is not p.empty:
+                    fills[p.name] = default
             prop = schema_for(tp, problems, f"parameter {p.name}")
-            if docs.get(p.name):
+            if docs.get(p.name) and "description" not in prop:
                 prop = {**prop, "description": docs[p.name]}
-            if p.default is p.empty:
+            if default is p.empty:
                 required.append(p.name)
-            elif p.default is None or isinstance(p.default, (str, int, float, bool)):
-                prop = {**prop, "default": p.default}
+            elif "default" not in prop and _jsonable(default):
+                prop = {**prop, "default": _json_default(default)}
             props[p.name] = prop
             conv = converter_for(tp)
             if conv is not None:
@@ -205,7 +218,7 @@ class Tool:
         if required:
             schema["required"] = required
         schema["additionalProperties"] = False
-        return cls(
+        made = cls(
             tool_name,
             description if description is not None else summary,
             schema,
@@ -215,6 +228,8 @@ class Tool:
             problems=problems,
             **options,
         )
+        made._fills = fills
+        return made
 
     @classmethod
     def from_openai(cls, spec: Mapping[str, Any], fn: Callable[..., Any] | None = None, **options: Any) -> Tool:
@@ -249,12 +264,23 @@ class Tool:
 
     def validate(self, arguments: Any) -> list[str]:
         """Every way ``arguments`` breaks the schema, as sentences for the model; ``[]`` if valid."""
-        errors = self._validator.iter_errors(arguments)
-        return sorted(_describe(e) for e in errors)
+        errors = sorted(_describe(e) for e in self._validator.iter_errors(arguments))
+        if errors or not self._converters or not isinstance(arguments, Mapping):
+            return errors
+        # Building the Python values can fail too (a pydantic validator): say so before running.
+        for name, convert in self._converters.items():
+            if name in arguments:
+                try:
+                    convert(arguments[name])
+                except Exception as exc:
+                    errors.extend(_conversion_errors(name, exc))
+        return errors
 
     def prepare(self, arguments: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """Validated JSON arguments -> the keyword arguments the function takes."""
         kwargs = {k: self._converters[k](v) if k in self._converters else v for k, v in arguments.items()}
+        for name, value in self._fills.items():
+            kwargs.setdefault(name, value)
         if self.context_param:
             kwargs[self.context_param] = ctx
         return kwargs
@@ -275,11 +301,35 @@ class Tool:
         return f"Tool({self.name!r})"
 
 
+def _pydantic_field(default: Any) -> Any:
+    """``default`` when it is a pydantic ``Field(...)`` (pydantic is not imported to find out)."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(default, pydantic.fields.FieldInfo):
+        return default
+    return None
+
+
+def _conversion_errors(name: str, exc: Exception) -> list[str]:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):  # a pydantic ValidationError: one line per problem
+        try:
+            return [f"{'.'.join(str(p) for p in (name, *e['loc']))}: {e['msg']}" for e in errors()]
+        except Exception:
+            pass
+    return [f"{name}: {exc}"]
+
+
 def _empty_object() -> dict[str, Any]:
     return {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
+    if error.context and error.validator in ("anyOf", "oneOf"):
+        # "not valid under any of the given schemas" tells the model nothing: name the closest
+        # branch's problem (an Optional[Model] with one bad field says which field).
+        near = [c for c in error.context if c.validator != "type"]  # "not null" says nothing either
+        if near:
+            error = max(near, key=lambda c: len(c.absolute_path))
     path = ".".join(str(p) for p in error.absolute_path)
     return f"{path}: {error.message}" if path else error.message
 
