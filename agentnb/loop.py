@@ -296,7 +296,7 @@ async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threa
             value = await (asyncio.wait_for(work, timeout) if timeout else work)
         else:
             value = fn(**kwargs)
-        p.result = render_result(value)
+        p.result = render_result(value, ctx)
     except asyncio.TimeoutError:
         p.error = f"timed out after {timeout:g} s"
         p.result = f"Error: {tool.name} did not finish within {timeout:g} seconds."

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from agentnb.errors import ToolDefinitionError
 from agentnb.messages import Image
+from agentnb.rendering import render_value
 from agentnb.schema import _json_default, _jsonable, converter_for, parse_docstring, schema_for
 
 if TYPE_CHECKING:
@@ -334,16 +335,13 @@ def _describe(error: jsonschema.ValidationError) -> str:
     return f"{path}: {error.message}" if path else error.message
 
 
-def render_result(value: Any) -> str:
-    """A tool's return value as the text the model reads."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "(no output)"
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (TypeError, ValueError):
-        return repr(value)
+def render_result(value: Any, ctx: ToolContext | None = None) -> str:
+    """A tool's return value as the text the model reads (see :mod:`agentnb.rendering`).
+
+    Images, PIL images and matplotlib figures are attached to ``ctx`` for the model to see;
+    numpy values become numbers, arrays and DataFrames a bounded table.
+    """
+    return render_value(value, ctx)
 
 
 @overload
