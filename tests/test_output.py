@@ -246,3 +246,42 @@ def test_native_repair_round_trip(wire, provider) -> None:  # type: ignore[no-un
     sent = wire.bodies[1]["messages"]
     assert sent[-1]["role"] == "user" and "not a valid Item" in sent[-1]["content"]
     assert wire.bodies[0]["response_format"]["json_schema"]["strict"] is False
+
+
+# -- what the printer and the trace widget show ----------------------------------------------
+
+
+def test_printer_and_widget_show_the_value_and_the_validation() -> None:
+    import io
+
+    from agentnb.printer import TextPrinter
+
+    pytest.importorskip("ipywidgets")
+    from agentnb.notebook.trace import TraceWidget
+
+    model = ScriptedProvider(['{"name": "Oslo"}', '{"name": "Oslo", "population": 709000}'])
+    out = io.StringIO()
+    result = Agent(model, output_type=City).run("go", on_event=TextPrinter(out))
+    text = out.getvalue()
+    assert "answer is not a valid City (sent back to the model): population: Field required" in text
+    assert 'answer is a valid City: {"name": "Oslo", "population": 709000}' in text
+    widget = TraceWidget.replay(result)
+    html = widget.body_html
+    assert "✗ not a valid City" in html and "sent back to the model to repair" in html
+    assert "✓ valid City" in html and "<th>population</th><td>709000</td>" in html
+    answer = widget.answer_output.outputs[0]["data"]
+    assert "<th>name</th><td>Oslo</td>" in answer["text/html"]
+    failed = Agent(ScriptedProvider(["x"]), output_type=int, max_output_retries=0).run("go")
+    widget = TraceWidget.replay(failed)
+    assert "invalid output" in widget.header_html and "no retries left" in widget.body_html
+
+
+def test_widget_shows_a_list_value_as_a_table_and_the_output_mode(wire, provider) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("ipywidgets")
+    from agentnb.notebook.trace import TraceWidget
+
+    wire.script(w.text('{"value": [{"name": "A", "population": 1}, {"name": "B", "population": 2}]}'))
+    result = Agent(provider, output_type=list[City]).run("two cities")
+    html = TraceWidget.replay(result).body_html
+    assert "<th>name</th><th>population</th>" in html and "<td>B</td><td>2</td>" in html
+    assert "structured output via <b>response_format</b>" in html

@@ -59,6 +59,9 @@ class DepthView:
     calls: dict[str, CallView] = field(default_factory=dict)
     notes: list[Event] = field(default_factory=list)
     final: str | None = None
+    #: The structured answer's check (``output_type`` runs), and how the provider asked for it.
+    output: Any = None
+    output_mode: Any = None
 
     @property
     def done(self) -> bool:
@@ -78,6 +81,8 @@ class TraceState:
     tool_calls: int = 0
     usage: Usage = Usage()
     answer: str | None = None
+    #: The last valid structured answer, as JSON text (``output_type`` runs).
+    value: str | None = None
     events: list[Event] = field(default_factory=list)
     dirty: set[int] = field(default_factory=set)
     header_dirty: bool = True
@@ -190,6 +195,16 @@ def _note(s: TraceState, v: DepthView, e: Any) -> None:
     v.notes.append(e)
 
 
+def _output(s: TraceState, v: DepthView, e: Any) -> None:
+    v.output = e
+    if e.ok:
+        s.value = e.value
+
+
+def _output_mode(s: TraceState, v: DepthView, e: Any) -> None:
+    v.output_mode = e
+
+
 def _final(s: TraceState, v: DepthView, e: Any) -> None:
     s.answer = v.final = e.text
     s.header_dirty = True
@@ -211,4 +226,6 @@ _FOLD: dict[str, Any] = {
     "limit_reached": _note,
     "direct_output": _note,
     "final_answer": _final,
+    "output_validation": _output,
+    "output_mode": _output_mode,
 }

@@ -31,7 +31,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from agentnb.events import Event
-from agentnb.notebook.render import STYLE, Section, depth_html, depth_title, header_html, section_html
+from agentnb.notebook.render import STYLE, Section, depth_html, depth_title, header_html, section_html, value_table
 from agentnb.notebook.state import TraceState
 from agentnb.notebook.text import summary_line, trace_text
 from agentnb.result import RunResult
@@ -263,13 +263,13 @@ class TraceWidget(widgets.VBox):
             self._answer_label.value = '<div class="anb"><span class="anb-ok">Final answer</span></div>'
             answer_box = self.children[2]
             answer_box.layout.border_left = "3px solid #1a7f37"
-            self.answer_output.outputs = (
-                {
-                    "output_type": "display_data",
-                    "data": {"text/markdown": s.answer, "text/plain": s.answer},
-                    "metadata": {},
-                },
+            # A structured answer (output_type) shows as its value's table, not as Markdown.
+            data = (
+                {"text/html": STYLE + '<div class="anb">' + value_table(s.value) + "</div>", "text/plain": s.answer}
+                if s.value is not None
+                else {"text/markdown": s.answer, "text/plain": s.answer}
             )
+            self.answer_output.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
         s.clean()
 
     def _is_open(self, depth: int, current: int | None = None) -> bool:
