@@ -285,3 +285,30 @@ def test_widget_shows_a_list_value_as_a_table_and_the_output_mode(wire, provider
     html = TraceWidget.replay(result).body_html
     assert "<th>name</th><th>population</th>" in html and "<td>B</td><td>2</td>" in html
     assert "structured output via <b>response_format</b>" in html
+
+
+# -- the magics ------------------------------------------------------------------------------
+
+
+def test_magic_output_type_names_a_notebook_variable() -> None:
+    from IPython.core.error import UsageError
+    from IPython.testing import globalipapp
+
+    globalipapp.start_ipython()
+    shell = globalipapp.get_ipython()
+    shell.run_line_magic("load_ext", "agentnb")
+    saved = dict(shell.user_ns)
+    try:
+        model = ScriptedProvider(['{"name": "Oslo", "population": 709000}'])
+        shell.user_ns.update({"model": model, "City": City})
+        shell.run_line_magic("agent", "-p model -q --new --output-type City Oslo has 709000 people.")
+        result = shell.user_ns["_agent_result"]
+        assert result.value == City("Oslo", 709000)
+        assert model.requests[0].output is not None and model.requests[0].output.name == "City"
+        with pytest.raises(UsageError, match="--output-type Nope: no variable of that name"):
+            shell.run_line_magic("agent", "-p model -q --output-type Nope hi")
+        with pytest.raises(UsageError, match="needs a Python variable name"):
+            shell.run_line_magic("agent", "-p model -q --output-type list[City] hi")
+    finally:
+        shell.user_ns.clear()
+        shell.user_ns.update(saved)

@@ -38,6 +38,7 @@ class MagicOptions:
     quiet: bool | None = None
     out: str | None = None
     new: bool | None = None
+    output_type: str | None = None
 
     def merged_over(self, defaults: MagicOptions) -> MagicOptions:
         """These options, with unset ones taken from ``defaults``."""
@@ -74,11 +75,12 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--out": ("out", "str"),
     "-o": ("out", "str"),
     "--new": ("new", True),
+    "--output-type": ("output_type", "str"),
 }
 
 USAGE = (
     "options: -p/--provider SPEC|VAR, -m/--model NAME, --base-url URL, -t/--tools a,b|none, "
-    "-n/--max-tool-calls N, -s/--system TEXT, --stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new"
+    "-n/--max-tool-calls N, -s/--system TEXT, --stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new, --output-type VAR"
 )
 
 _TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
@@ -112,9 +114,10 @@ def parse_line(line: str) -> tuple[MagicOptions, str]:
                 raise UserError(f"{name} needs a value; {USAGE}")
             raw, rest = m.group(1), rest[m.end() :]
         values[field] = _convert(name, kind, _unquote(raw))
-    out = values.get("out")
-    if out is not None and not out.isidentifier():
-        raise UserError(f"--out needs a Python variable name, not {out!r}")
+    for option in ("out", "output_type"):
+        name = values.get(option)
+        if name is not None and not name.isidentifier():
+            raise UserError(f"--{option.replace('_', '-')} needs a Python variable name, not {name!r}")
     return MagicOptions(**values), rest.strip()
 
 

@@ -86,6 +86,8 @@ class AgentMagics(Magics):
           -q/--quiet               show nothing
           -o/--out VAR             also store the RunResult in VAR (it is always in _agent_result)
           --new                    start a new conversation (also: %agent_reset)
+          --output-type VAR        the answer's type (a pydantic model, dataclass... in VAR):
+                                   the typed value is _agent_result.value
 
         ``{name}`` in the prompt is replaced by the notebook variable (``{{`` for a brace).
         """
@@ -176,6 +178,10 @@ class AgentMagics(Magics):
         kwargs: dict[str, Any] = {"system": system, "stream": bool(opts.stream)}
         if opts.max_tool_calls is not None:
             kwargs["max_tool_calls"] = opts.max_tool_calls
+        if opts.output_type is not None:
+            if opts.output_type not in ns:
+                raise UserError(f"--output-type {opts.output_type}: no variable of that name in the notebook")
+            kwargs["output_type"] = ns[opts.output_type]
         tools = self._tools(opts.tools)  # checked before a (possibly slow) provider is built
         provider = self._provider(opts)
         agent = Agent(provider, tools, **kwargs)
