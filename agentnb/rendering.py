@@ -39,9 +39,9 @@ def render_value(value: Any, ctx: Any = None) -> str:
     image = as_image(value)
     if image is not None:
         if ctx is None:
-            return f"(an image, {image.mime}, {len(image.data):,} bytes: not shown, no context to attach it)"
+            return f"(an image, {image.mime}, {len(image.data)} bytes: not shown, no context to attach it)"
         ctx.images.append(image)
-        return f"Image attached ({image.mime}, {len(image.data):,} bytes): it is shown to you after this result."
+        return f"Image attached ({image.mime}, {len(image.data)} bytes): it is shown to you after this result."
     if isinstance(value, (bytes, bytearray, memoryview)):
         return f"(binary data: {len(value):,} bytes, not shown)"
     module = _module(value)

@@ -25,6 +25,7 @@ EXPECTED = [
     "05_deduplication",
     "06_debugger",
     "07_magics_reference",
+    "08_structured_output",
 ]
 TEST_COMMAND = (
     ".venv/bin/pytest --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-timeout 300"
