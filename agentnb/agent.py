@@ -216,7 +216,12 @@ class Agent:
         """Synchronous :meth:`arun`; works inside a running event loop (Jupyter) too."""
         return run_sync(
             lambda: self.arun(
-                prompt, history=history, on_event=on_event, controller=controller, stream=stream, output_type=output_type
+                prompt,
+                history=history,
+                on_event=on_event,
+                controller=controller,
+                stream=stream,
+                output_type=output_type,
             )
         )
 

@@ -39,8 +39,29 @@ from agentnb.schema import inline_refs
 WRAP_KEY = "value"
 #: Keywords OpenAI's strict structured outputs accept (anything else: not strict).
 _STRICT_KEYS = frozenset(
-    "type properties required additionalProperties items enum const anyOf description title $defs $ref "
-    "minimum maximum exclusiveMinimum exclusiveMaximum multipleOf pattern format minItems maxItems".split()
+    [
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "anyOf",
+        "description",
+        "title",
+        "$defs",
+        "$ref",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "pattern",
+        "format",
+        "minItems",
+        "maxItems",
+    ]
 )
 _FENCE = re.compile(r"^```[\w-]*[ \t]*\n?(.*?)(?:```)?\s*$", re.S)
 
@@ -179,9 +200,9 @@ class OutputSpec:
         if self._adapter is not None:
             return self._adapter.dump_python(value, mode="json")
         if self._convert is not None:
-            import dataclasses
+            from agentnb.rendering import render_value
 
-            return json.loads(json.dumps(value, default=lambda v: dataclasses.asdict(v) if dataclasses.is_dataclass(v) else str(v)))
+            return json.loads(render_value(value))  # dataclasses, enums... as JSON data
         return value
 
 

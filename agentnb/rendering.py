@@ -16,6 +16,7 @@ are recognised by their type's module and duck-typed.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import io
 import json
 from typing import Any
@@ -93,6 +94,8 @@ def _json_default(value: Any) -> Any:
         return dataclasses.asdict(value)
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
+    if isinstance(value, enum.Enum):
+        return value.value
     return str(value)
 
 
@@ -142,8 +145,12 @@ def _array_text(value: Any) -> str:
         return f"{title}:\n[{', '.join(shown)}{more}]"
     if value.ndim == 2:
         head = value[:MAX_ROWS, :MAX_COLUMNS].tolist()
-        table = markdown_table(["", *(str(j) for j in range(len(head[0]) if head else 0))], [[i, *r] for i, r in enumerate(head)])
-        note = "" if value.shape[0] <= MAX_ROWS and value.shape[1] <= MAX_COLUMNS else "\n(first rows and columns shown)"
+        table = markdown_table(
+            ["", *(str(j) for j in range(len(head[0]) if head else 0))], [[i, *r] for i, r in enumerate(head)]
+        )
+        note = (
+            "" if value.shape[0] <= MAX_ROWS and value.shape[1] <= MAX_COLUMNS else "\n(first rows and columns shown)"
+        )
         return f"{title}:\n{table}{note}"
     flat = value.reshape(-1)[:MAX_ROWS].tolist()
     return f"{title}; first values: {', '.join(_cell(v) for v in flat)} …"

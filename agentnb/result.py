@@ -91,7 +91,8 @@ class RunResult:
             from agentnb.output import output_spec
 
             spec = output_spec(output_type)
-            value = spec.validate(value).value if value is not None else None
+            if spec is not None and value is not None:
+                value = spec.validate(value).value
         return cls(
             output=d["output"],
             messages=tuple(message_from_dict(m) for m in d["messages"]),

@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import sys
 import typing
 from collections.abc import Callable, Iterable, Mapping

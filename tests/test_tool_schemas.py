@@ -125,8 +125,7 @@ def test_schemas_match_the_snapshots() -> None:
 def _properties(schema: object):  # type: ignore[no-untyped-def]
     """Every (property schema) anywhere in a schema."""
     if isinstance(schema, dict):
-        for prop in (schema.get("properties") or {}).values():
-            yield prop
+        yield from (schema.get("properties") or {}).values()
         for v in schema.values():
             yield from _properties(v)
     elif isinstance(schema, list):

@@ -37,6 +37,7 @@ from agentnb.errors import (
 )
 from agentnb.events import OutputMode
 from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
+from agentnb.output import WRAP_KEY
 from agentnb.providers.base import (
     Chunk,
     Completion,
@@ -47,7 +48,6 @@ from agentnb.providers.base import (
     ToolCallChunk,
     parse_arguments,
 )
-from agentnb.output import WRAP_KEY
 
 __all__ = ["OpenAIProvider"]
 

@@ -43,7 +43,7 @@ from string import Template
 from typing import Any
 
 from agentnb.events import OutputMode
-from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolMessage, UserMessage
+from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentnb.providers.base import (
     Chunk,
     Completion,
@@ -219,6 +219,7 @@ class UnTooled(Provider):
             "schema": render_parameters(schema),
             "fields": self.template.fill("output_fields", fields=fields) if fields else "",
         }
+
     def render(self, request: Request) -> list[Message]:
         """The conversation as plain system/user/assistant turns, for a text-only model."""
         t = self.template
@@ -332,12 +333,17 @@ class UnTooled(Provider):
         text = result.text if result.text is not None else "".join(pieces)
         events = result.events
         if request.output is not None:
-            how = ("grammar", "decoded under the schema's grammar") if inner.constraint else ("prompt", "schema in the prompt")
+            how = (
+                ("grammar", "decoded under the schema's grammar")
+                if inner.constraint
+                else ("prompt", "schema in the prompt")
+            )
             events = (*events, OutputMode(0, how[0], f"{request.output.name}: {how[1]}"))
         if not offered:
             yield Completion(text or None, (), result.usage, result.finish_reason, events)
             return
         choice = request.tool_choice
+        calls: tuple[ToolCall, ...]
         if request.output is not None and not _looks_like_call(text, offered):
             prose, calls = text.strip() or None, ()  # the answer: a JSON value, checked by the loop
         else:
