@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished, RunStarted
-from agentnb.loop import LoopConfig, RunState, StepController, run_loop
-from agentnb.messages import Message, SystemMessage, coerce_messages
+from agentnb.loop import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, run_loop
+from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
 from agentnb.output import output_spec
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
@@ -149,7 +149,7 @@ class Agent:
         )
         start = perf_counter()
         error: BaseException | None = None
-        first = RunStarted(0, self.provider.name, tuple(self.tools), self.max_tool_calls, len(state.messages))
+        first = _run_started(self, state.messages, history)
         state.events.append(first)
         yield first
         try:
@@ -158,6 +158,8 @@ class Agent:
                 yield event
         except (asyncio.CancelledError, KeyboardInterrupt, StopRun):
             state.stop_reason = "cancelled"
+            # Calls of an unfinished step are dropped with it: count only the kept ones.
+            state.tool_calls = state.kept_tool_calls
         except UserError:
             raise
         except Exception as exc:  # provider failures end the run but keep the transcript
@@ -224,6 +226,19 @@ class Agent:
                 output_type=output_type,
             )
         )
+
+
+def _run_started(agent: Agent, messages: list[Message], history: RunResult | Sequence[Message] | None) -> RunStarted:
+    """The first event: what is asked, of which model, in which turn of a conversation."""
+    p = agent.provider
+    inner = getattr(p, "inner", None)
+    backend = type(p).__name__ + (f" over {type(inner).__name__}" if isinstance(inner, Provider) else "")
+    system = next((m.content for m in messages if isinstance(m, SystemMessage)), None)
+    earlier = len(list(history.messages if isinstance(history, RunResult) else history)) if history is not None else 0
+    turn = 1 + sum(1 for m in messages[:earlier] if isinstance(m, UserMessage) and m.content != ATTACHMENT_NOTE)
+    prompt = next((m.content for m in reversed(messages[earlier:]) if isinstance(m, UserMessage)), None)
+    n = len(messages)
+    return RunStarted(0, p.name, tuple(agent.tools), agent.max_tool_calls, n, prompt, system, backend, turn)
 
 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:

@@ -19,7 +19,16 @@ class AgentnbError(Exception):
 
 
 class UserError(AgentnbError):
-    """A usage mistake by the programmer; the message says how to fix it."""
+    r"""A usage mistake by the programmer; the message says how to fix it.
+
+    IPython shows it as one line (no traceback through agentnb's frames), like a UsageError:
+
+    >>> UserError("no such tool 'x'\n  - try 'y'")._render_traceback_()
+    ["\x1b[0;31mUserError\x1b[0m: no such tool 'x' - try 'y'"]
+    """
+
+    def _render_traceback_(self) -> list[str]:  # IPython's hook for how an exception is shown
+        return [f"\x1b[0;31m{type(self).__name__}\x1b[0m: {' '.join(str(self).split())}"]
 
 
 class ToolDefinitionError(UserError):

@@ -38,6 +38,10 @@ class RunStarted(_EventBase):
     tools: tuple[str, ...]
     max_tool_calls: int
     n_messages: int
+    prompt: str | None = None  # the new prompt's text, after any {var} interpolation
+    system: str | None = None
+    backend: str | None = None  # the provider's class, e.g. "UnTooled over TransformersProvider"
+    turn: int = 1  # 2 and up: the run continues an earlier conversation
     kind: Literal["run_started"] = "run_started"
 
 

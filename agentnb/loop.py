@@ -92,6 +92,7 @@ class RunState:
     events: list[Event] = field(default_factory=list)
     usage: Usage = Usage()
     tool_calls: int = 0
+    kept_tool_calls: int = 0  # the tool calls whose messages are in ``messages``
     output: str = ""
     stop_reason: StopReason | None = None
     value: Any = None
@@ -259,6 +260,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         if images:
             messages.append(UserMessage(ATTACHMENT_NOTE, tuple(images)))
         state.messages.extend(messages)  # the step is complete: commit it
+        state.kept_tool_calls = state.tool_calls
 
         if direct:
             state.output = "\n\n".join(p.result for p in direct)

@@ -42,6 +42,16 @@ def format_arguments(arguments: Any) -> str:
     return ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in arguments.items())
 
 
+def plural(n: int, noun: str) -> str:
+    """``1 message``, ``2 messages``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def millis(seconds: float) -> str:
+    """``<0.1 ms``, ``3.2 ms``."""
+    return "<0.1 ms" if seconds < 0.0001 else f"{seconds * 1000:.1f} ms"
+
+
 def shorten(text: str, width: int = 200) -> str:
     """One line, at most ``width`` characters."""
     flat = " ".join(text.split())
@@ -55,10 +65,10 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
         case RunStarted(provider=p, tools=t, max_tool_calls=m):
             return f"run started: model {p}, tools {', '.join(t) or '(none)'}, max {m} tool calls"
         case ModelRequest(n_messages=n, tools=t, tool_choice=c):
-            offer = f"{len(t)} tools, choice {c}" if t else "no tools"
-            return f"{d} ask model ({n} messages, {offer})"
+            offer = f"{plural(len(t), 'tool')}, choice {c}" if t else "no tools"
+            return f"{d} ask model ({plural(n, 'message')}, {offer})"
         case ModelResponse(tool_calls=calls, usage=u, duration=s):
-            what = f"{len(calls)} tool call(s)" if calls else "text"
+            what = plural(len(calls), "tool call") if calls else "text"
             tokens = f", {u.input_tokens}+{u.output_tokens} tokens" if u.total_tokens else ""
             return f"{d} model replied with {what} in {s:.2f}s{tokens}"
         case ToolCallRequested(name=n, arguments=a):
@@ -75,7 +85,7 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} run {n}({format_arguments(a)})"
         case ToolFinished(name=n, result=r, error=e, duration=s):
             status = f"failed: {e}" if e else f"-> {shorten(r, width)}"
-            return f"{d} {n} {status} ({s * 1000:.1f} ms)"
+            return f"{d} {n} {status} ({millis(s)})"
         case AttachmentAdded(name=n, image=img):
             return f"{d} {n} attached an image ({img.mime}, {len(img.data)} bytes)"
         case LimitReached(max_tool_calls=m):
@@ -93,7 +103,7 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} answer is a valid {n}: {shorten(v or '', width)}"
         case RunFinished(stop_reason=r, tool_calls=n, usage=u, duration=s, error=e):
             tail = f", error: {e}" if e else ""
-            return f"run finished: {r}, {n} tool call(s), {u.total_tokens} tokens, {s:.2f}s{tail}"
+            return f"run finished: {r}, {plural(n, 'tool call')}, {plural(u.total_tokens, 'token')}, {s:.2f}s{tail}"
         case _:
             return None
 

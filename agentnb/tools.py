@@ -298,7 +298,28 @@ class Tool:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"Tool({self.name!r})"
+        """The signature (JSON Schema types, defaults) and the description's first line.
+
+        >>> Tool("add", "Add two integers.\\n\\nMore.", {"type": "object", "properties": {
+        ...     "a": {"type": "integer"}, "b": {"type": "integer", "default": 1}}, "required": ["a"]})
+        <Tool add(a: integer, b: integer = 1): Add two integers.>
+        """
+        props = self.parameters.get("properties") or {}
+        required = set(self.parameters.get("required") or ())
+        params = []
+        for name, spec in props.items():
+            kind = spec.get("type", "any") if isinstance(spec, dict) else "any"
+            kind = "|".join(kind) if isinstance(kind, list) else kind
+            if isinstance(spec, dict) and "enum" in spec:
+                kind = "|".join(repr(v) for v in spec["enum"])
+            param = f"{name}: {kind}"
+            if name not in required:
+                has = isinstance(spec, dict) and "default" in spec
+                param += f" = {spec['default']!r}" if has else " = ..."
+            params.append(param)
+        line = (self.description or "").strip().splitlines()[0] if (self.description or "").strip() else ""
+        line = line if len(line) <= 80 else line[:79] + "…"
+        return f"<Tool {self.name}({', '.join(params)})" + (f": {line}>" if line else ">")
 
 
 def _pydantic_field(default: Any) -> Any:

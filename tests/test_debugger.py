@@ -212,7 +212,13 @@ def test_buttons_drive_the_debugger_and_show_problems() -> None:
         assert not view.step_button.disabled and view.skip_button.disabled and view.edit_button.disabled
         assert "paused before the model call at depth 0" in view.message.value
         assert dbg.trace.status == "paused" and "paused" in dbg.trace.header_html
+        # Paused before the first model call: it is not made (nor counted) yet.
+        assert "model calls <b>0</b>" in dbg.trace.header_html
+        assert "paused before this model call" in dbg.trace.section_html(0)
+        assert "waiting for the model" not in dbg.trace.section_html(0)
+        assert dbg.trace.sections[0].title == "Depth 0 · paused before the model call"
         view.step_button.click()
+        assert "model calls <b>1</b>" in dbg.trace.header_html
         await dbg.next_pause()
         assert not view.skip_button.disabled and not view.edit_button.disabled
         view.edit_button.click()
@@ -220,7 +226,8 @@ def test_buttons_drive_the_debugger_and_show_problems() -> None:
         assert view.editor.value == '{\n  "a": 2,\n  "b": 3\n}'
         view.editor.value = '{"a": 2, "b": "x"}'
         view.apply_button.click()
-        shown = [view.message.value]
+        shown = [view.message.value, view.problem.value]
+        assert "paused before this tool call" in dbg.trace.section_html(0)
         assert dbg.state == "paused"
         view.editor.value = '{"a": 2, "b": 5}'
         view.apply_button.click()
@@ -232,13 +239,24 @@ def test_buttons_drive_the_debugger_and_show_problems() -> None:
         return dbg, result, shown
 
     dbg, _result, shown = drive(main)
-    assert "invalid arguments for add: b: &#x27;x&#x27; is not of type &#x27;integer&#x27;" in shown[0]
-    assert "arguments edited in the debugger" in shown[1]
+    # The problem stands beside the "paused before..." line, which stays.
+    assert "paused before tool call add(a=2, b=3) at depth 0" in shown[0]
+    assert "invalid arguments for add: b: &#x27;x&#x27; is not of type &#x27;integer&#x27;" in shown[1]
+    # Original -> edited, both shown.
+    section = shown[2]
+    assert "arguments edited in the debugger" in section
+    old, new = section.index('class="anb-old"'), section.index("→ run with")
+    assert old < new and "&quot;b&quot;: 3" in section[old:new] and "&quot;b&quot;: 5" in section[new:]
     assert CALLS == [(2, 5)]
     view = dbg.view
-    assert all(b.disabled for b in (view.step_button, view.continue_button, view.skip_button, view.stop_button))
+    # After the run: a one-line summary instead of greyed-out buttons.
+    assert view.bar.layout.display == "none" and view.summary.layout.display is None
+    assert "run ended: <b>answer</b> · 1 tool call · 3 pauses · 1 edit · 0 skips" in view.summary.value
     assert dbg.trace.status == "answer"
-    assert "tool call(s)" in dbg.view._repr_mimebundle_()["text/plain"]
+    data, meta = dbg.view._repr_mimebundle_()
+    assert "1 tool call" in data["text/plain"]
+    assert "run ended" in meta["agentnb"]["html"] and "Depth 1" in meta["agentnb"]["html"]
+    assert "Save transcript" in dbg.trace._save.value
     assert repr(dbg) == "Debugger(state='finished')"
 
 
@@ -256,5 +274,8 @@ def test_skip_button_shows_the_decision_in_the_trace() -> None:
 
     dbg = drive(main)
     assert "skipped by the debugger" in dbg.trace.section_html(0)
-    assert dbg.trace.sections[0].title == "Depth 0 · add ⤼"
+    assert dbg.trace.sections[0].title.startswith("Depth 0 · add ⤼ · ")
     assert dbg.trace.status == "cancelled"
+    # Stopped while paused before the model call at depth 1: shown stopped, not "asking".
+    assert dbg.trace.sections[1].title == "Depth 1 · stopped"
+    assert "stopped before the model replied" in dbg.trace.section_html(1)

@@ -215,6 +215,27 @@ def test_mistakes_are_one_usage_error_line(ip: Any, line: str, cell: str | None,
     assert "_agent_result" not in ip.user_ns or ip.user_ns["_agent_result"].output != "unused"
 
 
+def test_tool_choice_forces_a_call(ip: Any) -> None:
+    model = scripted(ip, call("shout", text="hey"), "HEY")
+    ip.run_line_magic("agent", "-p model -q --new --tool-choice shout say hey")
+    assert model.requests[0].tool_choice == "shout"
+    assert ip.user_ns["_agent_result"].tool_calls == 1
+    ip.run_line_magic("agent_config", "-c required")
+    assert magics(ip).defaults.tool_choice == "required"
+    with pytest.raises(UsageError, match="tool_choice 'nope' is not 'auto'"):
+        ip.run_line_magic("agent", "-p model -q --tool-choice nope hi")
+
+
+def test_a_bad_tool_definition_is_one_line(ip: Any, capsys: Any) -> None:
+    result = ip.run_cell("from agentnb import tool\n@tool\ndef broken(x) -> str:\n    return 'no docstring, no type'\n")
+    assert result.error_in_exec is not None
+    err = capsys.readouterr()
+    shown = (err.out + err.err).strip()
+    assert "Traceback" not in shown and "File " not in shown
+    (line,) = [ln for ln in shown.splitlines() if ln.strip()]
+    assert "ToolDefinitionError" in line and "invalid tool 'broken'" in line
+
+
 def test_a_mistake_in_a_cell_shows_no_traceback(ip: Any, capsys: Any) -> None:
     result = ip.run_cell("%agent -p model --tools nope hi")
     assert isinstance(result.error_in_exec, UsageError)
@@ -256,6 +277,10 @@ def test_widget_mode_shows_a_trace_widget(ip: Any, monkeypatch: Any) -> None:
     (widget,) = shown
     assert widget.status == "answer" and widget.answer == "HI"
     assert widget.stop_button.disabled
+    assert "Save transcript" in widget._save.value  # the magic hands the result over
+    ip.run_line_magic("agent", "-p model again")  # a follow-up: turn 2, the first turn listed
+    assert len(shown) == 2 and "turn <b>2</b>" in shown[1].header_html
+    assert "Earlier turns (1)" in shown[1]._context.value and "shout hi" in shown[1]._context.value
 
 
 def test_run_async_is_what_a_kernel_awaits(ip: Any) -> None:

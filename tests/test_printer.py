@@ -34,7 +34,7 @@ def test_printer_transcript() -> None:
     lines = [line for line in out.getvalue().splitlines() if "ms)" not in line and " in 0." not in line]
     assert lines == [
         "run started: model scripted, tools add, pic, max 5 tool calls",
-        "  [0] ask model (1 messages, 2 tools, choice auto)",
+        "  [0] ask model (1 message, 2 tools, choice auto)",
         "  [0] call add(a=1, b=2)",
         "  [0] call add(b=2, a=1)",
         f"  [0] repeat call {lines[4].split()[3]} not run, earlier result given",
@@ -51,5 +51,5 @@ def test_printer_transcript() -> None:
         "  [2] ask model (9 messages, no tools)",
         "  [2] model: Three it is.",
         "answer: Three it is.",
-        "run finished: limit, 5 tool call(s), 0 tokens, " + lines[-1].rsplit(", ", 1)[1],
+        "run finished: limit, 5 tool calls, 0 tokens, " + lines[-1].rsplit(", ", 1)[1],
     ]

@@ -111,10 +111,10 @@ def test_every_event_kind_is_shown() -> None:
     assert "failed" in html[2] and "ValueError: kaboom" in html[2]
     assert 'src="data:image/png;base64,' in html[2]  # attached image inline
     assert "executed again (allow_repeat)" in html[3]
-    assert re.search(r"result</span> <span class=\"anb-m\">in [\d.]+ (ms|s)", html[2])  # durations
-    assert "Final answer" in html[4]
-    assert w.sections[1].title == "Depth 1 · add ↺, nope ✗, add ✗"
-    assert w.sections[2].title == "Depth 2 · essay ✓, boom ✗, snapshot ✓"
+    assert re.search(r"result</span> <span class=\"anb-m\">in (&lt;)?[\d.]+ (ms|s)", html[2])  # durations
+    assert "the final answer, below" in html[4] and "done" not in html[4]  # the answer is shown once
+    assert re.fullmatch(r"Depth 1 · add ↺, nope ✗, add ✗ · [\d.<]+ m?s · 12 tokens", w.sections[1].title)
+    assert w.sections[2].title.startswith("Depth 2 · essay ✓, boom ✗, snapshot ✓ · ")
     assert w.answer_output.outputs[0]["data"]["text/markdown"] == "All **done**: 5."
     assert "tool calls <b>9/10</b>" in w.header_html
     assert "finished" in w.header_html
@@ -139,7 +139,8 @@ def test_text_form_is_stable_and_has_no_timings() -> None:
     texts = []
     for _ in range(2):
         w, _ = run_with_widget(busy_script())
-        bundle = w._repr_mimebundle_()
+        bundle, meta = w._repr_mimebundle_()
+        assert "Depth 4" in meta["agentnb"]["html"]
         assert "application/vnd.jupyter.widget-view+json" in bundle
         texts.append(bundle["text/plain"])
     assert texts[0] == texts[1]
@@ -242,3 +243,173 @@ def test_elapsed_time_ticks_while_the_model_works() -> None:
     # No event arrives while the model works, yet the header changed (the elapsed time).
     assert len(set(headers)) >= 2
     assert all("running" in h for h in headers)
+
+
+# --- every state true --------------------------------------------------------------------------
+
+
+@tool
+async def slow(seconds: float) -> str:
+    """Wait a while."""
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+def _stop_when(agent: Agent, ready: Any, **options: Any) -> tuple[Any, TraceWidget]:
+    """Run with a widget; click Stop as soon as ``ready(events)``."""
+
+    async def main() -> tuple[Any, TraceWidget]:
+        w = TraceWidget(**options)
+        events: list[Event] = []
+
+        def on_event(e: Event) -> None:
+            events.append(e)
+            w(e)
+
+        handle = start_run(lambda: drive(agent, "go", on_event=on_event))
+        w.on_stop(handle.cancel)
+        while not ready(events):
+            await asyncio.sleep(0.01)
+        w.stop_button.click()
+        result = await handle
+        await asyncio.sleep(0)  # the final render runs on the next loop turn
+        return result, w
+
+    return asyncio.run(main())
+
+
+def test_stop_during_a_tool_marks_it_cancelled_and_counts_agree_with_the_transcript() -> None:
+    agent = Agent(ScriptedProvider([call("add", a=1, b=2), call("slow", seconds=30), "never"]), tools=[add, slow])
+    result, w = _stop_when(agent, lambda ev: any(e.kind == "tool_started" and e.name == "slow" for e in ev))
+    assert result.stop_reason == "cancelled"
+    kept = [m for m in result.messages if m.role == "tool"]
+    assert result.tool_calls == len(kept) == 1  # the dropped call is not counted
+    assert "tool calls <b>1/10</b>" in w.header_html
+    assert "1 unfinished tool call dropped" in w.header_html
+    html = w.section_html(1)
+    assert "cancelled: stopped while it ran" in html and "running…" not in html
+    assert "not in the transcript and not counted" in html
+    assert w.sections[1].title == "Depth 1 · slow ■"  # no time or tokens for an unfinished depth
+    assert "running…" not in w.body_html and "waiting for the model" not in w.body_html
+
+
+def test_stop_while_the_model_works_says_stopped() -> None:
+    agent = Agent(ScriptedProvider([call("add", a=1, b=2), "late"], delay=0.3), tools=[add])
+    result, w = _stop_when(agent, lambda ev: sum(e.kind == "model_request" for e in ev) == 2)
+    assert result.stop_reason == "cancelled" and result.tool_calls == 1
+    assert w.sections[1].title == "Depth 1 · stopped"
+    assert "stopped before the model replied" in w.section_html(1)
+    assert "asking the model" not in w.body_html and "waiting for the model" not in w.body_html
+    assert "dropped" not in w.header_html
+
+
+def test_streaming_shows_time_to_first_token_and_speed_not_waiting() -> None:
+    t = [0.0]
+    w = TraceWidget(clock=lambda: t[0], interval=0)
+    w.handle(EVENT_TYPES["run_started"](0, "m", (), 10, 1))
+    w.handle(EVENT_TYPES["model_request"](0, 1, (), "none"))
+    assert "waiting for the model…" in w.section_html(0)
+    for i, word in enumerate(["The ", "answer ", "is ", "four."]):
+        t[0] = 0.2 + i * 0.05
+        w.handle(EVENT_TYPES["text_delta"](0, word))
+    html = w.section_html(0)
+    assert "waiting for the model" not in html
+    assert "streaming… · first token after 200 ms · ~27 tokens/s" in html  # 4 chunks in 150 ms
+    w.handle(EVENT_TYPES["model_response"](0, "The answer is four.", (), Usage(20, 40), 0.6))
+    html = w.section_html(0)
+    assert "in 600 ms · first token after 200 ms · 100 tokens/s · 20 in / 40 out tokens" in html
+    assert w.sections[0].title == "Depth 0 · 600 ms · 60 tokens"
+
+
+def test_header_counts_model_calls_not_a_depth_number() -> None:
+    w, _ = run_with_widget([call("add", a=1, b=2), "3"])
+    shown = re.sub(r"<[^>]+>", "", w.header_html.split("</style>")[1])
+    assert "depth" not in shown.lower() and "model calls 2" in shown
+    assert "model calls <b>2</b>" in w.header_html
+    assert [s.title.split(" · ")[0] for s in w.sections.values()] == ["Depth 0", "Depth 1"]
+
+
+def test_paused_time_is_left_out_of_the_elapsed_time() -> None:
+    from agentnb.notebook.state import Pause
+
+    t = [0.0]
+    w = TraceWidget(clock=lambda: t[0], interval=0)
+    w.handle(EVENT_TYPES["run_started"](0, "m", (), 10, 1))
+    w.handle(EVENT_TYPES["model_request"](0, 1, (), "none"))
+    w.set_pause("paused before the model call at depth 0", Pause("model", 0))
+    t[0] = 60.0
+    w.state.header_dirty = True  # what the ticker does every 0.5 s
+    w.flush()
+    assert w.status == "paused" and "model calls <b>0</b>" in w.header_html
+    assert "<b>&lt;0.1 ms</b> (+1 min 0 s paused)" in w.header_html
+    assert repr(w) == "agentnb trace: paused · 0 model calls · 0/10 tool calls"
+    w.set_pause(None)
+    t[0] = 62.0
+    w.handle(EVENT_TYPES["model_response"](0, "hi", (), Usage(), 2.0))
+    w.flush()
+    assert "<b>2.00 s</b> (+1 min 0 s paused)" in w.header_html
+    assert "model calls <b>1</b>" in w.header_html
+
+
+# --- nothing lost -------------------------------------------------------------------------------
+
+
+def test_prompt_system_provider_and_model_are_shown_folded_at_the_top() -> None:
+    w = TraceWidget()
+    Agent(ScriptedProvider(["hi"], name="gpt-test"), system="Be brief.").run("Hello <there>", on_event=w)
+    ctx = w._context.value
+    assert '<details class="anb-ctx">' in ctx and '<details class="anb-ctx" open' not in ctx  # folded
+    assert "Prompt: Hello &lt;there&gt;" in ctx
+    assert "Be brief." in ctx and "ScriptedProvider" in ctx and "gpt-test" in ctx
+    assert "Earlier turns" not in ctx and "turn <b>" not in w.header_html
+    assert "prompt: Hello <there>" in w.text()
+
+
+def test_a_continued_conversation_shows_its_turn_and_the_earlier_turns() -> None:
+    agent = Agent(ScriptedProvider(["first answer", call("add", a=1, b=2), "second answer", "third"]), tools=[add])
+    first = agent.run("first question")
+    second = agent.run("second question", history=first)
+    w = TraceWidget(history=second)
+    agent.run("third question", history=second, on_event=w)
+    assert "turn <b>3</b>" in w.header_html
+    ctx = w._context.value
+    assert "Turn 3 · Prompt: third question" in ctx
+    assert "Earlier turns (2)" in ctx
+    earlier = ctx[ctx.index("Earlier turns") :]
+    assert earlier.index("first question") < earlier.index("first answer") < earlier.index("second question")
+    assert "1 tool result, then the answer:" in earlier and "second answer" in earlier
+    assert "third question" not in earlier
+    assert ", turn 3" in w.text()
+
+
+# --- what people reach for ----------------------------------------------------------------------
+
+
+def test_copy_buttons_save_link_and_expand_collapse() -> None:
+    w, result = run_with_widget([call("essay", topic="cats"), "**done**"])
+    html = w.section_html(0)
+    assert html.count('class="anb-copy"') == 2  # the arguments and the result
+    # A long result is previewed but copied whole.
+    full = re.search(r'<pre class="anb-c">([^<]*)</pre>', html[html.index("show all") :]).group(1)
+    assert len(full) == len(result.messages[2].content)
+    assert 'class="anb-copy"' in w._answer_label.value and ">**done**</pre>" in w._answer_label.value
+    assert w._save.value == ""  # no result handed over yet
+    w.finish(result)
+    assert 'download="agentnb-transcript.json"' in w._save.value
+    import base64
+    import json
+
+    data = w._save.value.split("base64,")[1].split('"')[0]
+    assert json.loads(base64.b64decode(data))["output"] == "**done**"
+    w.expand_all(False)
+    assert not any(s.open for s in w.sections.values()) and " open>" not in w.body_html
+    w.collapse_button.click()
+    w.expand_button.click()
+    assert all(s.open for s in w.sections.values())
+
+
+def test_long_runs_fold_earlier_depths_automatically() -> None:
+    w, _ = run_with_widget(many_steps(9), max_tool_calls=9)
+    opened = [d for d, s in w.sections.items() if s.open]
+    assert opened == [6, 7, 8, 9]
+    assert w.body_html.count('<details class="anb-depth"') == 10

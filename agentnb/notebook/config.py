@@ -32,6 +32,7 @@ class MagicOptions:
     base_url: str | None = None
     tools: tuple[str, ...] | None = None
     max_tool_calls: int | None = None
+    tool_choice: str | None = None
     system: str | None = None
     stream: bool | None = None
     step: bool | None = None
@@ -63,6 +64,8 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "-t": ("tools", "list"),
     "--max-tool-calls": ("max_tool_calls", "int"),
     "-n": ("max_tool_calls", "int"),
+    "--tool-choice": ("tool_choice", "str"),
+    "-c": ("tool_choice", "str"),
     "--system": ("system", "str"),
     "-s": ("system", "str"),
     "--stream": ("stream", True),
@@ -80,7 +83,8 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
 
 USAGE = (
     "options: -p/--provider SPEC|VAR, -m/--model NAME, --base-url URL, -t/--tools a,b|none, "
-    "-n/--max-tool-calls N, -s/--system TEXT, --stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new, --output-type VAR"
+    "-n/--max-tool-calls N, -c/--tool-choice auto|required|none|TOOL, -s/--system TEXT, --stream/--no-stream, --step, "
+    "-q/--quiet, -o/--out VAR, --new, --output-type VAR"
 )
 
 _TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")

@@ -1,9 +1,7 @@
-"""The step-through debugger: pause before each model call and each tool call.
+"""The step-through debugger: a :class:`~agentnb.notebook.stepper.Stepper` with its widget.
 
-A :class:`Debugger` is the loop's :class:`~agentnb.loop.StepController`. It runs the agent as
-a background task (the cell returns at once and the kernel stays responsive), stops at every
-pause, and resumes when told to: by its buttons (Step, Continue, Skip tool, Edit arguments,
-Stop) or from Python, which is how tests and executed notebooks drive it::
+Pause before each model call and each tool call; Step, Continue, Skip tool, Edit arguments or
+Stop, with the buttons or from Python (how tests and executed notebooks drive it)::
 
     dbg = Debugger(agent).start("What is 2 + 3?")
     dbg                       # shows the trace with the control bar
@@ -14,60 +12,26 @@ Stop) or from Python, which is how tests and executed notebooks drive it::
     dbg.continue_()           # no more pauses
     result = await dbg.wait()
 
-Commands are thread-safe: they resume the run through ``loop.call_soon_threadsafe``.
+The model (:mod:`~agentnb.notebook.stepper`) knows nothing of the view
+(:mod:`~agentnb.notebook.debugger_view`); this module puts the two together.
+
+>>> from agentnb import Agent
+>>> from agentnb.testing import ScriptedProvider
+>>> Debugger(Agent(ScriptedProvider(["hi"])), widget=False)
+Debugger(state='idle')
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import json
-import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from agentnb.agent import Agent
-from agentnb.errors import StopRun, UserError
-from agentnb.events import Event
-from agentnb.loop import ToolDecision
-from agentnb.messages import Message, ToolCall
-from agentnb.notebook.runner import RunHandle, drive, start_run
-from agentnb.printer import format_arguments
-from agentnb.providers.base import Request
-from agentnb.result import RunResult
+from agentnb.notebook.stepper import Pause, Stepper
 
-State = Literal["idle", "running", "paused", "finished"]
+__all__ = ["Debugger", "Pause"]
 
 
-@dataclass(frozen=True, slots=True)
-class Pause:
-    """Where a run waits: before the model call at ``depth``, or before ``call`` runs."""
-
-    target: Literal["model", "tool"]
-    depth: int
-    call: ToolCall | None = None
-
-    def describe(self) -> str:
-        """Where the run waits, in words.
-
-        >>> Pause("tool", 1, ToolCall("c1", "add", {"a": 1})).describe()
-        'paused before tool call add(a=1) at depth 1'
-        """
-        if self.call is None:
-            return f"paused before the model call at depth {self.depth}"
-        return (
-            f"paused before tool call {self.call.name}({format_arguments(self.call.arguments)}) at depth {self.depth}"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class _Decision:
-    action: Literal["run", "skip", "stop"]
-    arguments: dict[str, Any] | None = None
-
-
-class Debugger:
+class Debugger(Stepper):
     """Step through an agent run.
 
     Args:
@@ -77,212 +41,19 @@ class Debugger:
     """
 
     def __init__(self, agent: Agent, *, widget: bool = True) -> None:
-        self.agent = agent
-        self.state: State = "idle"
-        self.pause: Pause | None = None
-        self.pauses: list[Pause] = []  # every pause so far, in order
-        self.result: RunResult | None = None
-        self.handle: RunHandle | None = None
-        self._continue = False
-        self._lock = threading.Lock()
-        self._pending: asyncio.Future[_Decision] | None = None
-        self._waiters: list[concurrent.futures.Future[Pause | None]] = []
-        self._on_end: list[Callable[[RunResult], Any]] = []
+        super().__init__(agent)
         self.view: Any = None
         if widget:
             from agentnb.notebook.debugger_view import DebuggerView
 
             self.view = DebuggerView(self)
 
-    def __repr__(self) -> str:
-        where = f", {self.pause.describe()}" if self.pause else ""
-        return f"Debugger(state={self.state!r}{where})"
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any] | None:
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         if self.view is None:
             return {"text/plain": repr(self)}
-        return self.view._repr_mimebundle_(**kwargs)  # type: ignore[no-any-return]
+        return self.view._repr_mimebundle_(**kwargs)
 
     @property
     def trace(self) -> Any:
         """The :class:`~agentnb.notebook.trace.TraceWidget` (None without a widget)."""
         return None if self.view is None else self.view.trace
-
-    # --- running ---------------------------------------------------------------------------
-
-    def start(
-        self,
-        prompt: Any,
-        *,
-        history: RunResult | Sequence[Message] | None = None,
-        on_event: Callable[[Event], Any] | None = None,
-        on_end: Callable[[RunResult], Any] | None = None,
-        stream: bool | None = None,
-    ) -> Debugger:
-        """Start the run in the background; it pauses before the first model call."""
-        if self.state != "idle":
-            raise UserError("this debugger has already run; make a new Debugger(agent) for another run")
-        self.state = "running"
-        if on_end is not None:
-            self._on_end.append(on_end)
-        sinks = [s for s in (self.view and self.view.trace, on_event) if s is not None]
-
-        def feed(event: Event) -> None:
-            for sink in sinks:
-                sink(event)
-
-        async def run() -> RunResult:
-            try:
-                result = await drive(self.agent, prompt, history=history, controller=self, on_event=feed, stream=stream)
-            except BaseException:
-                self._end(None)
-                raise
-            self._end(result)
-            return result
-
-        self.handle = start_run(run)
-        return self
-
-    def _end(self, result: RunResult | None) -> None:
-        with self._lock:
-            self.state = "finished"
-            self.pause = None
-            self.result = result
-        self._notify(None)
-        if self.view is not None:
-            self.view.refresh()
-        if result is not None:
-            for callback in self._on_end:
-                callback(result)
-
-    # --- the StepController protocol (called by the loop) ------------------------------------
-
-    async def before_model(self, depth: int, request: Request) -> None:
-        decision = await self._pause(Pause("model", depth))
-        if decision.action == "stop":
-            raise StopRun("stopped in the debugger")
-
-    async def before_tool(self, depth: int, call: ToolCall) -> ToolDecision:
-        decision = await self._pause(Pause("tool", depth, call))
-        if decision.action == "stop":
-            raise StopRun("stopped in the debugger")
-        if decision.action == "skip":
-            return ToolDecision("skip")
-        return ToolDecision("run", decision.arguments)
-
-    async def _pause(self, pause: Pause) -> _Decision:
-        if self._continue:
-            return _Decision("run")
-        fut: asyncio.Future[_Decision] = asyncio.get_running_loop().create_future()
-        with self._lock:
-            self._pending = fut
-            self.pause = pause
-            self.state = "paused"
-            self.pauses.append(pause)
-        if self.view is not None:
-            self.view.refresh()
-        self._notify(pause)
-        return await fut
-
-    # --- commands (thread-safe) ----------------------------------------------------------------
-
-    def step(self) -> None:
-        """Let the pending model or tool call happen; pause again at the next one."""
-        self._resolve(_Decision("run"))
-
-    def continue_(self) -> None:
-        """Run to the end without pausing again."""
-        self._require_paused()
-        self._continue = True
-        self._resolve(_Decision("run"))
-
-    def skip(self) -> None:
-        """Do not run the pending tool call; the model is told the user skipped it."""
-        self._require_paused("tool")
-        self._resolve(_Decision("skip"))
-
-    def edit(self, arguments: dict[str, Any] | str) -> None:
-        """Run the pending tool call with other arguments (a dict or a JSON object text).
-
-        The arguments are checked against the tool's schema first; a :class:`UserError`
-        says what is wrong and the run stays paused.
-        """
-        pause = self._require_paused("tool")
-        assert pause.call is not None
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except json.JSONDecodeError as exc:
-                raise UserError(f"the arguments are not valid JSON: {exc}") from None
-        if not isinstance(arguments, dict):
-            raise UserError(f"the arguments must be a JSON object, not {type(arguments).__name__}")
-        tool = self.agent.tools.get(pause.call.name)
-        if tool is not None:
-            errors = tool.validate(arguments)
-            if errors:
-                raise UserError(f"invalid arguments for {tool.name}: " + "; ".join(errors))
-        self._resolve(_Decision("run", arguments))
-
-    def stop(self) -> None:
-        """End the run now (``stop_reason="cancelled"``); completed steps are kept."""
-        with self._lock:
-            state = self.state
-        if state == "paused":
-            self._resolve(_Decision("stop"))
-        elif state == "running" and self.handle is not None:
-            self.handle.cancel()
-
-    def _require_paused(self, target: str | None = None) -> Pause:
-        with self._lock:
-            pause, state = self.pause, self.state
-        if state != "paused" or pause is None:
-            raise UserError(f"the debugger is not paused (it is {state})")
-        if target is not None and pause.target != target:
-            raise UserError(f"{pause.describe()}: skip and edit apply to tool calls; use step() or continue_()")
-        return pause
-
-    def _resolve(self, decision: _Decision) -> None:
-        with self._lock:
-            fut, state = self._pending, self.state
-            if state != "paused" or fut is None:
-                raise UserError(f"the debugger is not paused (it is {state})")
-            self._pending = None
-            self.pause = None
-            self.state = "running"
-        assert self.handle is not None
-        self.handle.loop.call_soon_threadsafe(_settle, fut, decision)
-        if self.view is not None:
-            self.view.refresh()
-
-    # --- waiting ------------------------------------------------------------------------------
-
-    async def next_pause(self, timeout: float | None = 30.0) -> Pause | None:
-        """Wait until the run pauses (the current pause if it is paused now); None once it ended."""
-        with self._lock:
-            if self.state == "idle":
-                raise UserError("the debugger has not started; call start(prompt) first")
-            if self.state == "paused":
-                return self.pause
-            if self.state == "finished":
-                return None
-            waiter: concurrent.futures.Future[Pause | None] = concurrent.futures.Future()
-            self._waiters.append(waiter)
-        return await asyncio.wait_for(asyncio.wrap_future(waiter), timeout)
-
-    async def wait(self) -> RunResult:
-        """Wait until the run ends; its :class:`RunResult`."""
-        if self.handle is None:
-            raise UserError("the debugger has not started; call start(prompt) first")
-        return await self.handle.wait()
-
-    def _notify(self, value: Pause | None) -> None:
-        with self._lock:
-            waiters, self._waiters = self._waiters, []
-        for w in waiters:
-            if not w.done():
-                w.set_result(value)
-
-
-def _settle(fut: asyncio.Future[_Decision], decision: _Decision) -> None:
-    if not fut.done():
-        fut.set_result(decision)

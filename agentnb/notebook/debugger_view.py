@@ -1,27 +1,31 @@
 """The debugger's widget: a control bar (Step, Continue, Skip tool, Edit arguments, Stop) above
-the live trace. Every button calls the same :class:`~agentnb.notebook.debugger.Debugger`
-method a test would; problems (invalid edited arguments) are shown in the bar, not raised.
+the live trace. Every button calls the same :class:`~agentnb.notebook.stepper.Stepper` method a
+test would; problems (invalid edited arguments) are shown beside the "paused before…" line,
+not raised. When the run has ended the bar gives way to a one-line summary.
+
+The view depends on its model (it subscribes to it); the model never imports the view.
 """
 
 from __future__ import annotations
 
 import json
 from html import escape
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import ipywidgets as widgets
 
 from agentnb.errors import UserError
+from agentnb.notebook import state as trace_state
+from agentnb.notebook.render import plural
+from agentnb.notebook.snapshot import KEY, snapshot_metadata
+from agentnb.notebook.stepper import Stepper
 from agentnb.notebook.trace import LIVE_MARKER, TraceWidget
-
-if TYPE_CHECKING:
-    from agentnb.notebook.debugger import Debugger
 
 
 class DebuggerView(widgets.VBox):
-    """Buttons and an argument editor bound to one :class:`Debugger`."""
+    """Buttons and an argument editor bound to one :class:`Stepper`."""
 
-    def __init__(self, debugger: Debugger) -> None:
+    def __init__(self, debugger: Stepper) -> None:
         self.debugger = debugger
         self.trace = TraceWidget()
         self.trace.on_stop(debugger.stop)
@@ -38,38 +42,60 @@ class DebuggerView(widgets.VBox):
         self.skip_button = button("Skip tool", "forward", "warning", "Do not run this tool call", debugger.skip)
         self.edit_button = button("Edit arguments", "edit", "", "Change the arguments, then run", self._open_editor)
         self.stop_button = button("Stop", "stop", "danger", "End the run now", debugger.stop)
-        self.message = widgets.HTML()
+        self.message = widgets.HTML()  # where the run is: "paused before ...", "running…"
+        self.message.add_class("anb-debugger-where")
+        self.problem = widgets.HTML()  # why the last command did not apply (beside the message)
+        self.problem.add_class("anb-debugger-problem")
+        self.summary = widgets.HTML()  # one line once the run has ended
+        self.summary.add_class("anb-debugger-summary")
+        self.summary.layout.display = "none"
         self.editor = widgets.Textarea(rows=5)
-        self.editor.layout.width = "100%"
+        # 100% plus the widget's own margin overflowed the box: let the flex box size it.
+        self.editor.layout.width = "auto"
+        self.editor.layout.flex = "1 1 auto"
+        self.editor.add_class("anb-editor")
         self.apply_button = widgets.Button(description="Run with these arguments", icon="check", button_style="primary")
         self.apply_button.layout.width = "auto"
         self.apply_button.on_click(lambda _: self._do(self._apply_edit))
         self.cancel_edit_button = widgets.Button(description="Cancel", icon="times")
+        self.cancel_edit_button.layout.width = "auto"
         self.cancel_edit_button.on_click(lambda _: self._close_editor())
         self.editor_box = widgets.VBox([self.editor, widgets.HBox([self.apply_button, self.cancel_edit_button])])
         self.editor_box.layout.display = "none"
-        bar = widgets.HBox(
-            [self.step_button, self.continue_button, self.skip_button, self.edit_button, self.stop_button, self.message]
+        self.editor_box.layout.align_items = "stretch"
+        self.editor_box.layout.overflow = "hidden"
+        self.buttons = widgets.HBox(
+            [self.step_button, self.continue_button, self.skip_button, self.edit_button, self.stop_button]
         )
-        bar.layout.align_items = "center"
-        bar.layout.flex_flow = "row wrap"
-        bar.add_class("anb-debugger-bar")
-        super().__init__([bar, self.editor_box, self.trace])
+        self.buttons.layout.flex = "0 0 auto"
+        where = widgets.HBox([self.message, self.problem])
+        where.layout.align_items = "center"
+        where.layout.flex_flow = "row wrap"
+        self.bar = widgets.HBox([self.buttons, where])
+        self.bar.layout.align_items = "center"
+        self.bar.layout.flex_flow = "row wrap"
+        self.bar.add_class("anb-debugger-bar")
+        super().__init__([self.bar, self.summary, self.editor_box, self.trace])
         self.add_class("anb-debugger")
+        debugger.add_sink(self.trace)
+        debugger.subscribe(self.refresh)
 
     def __repr__(self) -> str:
         return repr(self.debugger)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         data = super()._repr_mimebundle_(**kwargs)
         data["text/plain"] = f"{LIVE_MARKER}\n{self.debugger!r}\n{self.trace.text()}"
-        return data
+        snap = snapshot_metadata(self.trace, self.summary.value if self.debugger.state == "finished" else "")
+        return data, ({KEY: snap} if snap is not None else {})
 
     def _do(self, action: Any) -> None:
         try:
             action()
         except UserError as exc:
-            self.message.value = f'<span style="color:#cf222e">{escape(str(exc))}</span>'
+            self.problem.value = f'<span style="color:#cf222e">✗ {escape(str(exc))}</span>'
+        else:
+            self.problem.value = ""
 
     def _open_editor(self) -> None:
         pause = self.debugger.pause
@@ -86,8 +112,10 @@ class DebuggerView(widgets.VBox):
         self._close_editor()
 
     def refresh(self) -> None:
-        """Match the buttons and the trace header to the debugger's state."""
+        """Match the buttons, the message and the trace to the debugger's state."""
         d = self.debugger
+        if d.history is not None and not self.trace.state.events:
+            self.trace.set_history(d.history)
         pause = d.pause if d.state == "paused" else None
         at_tool = pause is not None and pause.target == "tool"
         self.step_button.disabled = pause is None
@@ -97,10 +125,32 @@ class DebuggerView(widgets.VBox):
         self.stop_button.disabled = d.state not in ("paused", "running")
         if pause is None:
             self._close_editor()
+            self.problem.value = ""
         if d.state == "finished":
-            self.message.value = ""
+            self.bar.layout.display = "none"
+            self.summary.value = self._summary()
+            self.summary.layout.display = None
+            if d.result is not None:
+                self.trace.finish(d.result)
         elif pause is not None:
             self.message.value = f'<b style="color:#9a6700"><i class="fa fa-pause"></i> {escape(pause.describe())}</b>'
         else:
             self.message.value = "running…"
-        self.trace.set_pause(pause.describe() if pause is not None else None)
+        if pause is None:
+            self.trace.set_pause(None)
+        else:
+            call_id = pause.call.id if pause.call is not None else None
+            self.trace.set_pause(pause.describe(), trace_state.Pause(pause.target, pause.depth, call_id))
+
+    def _summary(self) -> str:
+        d = self.debugger
+        r = d.result
+        skips = sum(1 for e in (r.events if r else ()) if e.kind == "step_decision" and e.action == "skip")
+        parts = [plural(len(d.pauses), "pause"), plural(len(d.edits), "edit"), plural(skips, "skip")]
+        if r is None:
+            head = '<span class="anb-bad">the run failed</span>'
+        else:
+            head = f"run ended: <b>{escape(r.stop_reason)}</b> · {plural(r.tool_calls, 'tool call')}"
+        return (
+            f'<div class="anb anb-m"><i class="fa fa-flag-checkered"></i> Debugger: {head} · {" · ".join(parts)}</div>'
+        )

@@ -80,6 +80,7 @@ class AgentMagics(Magics):
           -m/--model NAME          the model part of the spec; --base-url URL for OpenAI-compatible servers
           -t/--tools a,b|none      tools by variable name (default: every @tool in the notebook)
           -n/--max-tool-calls N    tool-call limit (default 10)
+          -c/--tool-choice C       auto (default), required, none, or a tool name to force its call
           -s/--system TEXT         system prompt ({name} is filled in too)
           --stream / --no-stream   stream the model's text into the trace
           --step                   step-through debugger; it is kept in _agent_debugger
@@ -178,6 +179,8 @@ class AgentMagics(Magics):
         kwargs: dict[str, Any] = {"system": system, "stream": bool(opts.stream)}
         if opts.max_tool_calls is not None:
             kwargs["max_tool_calls"] = opts.max_tool_calls
+        if opts.tool_choice is not None:
+            kwargs["tool_choice"] = opts.tool_choice
         if opts.output_type is not None:
             if opts.output_type not in ns:
                 raise UserError(f"--output-type {opts.output_type}: no variable of that name in the notebook")
@@ -191,11 +194,15 @@ class AgentMagics(Magics):
         history = None if opts.new else self.history
         mode = self._mode(opts)
 
+        widget: Any = None
+
         def store(result: RunResult) -> None:
             ns[RESULT_VAR] = result
             if opts.out:
                 ns[opts.out] = result
             self.history = result
+            if widget is not None:
+                widget.finish(result)  # the "Save transcript" link
 
         if opts.step:
             self._start_debugger(agent, prompt, history, mode, store)
@@ -203,7 +210,7 @@ class AgentMagics(Magics):
         if mode == "widget":
             from agentnb.notebook.trace import TraceWidget
 
-            widget = TraceWidget().show()
+            widget = TraceWidget(history=history).show()
             return _Plan(agent, prompt, history, store, widget, widget)
         return _Plan(agent, prompt, history, store, _printer() if mode == "text" else None, None)
 
@@ -323,17 +330,13 @@ def _await_agent_magics(lines: list[str]) -> list[str]:
 def _protect_questions(lines: list[str]) -> list[str]:
     r"""Input transformer: ``%agent ... word?`` is a prompt, not a request for help on ``word``.
 
-        IPython turns a line ending in ``?`` into help before line magics run; this runs first and
-        writes the magic call out, so the question reaches the agent.
+    IPython turns a line ending in ``?`` into help before line magics run; this runs first and
+    writes the magic call out, so the question reaches the agent.
 
-        >>> _protect_questions(["%agent What is the weather in Paris?
-    "])
-        ["get_ipython().run_line_magic('agent', 'What is the weather in Paris?')
-    "]
-        >>> _protect_questions(["%agent?
-    "])
-        ['%agent?
-    ']
+    >>> _protect_questions(["%agent What is the weather in Paris?\n"])
+    ["get_ipython().run_line_magic('agent', 'What is the weather in Paris?')\n"]
+    >>> _protect_questions(["%agent?\n"])
+    ['%agent?\n']
     """
     out = []
     for line in lines:

@@ -19,7 +19,8 @@ from html import escape
 from typing import Any
 
 from agentnb.events import DirectOutput, LimitReached, StepDecision
-from agentnb.notebook.state import CallView, DepthView, TraceState
+from agentnb.notebook.blocks import CSS, copyable
+from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
 
 STYLE = """<style>
 .anb{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45;
@@ -41,6 +42,7 @@ STYLE = """<style>
 .anb-m{color:var(--jp-ui-font-color2,#57606a);font-size:12px}
 .anb-ok{color:#1a7f37;font-weight:600}.anb-bad{color:#cf222e;font-weight:600}.anb-warn{color:#9a6700;font-weight:600}
 .anb pre{background:var(--jp-layout-color2,#f6f8fa);border-radius:4px;padding:5px 8px;margin:3px 0;
+  font-family:var(--jp-code-font-family,monospace);
   white-space:pre-wrap;word-break:break-word;font-size:12px;max-height:360px;overflow:auto}
 .anb code{font-size:12px}
 .anb-fp{font-family:var(--jp-code-font-family,monospace);font-size:11px;background:var(--jp-layout-color2,#f6f8fa);
@@ -49,7 +51,8 @@ STYLE = """<style>
 .anb table.anb-value{border-collapse:collapse;margin:3px 0;font-size:12px}
 .anb table.anb-value td,.anb table.anb-value th{border:1px solid var(--jp-border-color2,#d0d7de);padding:1px 6px;text-align:left}
 .anb img{max-width:320px;max-height:240px;border:1px solid #d0d7de;border-radius:4px;margin:4px 4px 0 0}
-</style>"""
+"""
+STYLE = STYLE + CSS + "</style>"
 
 _STOP_TEXT = {
     "answer": "finished",
@@ -62,7 +65,9 @@ _STOP_TEXT = {
 
 
 def fmt_seconds(s: float) -> str:
-    """``0.4 ms``, ``12 ms``, ``1.23 s``, ``2 min 5 s``."""
+    """``<0.1 ms``, ``0.4 ms``, ``12 ms``, ``1.23 s``, ``2 min 5 s``."""
+    if s < 0.0001:
+        return "<0.1 ms"
     if s < 0.01:
         return f"{s * 1000:.1f} ms"
     if s < 1:
@@ -72,24 +77,42 @@ def fmt_seconds(s: float) -> str:
     return f"{int(s // 60)} min {int(s % 60)} s"
 
 
-def header_html(state: TraceState, elapsed: float | None, pause: str | None = None) -> str:
-    status = "paused" if pause and state.finished is None else state.status
+def _secs(s: float) -> str:
+    return escape(fmt_seconds(s))
+
+
+def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -> str:
+    """The status line: state, turn, model and tool calls, time (paused time apart), tokens, model."""
+    status = "paused" if state.pause is not None and state.finished is None else state.status
     label = _STOP_TEXT.get(status, status)
     parts = [f'<span class="anb-title">agentnb</span> <span class="anb-badge anb-s-{status}">{escape(label)}</span>']
-    steps = sum(1 for v in state.depths.values() if v.request is not None)
     limit = state.started.max_tool_calls if state.started else None
     calls = f"{state.tool_calls}/{limit}" if limit is not None else str(state.tool_calls)
-    stats = [f"depth <b>{state.current_depth}</b>", f"model calls <b>{steps}</b>", f"tool calls <b>{calls}</b>"]
+    stats = [f"model calls <b>{state.model_calls}</b>", f"tool calls <b>{calls}</b>"]
+    if state.started is not None and state.started.turn > 1:
+        stats.insert(0, f"turn <b>{state.started.turn}</b>")
     if elapsed is not None:
-        stats.append(f"<b>{fmt_seconds(elapsed)}</b>")
+        took = f"<b>{_secs(elapsed)}</b>"
+        if paused >= 0.05:
+            took += f" (+{_secs(paused)} paused)"
+        stats.append(took)
     if state.usage.total_tokens:
         stats.append(f"tokens <b>{state.usage.input_tokens}</b> in · <b>{state.usage.output_tokens}</b> out")
     if state.started is not None:
         stats.append(f"model <b>{escape(state.started.provider)}</b>")
     parts.append('<span class="anb-stat">' + " · ".join(stats) + "</span>")
+    dropped = state.dropped_calls
+    if dropped:
+        what = plural(dropped, "unfinished tool call")
+        parts.append(f'<span class="anb-warn" title="not in the transcript, not counted">{what} dropped</span>')
     if state.finished is not None and state.finished.error:
         parts.append(f'<span class="anb-bad">{escape(state.finished.error)}</span>')
     return f'<div class="anb anb-head">{"".join(parts)}</div>'
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 tool call``, ``2 tool calls``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,19 +130,32 @@ def section_html(depth: int, title: str, inner: str, open: bool) -> str:
     return f'<details class="anb-depth" data-depth="{depth}"{attr}><summary>{escape(title)}</summary>{inner}</details>'
 
 
-def depth_title(v: DepthView) -> str:
-    """The accordion title of a depth, e.g. ``Depth 1 · add ✓, search ✗``."""
-    bits = []
-    for c in v.calls.values():
-        bits.append(c.name + _call_mark(c))
+def depth_title(v: DepthView, pause: Pause | None = None) -> str:
+    """The section title of a depth, e.g. ``Depth 1 · add ✓, search ✗ · 0.84 s · 57 tokens``."""
+    bits = [
+        c.name + (" (paused)" if pause and pause.call_id == c.call_id else _call_mark(c, v.ended)) for c in v.calls.values()
+    ]
     if v.final is not None:
         bits.append("answer")
+    elif pause is not None and pause.target == "model" and pause.depth == v.depth:
+        bits.append("paused before the model call")
     elif v.response is None and v.request is not None:
-        bits.append("asking the model…")
-    return f"Depth {v.depth}" + (" · " + ", ".join(bits) if bits else "")
+        bits.append(_ENDED.get(v.ended or "", "stopped") if v.ended else "asking the model…")
+    title = f"Depth {v.depth}" + (" · " + ", ".join(bits) if bits else "")
+    seconds = v.seconds
+    if seconds is not None:
+        title += f" · {fmt_seconds(seconds)}"
+    if v.response is not None and v.response.usage.total_tokens:
+        title += f" · {plural(v.response.usage.total_tokens, 'token')}"
+    return title
 
 
-def _call_mark(c: CallView) -> str:
+_ENDED = {"cancelled": "stopped", "error": "failed"}
+
+
+def _call_mark(c: CallView, ended: str | None = None) -> str:
+    if ended and not c.settled:
+        return " ■"
     if c.unknown or (c.validation and not c.validation.ok) or (c.finished and c.finished.error):
         return " ✗"
     if c.dedup and c.dedup.action == "skip":
@@ -131,27 +167,30 @@ def _call_mark(c: CallView) -> str:
     return " …"
 
 
-def depth_html(v: DepthView, preview: int = 400) -> str:
-    out = ['<div class="anb">', _model_html(v)]
-    out += [_call_html(c, preview) for c in v.calls.values()]
+def depth_html(v: DepthView, preview: int = 400, pause: Pause | None = None) -> str:
+    """One depth: its model call, its tool calls, notes (the final answer is shown once, below)."""
+    out = ['<div class="anb">', _model_html(v, pause)]
+    out += [_call_html(c, preview, v.ended, pause) for c in v.calls.values()]
     out += [_note_html(n) for n in v.notes if not isinstance(n, StepDecision)]
     if v.output is not None:
         out.append(output_html(v.output))
-    if v.final is not None:
-        out.append('<div class="anb-block anb-final"><span class="anb-ok">Final answer</span> (shown below)</div>')
+    if v.dropped:
+        out.append(
+            '<div class="anb-block anb-note"><span class="anb-warn">dropped</span> <span class="anb-m">the run was '
+            "stopped before this step finished: its tool calls are not in the transcript and not counted</span></div>"
+        )
     out.append("</div>")
     return "".join(out)
 
 
-def _model_html(v: DepthView) -> str:
+def _model_html(v: DepthView, pause: Pause | None) -> str:
     r = v.request
     head = '<span class="anb-h">Model call</span>'
     if r is not None:
         offer = f"tools: {escape(', '.join(r.tools))} ({escape(r.tool_choice)})" if r.tools else "no tools offered"
-        plural = "" if r.n_messages == 1 else "s"
-        head += f' <span class="anb-m">{r.n_messages} message{plural} · {offer}</span>'
+        head += f' <span class="anb-m">{plural(r.n_messages, "message")} · {offer}</span>'
     body = []
-    if v.text:
+    if v.text and v.final is None:  # the final answer is shown once, rendered, below the trace
         body.append(f"<pre>{escape(''.join(v.text))}</pre>")
     if v.call_deltas and v.response is None:
         for i, parts in sorted(v.call_deltas.items()):
@@ -161,16 +200,39 @@ def _model_html(v: DepthView) -> str:
         m = v.output_mode
         body.append(f'<div class="anb-m">structured output via <b>{escape(m.mode)}</b> · {escape(m.detail)}</div>')
     resp = v.response
-    if resp is None:
-        body.append('<div class="anb-m">waiting for the model…</div>')
-    else:
-        what = f"{len(resp.tool_calls)} tool call(s)" if resp.tool_calls else "text"
+    speed = _speed(v)
+    if resp is not None:
+        what = plural(len(resp.tool_calls), "tool call") if resp.tool_calls else "text"
+        if v.final is not None:
+            what += " (the final answer, below)"
         u = resp.usage
         tokens = f" · {u.input_tokens} in / {u.output_tokens} out tokens" if u.total_tokens else ""
-        body.append(f'<div class="anb-m">replied with {what} in {fmt_seconds(resp.duration)}{tokens}</div>')
-        if resp.text and not v.text:
+        body.append(f'<div class="anb-m">replied with {what} in {_secs(resp.duration)}{speed}{tokens}</div>')
+        if resp.text and not v.text and v.final is None:
             body.append(f"<pre>{escape(resp.text)}</pre>")
+    elif pause is not None and pause.target == "model" and pause.depth == v.depth:
+        body.append('<div class="anb-warn">paused before this model call</div>')
+    elif v.ended:
+        body.append(f'<div class="anb-bad">{_ENDED_MODEL.get(v.ended, "stopped before the model replied")}</div>')
+    elif v.n_deltas or v.text or v.call_deltas:
+        body.append(f'<div class="anb-m">streaming…{speed}</div>')
+    else:
+        body.append('<div class="anb-m">waiting for the model…</div>')
     return f'<div class="anb-block anb-model">{head}{"".join(body)}</div>'
+
+
+_ENDED_MODEL = {"cancelled": "stopped before the model replied", "error": "the model call failed"}
+
+
+def _speed(v: DepthView) -> str:
+    ttft, speed = v.ttft, v.tokens_per_second
+    if ttft is None:
+        return ""
+    out = f" · first token after {_secs(ttft)}"
+    if speed is not None:
+        rate, exact = speed
+        out += f" · {'' if exact else '~'}{rate:.0f} tokens/s"
+    return out
 
 
 def _pretty(arguments: Any) -> str:
@@ -179,20 +241,29 @@ def _pretty(arguments: Any) -> str:
     return json.dumps(arguments, indent=2, ensure_ascii=False, default=str)
 
 
-def _call_html(c: CallView, preview: int) -> str:
+def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause | None = None) -> str:
     bad = c.unknown is not None or (c.validation is not None and not c.validation.ok)
     rows = [
-        f'<span class="anb-h">Tool call <code>{escape(c.name)}</code></span> <span class="anb-m">{escape(c.call_id)}</span>',
-        f"<pre>{escape(_pretty(c.arguments))}</pre>",
+        f'<span class="anb-h">Tool call <code>{escape(c.name)}</code></span> <span class="anb-m">{escape(c.call_id)}</span>'
     ]
+    if c.original is not None:
+        rows.append(
+            '<div class="anb-edit"><span class="anb-warn">arguments edited in the debugger</span>'
+            f'<div class="anb-m">the model asked for</div><pre class="anb-old">{escape(_pretty(c.original))}</pre>'
+            f'<div class="anb-m">→ run with</div>{copyable(_pretty(c.arguments))}</div>'
+        )
+    else:
+        rows.append(copyable(_pretty(c.arguments)))
     if c.unknown is not None:
         rows.append(
             f'<div><span class="anb-bad">✗ unknown tool</span> <span class="anb-m">available: '
             f"{escape(', '.join(c.unknown.available) or '(none)')}; the model was told</span></div>"
         )
     for d in c.decisions:
-        what = "skipped by the debugger" if d.action == "skip" else "arguments edited in the debugger"
-        rows.append(f'<div><span class="anb-warn"><i class="fa fa-hand-paper-o"></i> {what}</span></div>')
+        if d.action == "skip":
+            rows.append(
+                '<div><span class="anb-warn"><i class="fa fa-hand-paper-o"></i> skipped by the debugger</span></div>'
+            )
     if c.validation is not None:
         if c.validation.ok:
             rows.append(
@@ -208,6 +279,11 @@ def _call_html(c: CallView, preview: int) -> str:
         rows.append(_dedup_html(c))
     if c.finished is not None:
         rows.append(_result_html(c, preview))
+    elif ended and not c.settled:
+        what = "cancelled: stopped while it ran" if c.started else "not run: the run was stopped first"
+        rows.append(f'<div class="anb-bad">{what}</div>')
+    elif pause is not None and pause.call_id == c.call_id:
+        rows.append('<div class="anb-warn">paused before this tool call</div>')
     elif c.started:
         rows.append('<div class="anb-m">running…</div>')
     if c.images:
@@ -221,7 +297,7 @@ def _dedup_html(c: CallView) -> str:
     assert d is not None
     fp = f'<span class="anb-fp" title="{escape(d.fingerprint)}">{escape(d.fingerprint[:12])}</span>'
     if d.action == "execute":
-        verdict, text = '<span class="anb-ok">new call</span>', "executed"
+        verdict, text = '<span class="anb-ok">new call</span>', "not seen before"
     elif d.action == "skip":
         verdict, text = (
             '<span class="anb-warn"><i class="fa fa-repeat"></i> repeat</span>',
@@ -238,18 +314,12 @@ def _dedup_html(c: CallView) -> str:
 def _result_html(c: CallView, preview: int) -> str:
     f = c.finished
     assert f is not None
-    took = f'<span class="anb-m">in {fmt_seconds(f.duration)}</span>'
+    took = f'<span class="anb-m">in {_secs(f.duration)}</span>'
     if f.error:
         head = f'<div><span class="anb-bad">✗ failed</span> <code>{escape(f.error)}</code> {took}</div>'
     else:
         head = f'<div><span class="anb-ok">result</span> {took}</div>'
-    text = f.result
-    if len(text) <= preview:
-        return head + f"<pre>{escape(text)}</pre>"
-    return (
-        head + f"<pre>{escape(text[:preview])}…</pre>"
-        f"<details><summary>show all {len(text):,} characters</summary><pre>{escape(text)}</pre></details>"
-    )
+    return head + copyable(f.result, preview)
 
 
 def output_html(e: Any) -> str:

@@ -14,7 +14,7 @@ renders the views that changed since its last update.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from agentnb.events import (
     DedupDecision,
@@ -29,6 +29,18 @@ from agentnb.events import (
     ValidationResult,
 )
 from agentnb.messages import Image, Usage
+
+#: Shortest generation (seconds after the first token) a speed is shown for.
+MIN_SPAN = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Where a step-through run waits: before the model call at ``depth`` or before a tool call."""
+
+    target: Literal["model", "tool"]
+    depth: int
+    call_id: str | None = None
 
 
 @dataclass
@@ -45,6 +57,18 @@ class CallView:
     started: bool = False
     finished: ToolFinished | None = None
     images: list[Image] = field(default_factory=list)
+    original: dict[str, Any] | None = None  # the model's arguments, when the debugger edited them
+
+    @property
+    def settled(self) -> bool:
+        """Nothing more will happen to this call (run, refused, skipped or answered from before)."""
+        return bool(
+            self.finished
+            or self.unknown
+            or (self.validation and not self.validation.ok)
+            or (self.dedup and self.dedup.action == "skip")
+            or any(d.action == "skip" for d in self.decisions)
+        )
 
 
 @dataclass
@@ -62,13 +86,48 @@ class DepthView:
     #: The structured answer's check (``output_type`` runs), and how the provider asked for it.
     output: Any = None
     output_mode: Any = None
+    ended: str | None = None  # the run's stop reason, when it ended with this depth unfinished
+    dropped: bool = False  # a stop dropped this depth's tool calls from the transcript
+    # Clock readings taken by the widget as events arrive (None in a replay).
+    t_request: float | None = None  # when the model call was made (after any pause)
+    t_first: float | None = None  # the first streamed text or call fragment
+    t_last: float | None = None
+    n_deltas: int = 0
 
     @property
     def done(self) -> bool:
-        return self.response is not None and all(
-            c.finished or c.unknown or (c.validation and not c.validation.ok) or (c.dedup and c.dedup.action == "skip")
-            for c in self.calls.values()
-        )
+        return self.response is not None and all(c.settled for c in self.calls.values())
+
+    @property
+    def ttft(self) -> float | None:
+        """Seconds from the model call to its first streamed fragment."""
+        if self.t_request is None or self.t_first is None:
+            return None
+        return max(0.0, self.t_first - self.t_request)
+
+    @property
+    def tokens_per_second(self) -> tuple[float, bool] | None:
+        """Output speed after the first token, and whether it is exact (from usage) or estimated
+        from the number of streamed fragments (about one token each). None while too short to tell."""
+        ttft = self.ttft
+        if ttft is None:
+            return None
+        r = self.response
+        if r is not None and r.usage.output_tokens and r.duration - ttft >= MIN_SPAN:
+            return r.usage.output_tokens / (r.duration - ttft), True
+        assert self.t_first is not None
+        span = (self.t_last or self.t_first) - self.t_first
+        return (self.n_deltas / span, False) if span >= MIN_SPAN and self.n_deltas > 1 else None
+
+    @property
+    def seconds(self) -> float | None:
+        """The model call's duration plus the tool time (calls of one turn run concurrently);
+        None until every call of the depth is settled."""
+        if not self.done:
+            return None
+        assert self.response is not None
+        tools = [c.finished.duration for c in self.calls.values() if c.finished is not None]
+        return self.response.duration + (max(tools) if tools else 0.0)
 
 
 @dataclass
@@ -79,6 +138,7 @@ class TraceState:
     finished: RunFinished | None = None
     depths: dict[int, DepthView] = field(default_factory=dict)
     tool_calls: int = 0
+    requested: int = 0  # tool calls the model asked for that were handled (as the loop counts)
     usage: Usage = Usage()
     answer: str | None = None
     #: The last valid structured answer, as JSON text (``output_type`` runs).
@@ -86,6 +146,29 @@ class TraceState:
     events: list[Event] = field(default_factory=list)
     dirty: set[int] = field(default_factory=set)
     header_dirty: bool = True
+    pause: Pause | None = None  # where a step-through run waits now
+
+    @property
+    def model_calls(self) -> int:
+        """Model calls made so far (one the debugger holds back is not made yet)."""
+        n = sum(1 for v in self.depths.values() if v.request is not None)
+        return n - 1 if self.pause is not None and self.pause.target == "model" else n
+
+    @property
+    def dropped_calls(self) -> int:
+        """Tool calls handled, then dropped from the transcript by a stop."""
+        return max(0, self.requested - self.tool_calls) if self.finished is not None else 0
+
+    def set_pause(self, pause: Pause | None, now: float | None = None) -> None:
+        """Show where the run waits (None: it goes on); a model call starts when its pause ends."""
+        old = self.pause
+        self.pause = pause
+        for p in (old, pause):
+            if p is not None and p.depth in self.depths:
+                self.dirty.add(p.depth)
+        if old is not None and old.target == "model" and pause is None and old.depth in self.depths:
+            self.depths[old.depth].t_request = now
+        self.header_dirty = True
 
     @property
     def current_depth(self) -> int:
@@ -107,8 +190,11 @@ class TraceState:
         self.dirty.clear()
         self.header_dirty = False
 
-    def add(self, event: Event) -> None:
-        """Fold one event in (dispatched on ``kind``: this runs for every event of a run)."""
+    def add(self, event: Event, now: float | None = None) -> None:
+        """Fold one event in (dispatched on ``kind``: this runs for every event of a run).
+
+        ``now`` is the widget's clock reading, for time to first token and speed.
+        """
         self.events.append(event)
         kind = event.kind
         if kind == "run_started":
@@ -116,17 +202,36 @@ class TraceState:
             self.header_dirty = True
             return
         if kind == "run_finished":
-            self.finished = event  # type: ignore[assignment]
-            self.tool_calls = event.tool_calls  # type: ignore[union-attr]
-            self.usage = event.usage  # type: ignore[union-attr]
-            self.header_dirty = True
+            self._finish(event)  # type: ignore[arg-type]
             return
         depth = event.depth
         v = self.depths.get(depth)
         if v is None:
             v = self.depths[depth] = DepthView(depth)
+        if now is not None:
+            if kind == "model_request":
+                v.t_request = now
+            elif kind in ("text_delta", "tool_call_delta"):
+                v.t_first = now if v.t_first is None else v.t_first
+                v.t_last = now
+                v.n_deltas += 1
         _FOLD[kind](self, v, event)
         self.dirty.add(depth)
+
+    def _finish(self, event: RunFinished) -> None:
+        self.finished = event
+        self.pause = None
+        self.tool_calls = event.tool_calls
+        self.usage = event.usage
+        self.header_dirty = True
+        last = max(self.depths, default=None)
+        for v in self.depths.values():  # nothing still "runs" once the run has ended
+            if (v.request is not None and v.response is None) or any(not c.settled for c in v.calls.values()):
+                v.ended = event.stop_reason
+                self.dirty.add(v.depth)
+        if last is not None and self.dropped_calls and self.depths[last].calls:
+            self.depths[last].dropped = True
+            self.dirty.add(last)
 
     @staticmethod
     def _call(v: DepthView, call_id: str, name: str) -> CallView:
@@ -161,6 +266,7 @@ def _response(s: TraceState, v: DepthView, e: Any) -> None:
 def _requested(s: TraceState, v: DepthView, e: Any) -> None:
     v.calls[e.call_id] = CallView(e.call_id, e.name, e.arguments)
     s.tool_calls += 1
+    s.requested += 1
     s.header_dirty = True
 
 
@@ -174,6 +280,8 @@ def _setter(attr: str) -> Any:
 def _started(s: TraceState, v: DepthView, e: Any) -> None:
     c = TraceState._call(v, e.call_id, e.name)
     c.started = True
+    if c.arguments != e.arguments and c.original is None and c.arguments is not None:
+        c.original = c.arguments
     c.arguments = e.arguments
 
 
@@ -184,6 +292,8 @@ def _step(s: TraceState, v: DepthView, e: Any) -> None:
     c = TraceState._call(v, e.call_id, "?")
     c.decisions.append(e)
     if e.arguments is not None:
+        if c.original is None:
+            c.original = c.arguments
         c.arguments = e.arguments
 
 

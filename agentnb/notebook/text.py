@@ -13,17 +13,18 @@ nbval comparisons), so two runs of the same script give the same text.
 >>> print(trace_text(r.events))
 agentnb trace: answer · 2 model calls · 1/10 tool calls
 run started: model scripted, tools add, max 10 tool calls
-  [0] ask model (1 messages, 1 tools, choice auto)
-  [0] model replied with 1 tool call(s)
+prompt: 2+3?
+  [0] ask model (1 message, 1 tool, choice auto)
+  [0] model replied with 1 tool call
   [0] call add(a=2, b=3)
   [0] arguments valid
   [0] dedup d6fb174cac0e: new call, run
   [0] run add(a=2, b=3)
   [0] add -> 5
-  [1] ask model (3 messages, 1 tools, choice auto)
+  [1] ask model (3 messages, 1 tool, choice auto)
   [1] model replied with text
 answer: 5
-run finished: answer, 1 tool call(s), 0 tokens
+run finished: answer, 1 tool call, 0 tokens
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from agentnb.events import (
     ToolFinished,
     ValidationResult,
 )
-from agentnb.printer import format_event, shorten
+from agentnb.printer import format_event, plural, shorten
 
 _DEDUP = {
     "execute": "new call, run",
@@ -53,8 +54,12 @@ def event_line(event: Event, *, width: int = 200) -> str | None:
     """One line for an event, like :func:`agentnb.printer.format_event` but without timings."""
     d = f"  [{event.depth}]"
     match event:
+        case RunStarted(prompt=prompt, turn=turn):
+            line = format_event(event, width=width) or ""
+            line += f", turn {turn}" if turn > 1 else ""
+            return line + (f"\nprompt: {shorten(prompt, width)}" if prompt else "")
         case ModelResponse(tool_calls=calls, usage=u):
-            what = f"{len(calls)} tool call(s)" if calls else "text"
+            what = plural(len(calls), "tool call") if calls else "text"
             tokens = f", {u.input_tokens}+{u.output_tokens} tokens" if u.total_tokens else ""
             return f"{d} model replied with {what}{tokens}"
         case ValidationResult(errors=errs) if not errs:
@@ -65,13 +70,16 @@ def event_line(event: Event, *, width: int = 200) -> str | None:
             return f"{d} {n} failed: {e}" if e else f"{d} {n} -> {shorten(r, width)}"
         case RunFinished(stop_reason=r, tool_calls=n, usage=u, error=e):
             tail = f", error: {e}" if e else ""
-            return f"run finished: {r}, {n} tool call(s), {u.total_tokens} tokens{tail}"
+            return f"run finished: {r}, {plural(n, 'tool call')}, {plural(u.total_tokens, 'token')}{tail}"
         case _:
             return format_event(event, width=width)
 
 
-def summary_line(events: Iterable[Event], status: str | None = None) -> str:
-    """``agentnb trace: <status> · N model calls · k/max tool calls``."""
+def summary_line(events: Iterable[Event], status: str | None = None, *, held: int = 0) -> str:
+    """``agentnb trace: <status> · N model calls · k/max tool calls``.
+
+    ``held``: model calls asked for but held back (a debugger paused before them), not counted.
+    """
     models = calls = 0
     limit = None
     for e in events:
@@ -84,14 +92,15 @@ def summary_line(events: Iterable[Event], status: str | None = None) -> str:
             calls = e.tool_calls
         elif e.kind == "tool_call":
             calls += 1
+    models -= held
     of = f"/{limit}" if limit is not None else ""
     plural = "" if models == 1 else "s"
     return f"agentnb trace: {status or 'not started'} · {models} model call{plural} · {calls}{of} tool calls"
 
 
-def trace_text(events: Iterable[Event], status: str | None = None, *, width: int = 200) -> str:
+def trace_text(events: Iterable[Event], status: str | None = None, *, width: int = 200, held: int = 0) -> str:
     """The whole trace as stable text: a summary line, then one line per event."""
     events = list(events)
-    lines = [summary_line(events, status)]
+    lines = [summary_line(events, status, held=held)]
     lines += [line for e in events if (line := event_line(e, width=width)) is not None]
     return "\n".join(lines)

@@ -25,14 +25,17 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ipywidgets as widgets
 
 from agentnb.events import Event
+from agentnb.messages import Message
+from agentnb.notebook.blocks import context_html, copyable, save_link
 from agentnb.notebook.render import STYLE, Section, depth_html, depth_title, header_html, section_html, value_table
-from agentnb.notebook.state import TraceState
+from agentnb.notebook.snapshot import KEY, snapshot_metadata
+from agentnb.notebook.state import Pause, TraceState
 from agentnb.notebook.text import summary_line, trace_text
 from agentnb.result import RunResult
 
@@ -46,7 +49,10 @@ class TraceWidget(widgets.VBox):
     Args:
         interval: at most one re-render per this many seconds while events stream in.
         preview: results longer than this many characters are cut, with a "show all" toggle.
-        open_depths: keep only the newest this-many depth sections open as the run goes on.
+        open_depths: keep only the newest this-many depth sections open as the run goes on
+            (the Expand all / Collapse all buttons override it).
+        history: the conversation this run continues (a RunResult or messages): its earlier
+            turns are listed, folded, above the trace.
         clock: a monotonic clock (injectable for tests).
     """
 
@@ -56,14 +62,21 @@ class TraceWidget(widgets.VBox):
         interval: float = 0.1,
         preview: int = 400,
         open_depths: int = 4,
+        history: RunResult | Sequence[Message] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = TraceState()
+        self.result: RunResult | None = None
+        self.expanded: bool | None = None  # None: the newest open_depths sections are open
+        self._earlier: tuple[Message, ...] = ()
+        self._paused_total = 0.0
+        self._paused_since: float | None = None
         self.interval = interval
         self.preview = preview
         self.open_depths = open_depths
         self.renders = 0  # how many times the widgets were updated (the throttle bounds it)
         self.pause_text: str | None = None
+        self.pause: Pause | None = None
         self._clock = clock
         self._last = -1e9
         self._timer: asyncio.TimerHandle | None = None
@@ -73,6 +86,17 @@ class TraceWidget(widgets.VBox):
         self._display: Any = None
         self._live = False
         self._header = widgets.HTML(STYLE + header_html(self.state, None))
+        self._context = widgets.HTML()  # rendered once per run: a <details> the user opens stays open
+        self._context.layout.display = "none"
+        self.expand_button = _small_button("Expand all", "plus-square-o", "Open every depth section")
+        self.collapse_button = _small_button("Collapse all", "minus-square-o", "Fold every depth section")
+        self.expand_button.on_click(lambda _: self.expand_all(True))
+        self.collapse_button.on_click(lambda _: self.expand_all(False))
+        self._save = widgets.HTML()
+        tools = widgets.HBox([self.expand_button, self.collapse_button, self._save])
+        tools.layout.align_items = "center"
+        tools.layout.flex = "0 0 auto"
+        tools.add_class("anb-toolbar")
         self.stop_button = widgets.Button(
             description="Stop", icon="stop", button_style="danger", disabled=True, tooltip="Stop the run"
         )
@@ -94,10 +118,12 @@ class TraceWidget(widgets.VBox):
         answer.layout.padding = "0 0 0 10px"
         answer.add_class("anb-answer")
         self._header.layout.flex = "1 1 auto"
-        head = widgets.HBox([self._header, self.stop_button])
+        head = widgets.HBox([self._header, tools, self.stop_button])
         head.layout.justify_content = "space-between"
         head.layout.align_items = "center"
-        super().__init__([head, self._body, answer])
+        self._answer_box = answer
+        super().__init__([head, self._context, self._body, answer])
+        self.set_history(history)
         self.layout.border = "1px solid var(--jp-border-color2, #d0d7de)"
         self.layout.padding = "6px 10px"
         self.add_class("anb-trace")
@@ -107,11 +133,15 @@ class TraceWidget(widgets.VBox):
     def handle(self, event: Event) -> None:
         """Take one event; the view updates now or at the next throttle tick."""
         kind = event.kind
+        now = self._clock()
         if kind == "run_started":
-            self._t0 = self._clock()
+            self._t0 = now
             self._start_ticker()
-        self.state.add(event)
+            self._context.value = STYLE + context_html(event, self._earlier)  # type: ignore[arg-type]
+            self._context.layout.display = None
+        self.state.add(event, now)
         if kind == "run_finished":
+            self._end_pause(now)
             self._cancel(self._ticker)
             self._cancel(self._timer)
             loop = _running_loop()
@@ -120,7 +150,6 @@ class TraceWidget(widgets.VBox):
             else:  # render right after the run returns, not inside its last step
                 self._timer = loop.call_soon(self._final_render)  # type: ignore[assignment]
             return
-        now = self._clock()
         if now - self._last >= self.interval:
             self.flush()
         elif self._timer is None:
@@ -131,7 +160,13 @@ class TraceWidget(widgets.VBox):
     __call__ = handle
 
     def finish(self, result: RunResult | None = None) -> None:
-        """Render everything now (after ``run_finished`` this happens on the next loop turn anyway)."""
+        """Render everything now (after ``run_finished`` this happens on the next loop turn anyway).
+
+        With the run's ``result``, a "Save transcript" link appears (a download of its JSON).
+        """
+        if result is not None:
+            self.result = result
+            self._save.value = STYLE + save_link(result)
         if self.state.finished is not None:
             self._final_render()
         else:
@@ -161,18 +196,55 @@ class TraceWidget(widgets.VBox):
             self.stop_button.description = "Stopping"
             self._stop_callback()
 
-    def set_pause(self, text: str | None) -> None:
-        """Show (or clear) a "paused before ..." note in the header (used by the debugger)."""
+    def set_pause(self, text: str | None, pause: Pause | None = None) -> None:
+        """Show (or clear) where a step-through run waits (used by the debugger).
+
+        While paused the header says "paused", the held-back model call is not counted, and
+        the paused time is kept out of the elapsed time (shown apart).
+        """
+        now = self._clock()
+        if text is None:
+            self._end_pause(now)
+        elif self._paused_since is None:
+            self._paused_since = now
         self.pause_text = text
-        self.state.header_dirty = True
+        self.pause = pause if text is not None else None
+        self.state.set_pause(self.pause if text is not None else None, now)
+        if text is not None and self.pause is None:  # a caller that gives only the text
+            self.state.header_dirty = True
         self.flush()
+
+    def _end_pause(self, now: float) -> None:
+        if self._paused_since is not None:
+            self._paused_total += now - self._paused_since
+            self._paused_since = None
+
+    @property
+    def paused_seconds(self) -> float:
+        """Time spent paused in the debugger (left out of the elapsed time)."""
+        extra = 0.0 if self._paused_since is None else self._clock() - self._paused_since
+        return self._paused_total + extra
+
+    def set_history(self, history: RunResult | Sequence[Message] | None) -> None:
+        """The conversation this run continues (its earlier turns are listed above the trace)."""
+        self._earlier = tuple(
+            (history.messages if isinstance(history, RunResult) else history) if history is not None else ()
+        )
+        if self.state.started is not None:
+            self._context.value = STYLE + context_html(self.state.started, self._earlier)
+
+    def expand_all(self, open: bool | None = True) -> None:
+        """Open (True) or fold (False) every depth section; None: back to the automatic folding."""
+        self.expanded = open
+        self._settled_box.value = self._join(range(self._settled))
+        self._live_box.value = self._join(d for d in sorted(self._inner) if d >= self._settled)
 
     # --- reading ---------------------------------------------------------------------------
 
     @property
     def status(self) -> str:
         """``waiting``, ``running``, ``paused``, or the run's stop reason once it ended."""
-        if self.pause_text and self.state.finished is None:
+        if (self.pause_text or self.state.pause) and self.state.finished is None:
             return "paused"
         return self.state.status
 
@@ -201,19 +273,24 @@ class TraceWidget(widgets.VBox):
 
     def text(self) -> str:
         """The whole trace as stable plain text (no timings)."""
-        return trace_text(self.state.events, self.status)
+        return trace_text(self.state.events, self.status, held=self._held())
 
     def __repr__(self) -> str:
-        return summary_line(self.state.events, self.status)
+        return summary_line(self.state.events, self.status, held=self._held())
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+    def _held(self) -> int:
+        p = self.state.pause
+        return 1 if p is not None and p.target == "model" and self.state.finished is None else 0
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         self._caught_up()
         data = super()._repr_mimebundle_(**kwargs)
         text = self.text()
         # A live display is updated in place when the run ends; nbval compares only the first
         # display, so live ones are marked for a sanitizer (see notebooks/sanitize.cfg).
         data["text/plain"] = f"{LIVE_MARKER}\n{text}" if self._live else text
-        return data
+        snap = snapshot_metadata(self)  # for static HTML exports (agentnb.notebook.export)
+        return data, ({KEY: snap} if snap is not None else {})
 
     # --- showing -------------------------------------------------------------------------
 
@@ -250,19 +327,21 @@ class TraceWidget(widgets.VBox):
         self.renders += 1
         for depth in s.dirty:
             view = s.depths[depth]
-            self._inner[depth] = depth_html(view, self.preview)
-            self._titles[depth] = depth_title(view)
+            self._inner[depth] = depth_html(view, self.preview, s.pause)
+            self._titles[depth] = depth_title(view, s.pause)
         settled = len(s.depths) if s.finished is not None else s.current_depth
         if settled != self._settled or any(d < settled for d in s.dirty):
             self._settled = settled
             self._settled_box.value = self._join(range(settled))
         if s.dirty or s.finished is not None:
             self._live_box.value = self._join(d for d in sorted(self._inner) if d >= settled)
-        self._header.value = STYLE + header_html(s, self._elapsed(), self.pause_text)
+        self._header.value = STYLE + header_html(s, self._elapsed(), self.paused_seconds)
         if s.answer is not None and not self.answer_output.outputs:
-            self._answer_label.value = '<div class="anb"><span class="anb-ok">Final answer</span></div>'
-            answer_box = self.children[2]
-            answer_box.layout.border_left = "3px solid #1a7f37"
+            self._answer_label.value = (
+                STYLE + '<div class="anb anb-answer-head"><span class="anb-ok">Final answer</span>'
+                f"{copyable(s.answer, hidden=True)}</div>"
+            )
+            self._answer_box.layout.border_left = "3px solid #1a7f37"
             # A structured answer (output_type) shows as its value's table, not as Markdown.
             data = (
                 {"text/html": STYLE + '<div class="anb">' + value_table(s.value) + "</div>", "text/plain": s.answer}
@@ -273,6 +352,8 @@ class TraceWidget(widgets.VBox):
         s.clean()
 
     def _is_open(self, depth: int, current: int | None = None) -> bool:
+        if self.expanded is not None:
+            return self.expanded
         return depth > (self.state.current_depth if current is None else current) - self.open_depths
 
     def _join(self, depths: Any) -> str:
@@ -281,9 +362,10 @@ class TraceWidget(widgets.VBox):
         return "".join(section_html(d, titles[d], inner[d], self._is_open(d, current)) for d in depths if d in inner)
 
     def _elapsed(self) -> float | None:
+        """Time the run has taken, paused time left out."""
         if self.state.finished is not None:
-            return self.state.finished.duration
-        return None if self._t0 is None else self._clock() - self._t0
+            return max(0.0, self.state.finished.duration - self._paused_total)
+        return None if self._t0 is None else max(0.0, self._clock() - self._t0 - self.paused_seconds)
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -310,6 +392,14 @@ class TraceWidget(widgets.VBox):
     def _update_display(self) -> None:
         if self._display is not None:
             self._display.update(self)
+
+
+def _small_button(label: str, icon: str, tip: str) -> widgets.Button:
+    b = widgets.Button(description=label, icon=icon, tooltip=tip)
+    b.layout.width = "auto"
+    b.layout.height = "24px"
+    b.add_class("anb-small")
+    return b
 
 
 class _FixedClock:

@@ -22,6 +22,7 @@ from typing import Any
 
 NOTEBOOKS = Path(__file__).parent / "notebooks"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+LABEXTENSIONS = Path(__file__).resolve().parents[2] / "labextension"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",
@@ -85,6 +86,8 @@ class Lab:
             f"--IdentityProvider.token={self.token}",
             f"--ServerApp.root_dir={work}",
             "--LabApp.expose_app_in_browser=True",
+            # agentnb's own extension (%%agent cells as Markdown), from this checkout.
+            f"--LabApp.extra_labextensions_path={LABEXTENSIONS}",
         ]
         self.log = open(self.root / "lab.log", "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -106,6 +109,59 @@ class Lab:
         # One workspace per notebook, so a tab left open by another test is not restored here.
         workspace = Path(name).stem.replace("_", "-")
         return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?reset&token={self.token}"
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+            self.log.close()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Voila:
+    """A Voila server rendering one notebook from a temporary copy of the test notebooks."""
+
+    def __init__(self, notebook: str) -> None:
+        self.notebook = notebook
+        self.root = Path(tempfile.mkdtemp(prefix="agentnb-voila-"))
+        self.port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 60) -> Voila:
+        work = self.root / "work"
+        shutil.copytree(NOTEBOOKS, work)
+        env = {
+            **os.environ,
+            "JUPYTER_CONFIG_DIR": str(self.root / "config"),
+            "JUPYTER_RUNTIME_DIR": str(self.root / "runtime"),
+        }
+        cmd = [
+            str(Path(sys.executable).parent / "voila"),
+            str(work / self.notebook),
+            "--no-browser",
+            f"--port={self.port}",
+            "--Voila.ip=127.0.0.1",
+            "--ServerApp.allow_root=True",
+        ]
+        self.log = open(self.root / "voila.log", "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=work)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                    return self
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError(f"Voila did not start; see {self.root / 'voila.log'}")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
 
     def stop(self) -> None:
         if self.proc is not None:

@@ -65,8 +65,12 @@ TRACE_RUN = """\
 %%agent -p model --stream --out traced
 What's the weather in {city}? Add 3 to the temperature and draw a chart."""
 
+FOLLOW = """\
+model3 = ScriptedProvider(["Tomorrow: **dry**, 16 °C."], delay=0.2)
+%agent -p model3 -s "Answer in one line." And tomorrow?"""
+
 STEP = """\
-model2 = ScriptedProvider([call("add", a=2, b=3), "2 + 3 = **5**"], delay=0.2, usage=Usage(64, 9))"""
+model2 = ScriptedProvider([call("add", a=2, b=3), "The tool says **42**."], delay=0.2, usage=Usage(64, 9))"""
 
 STEP_RUN = """\
 %%agent -p model2 --step --new --out stepped
@@ -79,6 +83,7 @@ print("kernel is free while", pause.describe())"""
 
 SLOW = """\
 %load_ext agentnb
+import asyncio
 from agentnb import tool
 from agentnb.testing import ScriptedProvider, call
 
@@ -87,13 +92,37 @@ def count(n: int) -> int:
     \"\"\"Count one step.\"\"\"
     return n
 
-slow = ScriptedProvider([call("count", n=i) for i in range(30)] + ["never reached"], delay=0.5)"""
+@tool
+async def nap(seconds: float) -> str:
+    \"\"\"Sleep a while (a tool that takes long).\"\"\"
+    await asyncio.sleep(seconds)
+    return "rested"
+
+slow = ScriptedProvider([call("count", n=1), call("count", n=2), call("nap", seconds=60), "never reached"], delay=0.5)"""
 
 SLOW_RUN = """\
 %%agent -p slow -n 30 --out stopped_run
 Count to thirty, slowly."""
 
-AFTER = """print("after stop:", stopped_run.stop_reason, stopped_run.tool_calls < 30)"""
+AFTER = """print("after stop:", stopped_run.stop_reason, stopped_run.tool_calls)"""
+
+
+VOILA_TRACE = """\
+%%agent -p model --out traced
+What's the weather in {city}? Add 3 to the temperature and draw a chart."""
+
+VOILA_STEP = """\
+# In Voila widgets connect once every cell has run: the debugger runs as a background task.
+model2 = ScriptedProvider([call("add", a=2, b=3), "2 + 3 = **5**"], delay=0.2)
+%agent -p model2 --step --new What is 2 + 3?"""
+
+
+HIGHLIGHT_PY = """\
+x = 1 if True and not False else 2  # Python: keywords highlighted"""
+
+HIGHLIGHT_AGENT = """\
+%%agent --tools none
+Is it raining and is it cold? If not, what is **the** forecast?"""
 
 
 def write(name: str, cells: tuple[str, ...]) -> None:
@@ -105,8 +134,10 @@ def write(name: str, cells: tuple[str, ...]) -> None:
 
 
 def main() -> None:
-    write("trace_and_debugger.ipynb", (SETUP, TRACE, TRACE_RUN, STEP, STEP_RUN, WHILE_PAUSED))
+    write("trace_and_debugger.ipynb", (SETUP, TRACE, TRACE_RUN, FOLLOW, STEP, STEP_RUN, WHILE_PAUSED))
     write("stop_button.ipynb", (SLOW, SLOW_RUN, AFTER))
+    write("voila.ipynb", (SETUP, TRACE, VOILA_TRACE, VOILA_STEP))
+    write("highlighting.ipynb", (HIGHLIGHT_PY, HIGHLIGHT_AGENT))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@ Screenshots go to artifacts/screenshots/ (the README's images are copied from th
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,38 +22,90 @@ def _badge(widget: Any) -> Any:
     return widget.locator(".anb-badge").first
 
 
+def _wait_badge(page: Any, selector: str, text: str, timeout: int = 30_000) -> None:
+    page.wait_for_function(
+        "([sel, text]) => [...document.querySelectorAll(sel + ' .anb-badge')].some(b => b.textContent === text)",
+        arg=[selector, text],
+        timeout=timeout,
+    )
+
+
 def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=lab.url)
     open_and_run_all(page, lab, NOTEBOOK)
 
     # --- the live trace of the first run ------------------------------------------------
     trace = page.locator(".anb-trace").first
     trace.wait_for(timeout=30_000)
-    # While the (slow, scripted) model works the header says running.
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.anb-trace .anb-badge')].some(b => b.textContent === 'finished')",
-        timeout=30_000,
-    )
+    _wait_badge(page, ".anb-trace", "finished")
     header = trace.locator(".anb-head")
     assert "tool calls 4/10" in header.inner_text()
+    assert "model calls 4" in header.inner_text() and "depth" not in header.inner_text().lower()
     titles = trace.locator(".anb-depth > summary")
     texts = [t for t in titles.all_inner_texts() if t.strip()]
     assert [re.match(r"Depth \d", t).group(0) for t in texts] == ["Depth 0", "Depth 1", "Depth 2", "Depth 3"], texts
+    assert all(re.search(r" · [\d.]+ m?s · 206 tokens$", t) for t in texts), texts  # per-depth time and tokens
     body = trace.inner_text()
     assert "Tool call weather" in body and "Tool call add" in body
     assert "repeat" in body and "not executed again" in body  # the dedup decision
     assert "show all" in body  # a long result is truncated with a toggle
+    assert "waiting for the model" not in body and "running…" not in body
     assert trace.locator("img[alt='attached image']").count() == 1
     answer = trace.locator(".jupyter-widget-Output, .widget-output").last
     answer.locator("strong", has_text="17").wait_for(timeout=30_000)  # Markdown rendered
     assert answer.locator("strong", has_text="17").count() == 1
+    # The answer is shown once: not also as raw text in the last depth.
+    assert "clearing in the evening" not in trace.locator(".anb-depth").last.inner_text()
     screenshot(trace, "trace_widget.png")
     assert _badge(trace).inner_text() == "finished"
+
+    # The prompt (after {city} was filled in), provider and model, folded at the top.
+    ctx = trace.locator("details.anb-ctx").first
+    assert ctx.get_attribute("open") is None
+    ctx.locator("summary").click()
+    assert "What's the weather in Paris?" in ctx.inner_text()
+    assert "ScriptedProvider" in ctx.inner_text() and "scripted" in ctx.inner_text()
+
+    # Copy: the add call's arguments reach the clipboard.
+    add_block = trace.locator(".anb-tool", has_text="Tool call add")
+    add_block.locator(".anb-copy").first.click()
+    page.wait_for_function("() => [...document.querySelectorAll('.anb-copy')].some(b => b.textContent === 'Copied')")
+    assert json.loads(page.evaluate("() => navigator.clipboard.readText()")) == {"a": 14, "b": 3}
+    # Save transcript: a download of the run's JSON.
+    with page.expect_download() as download:
+        trace.locator("a.anb-save").click()
+    saved = json.loads(Path(download.value.path()).read_text(encoding="utf-8"))
+    assert saved["stop_reason"] == "answer" and saved["tool_calls"] == 4
+    # Collapse all / Expand all.
+    trace.locator(".widget-button", has_text="Collapse all").click()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.anb-trace')[0].querySelectorAll('details.anb-depth')].every(d => !d.open)"
+    )
+    trace.locator(".widget-button", has_text="Expand all").click()
+    page.wait_for_function(
+        "() => document.querySelectorAll('.anb-trace')[0].querySelectorAll('details.anb-depth[open]').length === 4"
+    )
+
+    # --- a follow-up: turn 2, with the earlier turn a click away --------------------------
+    follow = page.locator(".anb-trace").nth(1)
+    follow.wait_for(timeout=30_000)
+    page.wait_for_function(
+        "() => { const t = document.querySelectorAll('.anb-trace')[1]; const b = t && t.querySelector('.anb-badge');"
+        " return !!b && b.textContent === 'finished'; }",
+        timeout=30_000,
+    )
+    assert "turn 2" in follow.locator(".anb-head").inner_text()
+    earlier = follow.locator("details.anb-earlier")
+    earlier.locator("summary").click()
+    assert "Earlier turns (1)" in earlier.inner_text()
+    assert "What's the weather in Paris?" in earlier.inner_text() and "4 tool results" in earlier.inner_text()
+    screenshot(follow, "trace_turn2.png")
 
     # --- the step-through debugger --------------------------------------------------------
     dbg = page.locator(".anb-debugger").first
     dbg.wait_for(timeout=30_000)
     step = dbg.locator(".widget-button", has_text="Step")
-    message = dbg.locator(".anb-debugger-bar .widget-html")
+    message = dbg.locator(".anb-debugger-where")
     seen: list[str] = []
     while True:
         # Wait for a new pause (a message we have not seen yet, Step enabled) or the end.
@@ -59,7 +113,7 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
             """(seen) => { const d = document.querySelector('.anb-debugger');
                        const b = d && d.querySelector('.anb-badge');
                        if (b && b.textContent === 'finished') return true;
-                       const m = d && d.querySelector('.anb-debugger-bar .widget-html');
+                       const m = d && d.querySelector('.anb-debugger-where');
                        const s = d && [...d.querySelectorAll('.widget-button')].find(x => x.textContent.includes('Step'));
                        return !!m && m.textContent.includes('paused') && !seen.includes(m.textContent) && !!s && !s.disabled; }""",
             arg=seen,
@@ -68,8 +122,15 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
         if _badge(dbg).inner_text() == "finished":
             break
         seen.append(message.inner_text())
+        if len(seen) == 1:  # paused before the first model call: not made, not counted
+            head = dbg.locator(".anb-head").inner_text()
+            assert _badge(dbg).inner_text() == "paused" and "model calls 0" in head, head
+            assert "paused before this model call" in dbg.locator(".anb-depth").first.inner_text()
+            assert "waiting for the model" not in dbg.inner_text()
+            screenshot(dbg, "debugger_paused_model.png")
         if "tool call add" in seen[-1]:
-            screenshot(dbg, "debugger.png")
+            _edit_with_a_mistake_first(page, dbg)
+            continue
         step.click()
         assert len(seen) < 10, "the run did not finish"
     assert [s.strip() for s in seen] == [
@@ -83,28 +144,99 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     # The final display update re-renders the view: wait until it is there again.
     page.wait_for_timeout(500)
     dbg = page.locator(".anb-debugger").first
-    assert dbg.locator(".jupyter-widget-Output strong, .widget-output strong", has_text="5").count() == 1
+    dbg.locator(".anb-debugger-summary", has_text="run ended").wait_for(timeout=10_000)
+    assert dbg.locator(".jupyter-widget-Output strong, .widget-output strong", has_text="42").count() == 1
     assert "tool calls 1/10" in dbg.locator(".anb-head").inner_text()
+    # One summary line instead of five greyed-out buttons.
+    assert not dbg.locator(".anb-debugger-bar").is_visible()
+    summary = dbg.locator(".anb-debugger-summary").inner_text()
+    assert "run ended: answer · 1 tool call · 3 pauses · 1 edit · 0 skips" in summary, summary
+    # Original -> edited, both in the trace.
+    edited = dbg.locator(".anb-edit")
+    assert json.loads(edited.locator("pre.anb-old").inner_text()) == {"a": 2, "b": 3}
+    assert json.loads(edited.locator("pre.anb-c").inner_text()) == {"a": 2, "b": 40}
     screenshot(dbg, "debugger_finished.png")
 
 
-def test_stop_button_ends_a_running_cell(lab: Any, page: Any) -> None:
+def _edit_with_a_mistake_first(page: Any, dbg: Any) -> None:
+    dbg.locator(".widget-button", has_text="Edit arguments").click()
+    editor = dbg.locator(".anb-editor textarea")
+    editor.wait_for()
+    # The editor fits its box: no horizontal overflow, its right edge inside the debugger.
+    fits = page.evaluate(
+        """() => { const d = document.querySelector('.anb-debugger');
+                   const t = d.querySelector('.anb-editor textarea');
+                   const box = t.closest('.widget-vbox');
+                   return [t.getBoundingClientRect().right <= d.getBoundingClientRect().right + 0.5,
+                           box.scrollWidth <= box.clientWidth, t.getBoundingClientRect().width > 300]; }"""
+    )
+    assert fits == [True, True, True], fits
+    editor.fill('{"a": 2, "b": "x"}')
+    dbg.locator(".widget-button", has_text="Run with these arguments").click()
+    problem = dbg.locator(".anb-debugger-problem")
+    problem.locator("span", has_text="invalid arguments").wait_for(timeout=10_000)
+    # The problem stands beside the "paused before ..." line, which is still there.
+    assert "paused before tool call add(a=2, b=3)" in dbg.locator(".anb-debugger-where").inner_text()
+    assert "'x' is not of type 'integer'" in problem.inner_text()
+    where, why = (dbg.locator(s).bounding_box() for s in (".anb-debugger-where", ".anb-debugger-problem"))
+    assert abs(where["y"] - why["y"]) < 20 and why["x"] > where["x"]  # side by side
+    screenshot(dbg, "debugger.png")
+    editor.fill('{"a": 2, "b": 40}')
+    dbg.locator(".widget-button", has_text="Run with these arguments").click()
+
+
+def test_stop_during_a_tool_marks_it_cancelled(lab: Any, page: Any) -> None:
     open_and_run_all(page, lab, "stop_button.ipynb")
     trace = page.locator(".anb-trace").first
     trace.wait_for(timeout=30_000)
-    # Let it get going (depth 1 has started), then click Stop while the cell is still busy.
+    # Let it get going (the slow tool has started), then click Stop while the cell is still busy.
     page.wait_for_function(
-        "() => [...document.querySelectorAll('.anb-trace .anb-depth > summary')].some(s => s.textContent.startsWith('Depth 1'))",
+        "() => [...document.querySelectorAll('.anb-trace .anb-depth > summary')].some(s => s.textContent.includes('nap'))",
         timeout=30_000,
     )
     assert _badge(trace).inner_text() == "running"
+    trace.locator(".anb-tool", has_text="running…").wait_for(timeout=10_000)
     screenshot(trace, "trace_running.png")
     trace.locator(".widget-button", has_text="Stop").click()
-    page.wait_for_function(
-        "() => { const b = document.querySelector('.anb-trace .anb-badge'); return !!b && b.textContent === 'stopped'; }",
-        timeout=30_000,
-    )
+    _wait_badge(page, ".anb-trace", "stopped")
     # The cell returned with a cancelled result and the next cell ran.
     out = page.locator(".jp-OutputArea-output", has_text="after stop:")
     out.wait_for(timeout=30_000)
-    assert out.inner_text().strip() == "after stop: cancelled True"
+    assert out.inner_text().strip() == "after stop: cancelled 2"
+    page.wait_for_timeout(300)
+    text = trace.inner_text()
+    assert "running…" not in text and "waiting for the model" not in text and "asking the model" not in text
+    assert "cancelled: stopped while it ran" in text
+    head = trace.locator(".anb-head").inner_text()
+    assert "tool calls 2/30" in head and "1 unfinished tool call dropped" in head, head
+    screenshot(trace, "trace_stopped.png")
+
+
+def test_agent_cells_are_highlighted_as_markdown_not_python(lab: Any, page: Any) -> None:
+    page.goto(lab.notebook_url("highlighting.ipynb"))
+    mimes = """() => { const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+                       if (!w || !w.content || !w.content.widgets.length) return null;
+                       return w.content.widgets.map(c => c.model.mimeType); }"""
+    page.wait_for_function(
+        f"() => {{ const m = ({mimes})(); return !!m && m[0] === 'text/x-ipython' && m[1] === 'text/x-ipythongfm'; }}",
+        timeout=60_000,
+    )
+    page.wait_for_timeout(1000)  # the kernel's language info has arrived: nothing resets the mode
+    assert page.evaluate(mimes) == ["text/x-ipython", "text/x-ipythongfm"]
+    # What the eye sees: in the prompt, "and"/"not"/"is" look like the words around them.
+    cells = page.locator(".jp-CodeCell .cm-content")
+    styles = """(el) => [...el.querySelectorAll('span')].map(s => [s.textContent, getComputedStyle(s).fontWeight,
+                                                                 getComputedStyle(s).color])"""
+    py = {t: (w, c) for t, w, c in cells.nth(0).evaluate(styles)}
+    prompt = cells.nth(1).evaluate(styles)
+    assert "and" in py and "not" in py  # Python keywords get their own spans there
+    assert not any(t.strip() in ("and", "not", "is", "If") for t, _, _ in prompt), prompt
+    screenshot(page.locator(".jp-Notebook"), "agent_cell_highlighting.png")
+    # Turning the cell into Python code gives it Python highlighting back.
+    page.evaluate(
+        "() => { const c = window.jupyterapp.shell.currentWidget.content.widgets[1];"
+        " c.model.sharedModel.setSource('print(1 and 2)'); }"
+    )
+    page.wait_for_function(
+        "() => window.jupyterapp.shell.currentWidget.content.widgets[1].model.mimeType === 'text/x-ipython'"
+    )
