@@ -133,7 +133,8 @@ def section_html(depth: int, title: str, inner: str, open: bool) -> str:
 def depth_title(v: DepthView, pause: Pause | None = None) -> str:
     """The section title of a depth, e.g. ``Depth 1 · add ✓, search ✗ · 0.84 s · 57 tokens``."""
     bits = [
-        c.name + (" (paused)" if pause and pause.call_id == c.call_id else _call_mark(c, v.ended)) for c in v.calls.values()
+        c.name + (" (paused)" if pause and pause.call_id == c.call_id else _call_mark(c, v.ended))
+        for c in v.calls.values()
     ]
     if v.final is not None:
         bits.append("answer")
