@@ -33,10 +33,17 @@ _IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "image/png", b"\xff\xd8\xff": "image/jpeg"
 
 def render_value(value: Any, ctx: Any = None) -> str:
     """``value`` as text for the model; pictures go to ``ctx.attach_image`` (a ToolContext)."""
-    if isinstance(value, str):
-        return value
+    kind = type(value)
+    if kind is str:
+        return value  # type: ignore[no-any-return]
+    if kind is int or kind is float or kind is bool:  # the common cases first: this runs for every call
+        return json.dumps(value)  # the default encoder is cached: ~3x faster than with options
+    if kind is dict or kind is list:
+        return json.dumps(value, ensure_ascii=False, default=_json_default)
     if value is None:
         return "(no output)"
+    if isinstance(value, str):
+        return value
     image = as_image(value)
     if image is not None:
         if ctx is None:
