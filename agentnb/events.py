@@ -147,6 +147,8 @@ class ToolStarted(_EventBase):
     name: str
     arguments: dict[str, Any]
     kind: Literal["tool_started"] = "tool_started"
+    #: Where the tool comes from when not from Python, e.g. ``"mcp:files"``.
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +186,15 @@ class DirectOutput(_EventBase):
     name: str
     text: str
     kind: Literal["direct_output"] = "direct_output"
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningSummary(_EventBase):
+    """A summary of the model's hidden reasoning, where the API gives one (never the reasoning)."""
+
+    depth: int
+    text: str
+    kind: Literal["reasoning_summary"] = "reasoning_summary"
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +266,7 @@ Event: TypeAlias = (
     | AttachmentAdded
     | LimitReached
     | DirectOutput
+    | ReasoningSummary
     | FinalAnswer
     | OutputMode
     | OutputValidated

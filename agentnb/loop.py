@@ -158,7 +158,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         choice = "auto" if choice != "none" else choice
 
         if not calls or not offer:
-            pending: list[Message] = [AssistantMessage(completion.text, calls)]
+            pending: list[Message] = [AssistantMessage(completion.text, calls, reasoning=completion.reasoning)]
             pending += [ToolMessage(c.id, c.name, "Not executed: no tools are available now.", True) for c in calls]
             state.messages.extend(pending)
             state.output = completion.text or ""
@@ -226,7 +226,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
 
         execs = [p for p in plans if isinstance(p, _Exec)]
         for p in execs:
-            yield ToolStarted(depth, p.call.id, p.call.name, p.arguments)
+            yield ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source)
         if len(execs) == 1:
             await _execute(execs[0], depth, cfg.tool_timeout, threaded=False)
             yield _finished(depth, execs[0])
@@ -234,7 +234,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             async for p in _execute_all(execs, depth, cfg.tool_timeout):
                 yield _finished(depth, p)
 
-        messages: list[Message] = [AssistantMessage(completion.text, calls)]
+        messages: list[Message] = [AssistantMessage(completion.text, calls, reasoning=completion.reasoning)]
         images: list[Image] = []
         direct: list[_Exec] = []
         for k, plan in enumerate(plans):

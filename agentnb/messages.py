@@ -106,14 +106,21 @@ class UserMessage:
 
 @dataclass(frozen=True, slots=True)
 class AssistantMessage:
+    """A model's turn. ``reasoning`` holds the provider's opaque reasoning items (OpenAI
+    Responses ``reasoning`` items, Anthropic ``thinking`` blocks) as JSON, sent back to the
+    same API on later steps and kept in saved transcripts; other providers ignore them."""
+
     content: str | None
     tool_calls: tuple[ToolCall, ...] = ()
     role: Literal["assistant"] = "assistant"
+    reasoning: tuple[dict[str, JSON], ...] = ()
 
     def to_dict(self) -> dict[str, JSON]:
         d: dict[str, JSON] = {"role": "assistant", "content": self.content}
         if self.tool_calls:
             d["tool_calls"] = [c.to_dict() for c in self.tool_calls]
+        if self.reasoning:
+            d["reasoning"] = [dict(r) for r in self.reasoning]
         return d
 
 
@@ -172,7 +179,7 @@ def message_from_dict(d: dict[str, JSON]) -> Message:
         return UserMessage(content, tuple(Image.from_dict(i) for i in d.get("images", ())))
     if role == "assistant":
         calls = tuple(ToolCall.from_dict(c) for c in d.get("tool_calls", ()))
-        return AssistantMessage(d.get("content"), calls)
+        return AssistantMessage(d.get("content"), calls, reasoning=tuple(d.get("reasoning", ())))
     if role == "tool":
         return ToolMessage(d["tool_call_id"], d.get("name", ""), d["content"], d.get("is_error", False))
     raise ValueError(f"unknown message role {role!r}")

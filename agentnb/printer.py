@@ -22,6 +22,7 @@ from agentnb.events import (
     ModelResponse,
     OutputMode,
     OutputValidated,
+    ReasoningSummary,
     RunFinished,
     RunStarted,
     StepDecision,
@@ -81,8 +82,8 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} repeat call {fp[:12]}: {'not run, earlier result given' if act == 'skip' else 'run again (allow_repeat)'}"
         case StepDecision(target=t, action=a, arguments=args):
             return f"{d} debugger: {a} {t}" + (f" with {format_arguments(args)}" if args is not None else "")
-        case ToolStarted(name=n, arguments=a):
-            return f"{d} run {n}({format_arguments(a)})"
+        case ToolStarted(name=n, arguments=a, source=src):
+            return f"{d} run {n}({format_arguments(a)})" + (f" [{src}]" if src else "")
         case ToolFinished(name=n, result=r, error=e, duration=s):
             status = f"failed: {e}" if e else f"-> {shorten(r, width)}"
             return f"{d} {n} {status} ({millis(s)})"
@@ -92,6 +93,8 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} tool-call limit ({m}) reached: the model must answer now"
         case DirectOutput(name=n):
             return f"{d} {n} returned the final answer directly"
+        case ReasoningSummary(text=t):
+            return f"{d} reasoning summary: {shorten(t, width)}"
         case FinalAnswer(text=t):
             return f"answer: {t}"
         case OutputMode(mode=m, detail=x):

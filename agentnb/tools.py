@@ -25,7 +25,7 @@ import sys
 import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 from agentnb.errors import ToolDefinitionError
 from agentnb.messages import Image
@@ -88,6 +88,7 @@ class Tool:
         "examples",
         "context_param",
         "defaults",
+        "source",
         "_validator",
         "_converters",
         "_fills",
@@ -107,6 +108,7 @@ class Tool:
         context_param: str | None = None,
         converters: Mapping[str, Callable[[Any], Any]] | None = None,
         problems: list[str] | None = None,
+        source: str | None = None,
     ) -> None:
         problems = list(problems or ())
         if not name or not set(name) <= _NAME_OK or len(name) > 64:
@@ -139,6 +141,8 @@ class Tool:
         self.allow_repeat = allow_repeat
         self.timeout = timeout
         self.context_param = context_param
+        #: Where the tool comes from when not from Python (``"mcp:SERVER"``); shown in traces.
+        self.source = source
         props = params.get("properties")
         #: Schema defaults, so ``{"city": "Paris"}`` and ``{"city": "Paris", "unit": "c"}``
         #: are recognised as the same call.
@@ -397,12 +401,32 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     return Tool.from_function(fn, **options)
 
 
-def coerce_tools(tools: Iterable[Any]) -> dict[str, Tool]:
-    """Tools (or plain functions, or OpenAI dicts) by name; duplicate names are an error."""
-    out: dict[str, Tool] = {}
+@runtime_checkable
+class ToolSource(Protocol):
+    """Anything that supplies tools, such as :class:`agentnb.mcp.MCPServer`."""
+
+    def tools(self) -> Iterable[Tool]: ...
+
+
+def _expand(tools: Iterable[Any]) -> Iterable[Any]:
     for t in tools:
+        if isinstance(t, ToolSource) and not isinstance(t, Tool):
+            yield from t.tools()
+        elif isinstance(t, (list, tuple)):  # e.g. server.tools(prefix=...) inside a list
+            yield from _expand(t)
+        else:
+            yield t
+
+
+def coerce_tools(tools: Iterable[Any]) -> dict[str, Tool]:
+    """Tools (or plain functions, OpenAI dicts, tool sources) by name; duplicate names are an error."""
+    out: dict[str, Tool] = {}
+    for t in _expand(tools):
         t = tool(t)
         if t.name in out:
-            raise ToolDefinitionError(t.name, ["two tools have this name"])
+            hint = (
+                " (give one MCP server a prefix: server.tools(prefix='x_'))" if t.source or out[t.name].source else ""
+            )
+            raise ToolDefinitionError(t.name, [f"two tools have this name{hint}"])
         out[t.name] = t
     return out

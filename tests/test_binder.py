@@ -58,7 +58,7 @@ def test_requirements_cover_the_extras_the_notebooks_use() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     binder = pins(BINDER / "requirements.txt")
     wanted = list(project["dependencies"])
-    for extra in ("notebook", "hf", "openai"):
+    for extra in ("notebook", "hf", "openai", "mcp"):
         wanted += project["optional-dependencies"][extra]
     for requirement in wanted:
         name = _normalise(requirement.split(">")[0].split("=")[0].split("<")[0].split("[")[0])

@@ -26,6 +26,7 @@ EXPECTED = [
     "06_debugger",
     "07_magics_reference",
     "08_structured_output",
+    "09_mcp_tools",
 ]
 TEST_COMMAND = (
     ".venv/bin/pytest --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-timeout 300"

@@ -93,8 +93,9 @@ def test_every_event_kind_is_shown() -> None:
     typed = TraceWidget()  # structured output through UnTooled: output_mode and output_validation
     Agent(ScriptedProvider(['{"a": 1}'], native_tools=False), output_type=dict[str, int]).run("go", on_event=typed)
     seen = kinds(result.events) | kinds(limited.state.events) | kinds(direct.state.events) | kinds(typed.state.events)
-    # step_decision comes from the debugger (tests/test_debugger.py checks its rendering).
-    assert seen | {"step_decision"} == set(EVENT_TYPES)
+    # step_decision comes from the debugger (tests/test_debugger.py checks its rendering);
+    # reasoning_summary from the OpenAI Responses route (tests/test_openai_responses.py).
+    assert seen | {"step_decision", "reasoning_summary"} == set(EVENT_TYPES)
 
     assert w.status == "answer"
     assert sorted(w.sections) == [0, 1, 2, 3, 4]

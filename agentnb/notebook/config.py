@@ -40,6 +40,7 @@ class MagicOptions:
     out: str | None = None
     new: bool | None = None
     output_type: str | None = None
+    mcp: tuple[str, ...] | None = None
 
     def merged_over(self, defaults: MagicOptions) -> MagicOptions:
         """These options, with unset ones taken from ``defaults``."""
@@ -79,12 +80,13 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "-o": ("out", "str"),
     "--new": ("new", True),
     "--output-type": ("output_type", "str"),
+    "--mcp": ("mcp", "multi"),
 }
 
 USAGE = (
     "options: -p/--provider SPEC|VAR, -m/--model NAME, --base-url URL, -t/--tools a,b|none, "
     "-n/--max-tool-calls N, -c/--tool-choice auto|required|none|TOOL, -s/--system TEXT, --stream/--no-stream, --step, "
-    "-q/--quiet, -o/--out VAR, --new, --output-type VAR"
+    "-q/--quiet, -o/--out VAR, --new, --mcp CMD|URL|VAR, --output-type VAR"
 )
 
 _TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
@@ -117,6 +119,9 @@ def parse_line(line: str) -> tuple[MagicOptions, str]:
             if m is None:
                 raise UserError(f"{name} needs a value; {USAGE}")
             raw, rest = m.group(1), rest[m.end() :]
+        if kind == "multi":  # may be repeated: --mcp "python a.py" --mcp "python b.py"
+            values[field] = (*values.get(field, ()), _unquote(raw))
+            continue
         values[field] = _convert(name, kind, _unquote(raw))
     for option in ("out", "output_type"):
         name = values.get(option)

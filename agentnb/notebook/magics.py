@@ -67,6 +67,7 @@ class AgentMagics(Magics):
         self.history: RunResult | None = None
         self.debugger: Any = None
         self._providers: dict[tuple[str, str | None], Provider] = {}  # (spec, base_url) ->
+        self._mcp_servers: dict[str, Any] = {}  # command line or URL -> MCPServer
 
     # --- magics ------------------------------------------------------------------------------
 
@@ -89,6 +90,9 @@ class AgentMagics(Magics):
           --new                    start a new conversation (also: %agent_reset)
           --output-type VAR        the answer's type (a pydantic model, dataclass... in VAR):
                                    the typed value is _agent_result.value
+          --mcp CMD|URL|VAR        tools of an MCP server: a command line ("python server.py"), an
+                                   http(s) URL, or an MCPServer variable; repeat for more servers.
+                                   A server starts once and is reused by later runs.
 
         ``{name}`` in the prompt is replaced by the notebook variable (``{{`` for a brace).
         """
@@ -185,7 +189,8 @@ class AgentMagics(Magics):
             if opts.output_type not in ns:
                 raise UserError(f"--output-type {opts.output_type}: no variable of that name in the notebook")
             kwargs["output_type"] = ns[opts.output_type]
-        tools = self._tools(opts.tools)  # checked before a (possibly slow) provider is built
+        tools: list[Any] = self._tools(opts.tools)  # checked before a (possibly slow) provider is built
+        tools += self._mcp(opts.mcp or ())
         provider = self._provider(opts)
         agent = Agent(provider, tools, **kwargs)
         for key, cached in self._providers.items():
@@ -287,6 +292,29 @@ class AgentMagics(Magics):
                 raise UserError(f"{name!r} is a {type(value).__name__}, not a tool; decorate a function with @tool")
             tools.append(tool(value))
         return tools
+
+    def _mcp(self, specs: tuple[str, ...]) -> list[Any]:
+        """MCP servers from ``--mcp``: a variable, a URL or a command line (started once, then reused)."""
+        if not specs:
+            return []
+        from agentnb.mcp import MCPError, MCPServer
+
+        servers = []
+        for spec in specs:
+            value = self.shell.user_ns.get(spec) if spec.isidentifier() else None
+            if isinstance(value, MCPServer):
+                servers.append(value)
+                continue
+            if spec not in self._mcp_servers:
+                is_url = spec.startswith(("http://", "https://"))
+                self._mcp_servers[spec] = MCPServer.http(spec) if is_url else MCPServer.stdio(spec)
+            servers.append(self._mcp_servers[spec])
+        for server in servers:
+            try:
+                server.start()
+            except MCPError as exc:
+                raise UserError(str(exc).splitlines()[0]) from None
+        return servers
 
 
 def _display(obj: Any) -> Any:

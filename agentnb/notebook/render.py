@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from agentnb.events import DirectOutput, LimitReached, StepDecision
+from agentnb.events import DirectOutput, LimitReached, ReasoningSummary, StepDecision
 from agentnb.notebook.blocks import CSS, copyable
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
 
@@ -40,6 +40,7 @@ STYLE = """<style>
 .anb-note{border-left-color:#bc4c00}.anb-final{border-left-color:#1a7f37}
 .anb-h{font-weight:600}
 .anb-m{color:var(--jp-ui-font-color2,#57606a);font-size:12px}
+.anb-src{font-size:11px;border:1px solid #d0d7de;border-radius:8px;padding:0 5px;color:#6e7781}
 .anb-ok{color:#1a7f37;font-weight:600}.anb-bad{color:#cf222e;font-weight:600}.anb-warn{color:#9a6700;font-weight:600}
 .anb pre{background:var(--jp-layout-color2,#f6f8fa);border-radius:4px;padding:5px 8px;margin:3px 0;
   font-family:var(--jp-code-font-family,monospace);
@@ -246,6 +247,7 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
     bad = c.unknown is not None or (c.validation is not None and not c.validation.ok)
     rows = [
         f'<span class="anb-h">Tool call <code>{escape(c.name)}</code></span> <span class="anb-m">{escape(c.call_id)}</span>'
+        + (f' <span class="anb-src" title="tool source">from {escape(c.source)}</span>' if c.source else "")
     ]
     if c.original is not None:
         rows.append(
@@ -368,6 +370,11 @@ def _note_html(n: object) -> str:
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">tool-call limit reached</span> '
             f'<span class="anb-m">{n.tool_calls}/{n.max_tool_calls}: the model must answer in text now</span></div>'
+        )
+    if isinstance(n, ReasoningSummary):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-m">reasoning summary</span>'
+            f"<div>{escape(n.text)}</div></div>"
         )
     if isinstance(n, DirectOutput):
         return (

@@ -57,6 +57,7 @@ class CallView:
     started: bool = False
     finished: ToolFinished | None = None
     images: list[Image] = field(default_factory=list)
+    source: str | None = None  # where the tool came from (``mcp:SERVER``), from ToolStarted
     original: dict[str, Any] | None = None  # the model's arguments, when the debugger edited them
 
     @property
@@ -283,6 +284,7 @@ def _started(s: TraceState, v: DepthView, e: Any) -> None:
     if c.arguments != e.arguments and c.original is None and c.arguments is not None:
         c.original = c.arguments
     c.arguments = e.arguments
+    c.source = e.source
 
 
 def _step(s: TraceState, v: DepthView, e: Any) -> None:
@@ -335,6 +337,7 @@ _FOLD: dict[str, Any] = {
     "attachment": _attachment,
     "limit_reached": _note,
     "direct_output": _note,
+    "reasoning_summary": _note,
     "final_answer": _final,
     "output_validation": _output,
     "output_mode": _output_mode,

@@ -27,6 +27,7 @@ from agentnb.providers.base import (
 
 _LAZY = {
     "OpenAIProvider": "agentnb.providers.openai",
+    "AnthropicProvider": "agentnb.providers.anthropic",
     "UnTooled": "agentnb.providers.untooled",
     "TransformersProvider": "agentnb.providers.hf",
     "local_provider": "agentnb.providers.hf",
@@ -35,6 +36,8 @@ _LAZY = {
 #: spec prefix -> (module, factory name). The factory takes (model, **options).
 SPEC_KINDS: dict[str, tuple[str, str]] = {
     "openai": ("agentnb.providers.openai", "OpenAIProvider"),
+    "openai-responses": ("agentnb.providers.openai_responses", "responses_provider"),
+    "anthropic": ("agentnb.providers.anthropic", "AnthropicProvider"),
     "hf": ("agentnb.providers.hf", "TransformersProvider"),
     "transformers": ("agentnb.providers.hf", "TransformersProvider"),
     "local": ("agentnb.providers.hf", "local_provider"),

@@ -65,7 +65,8 @@ class Completion:
 
     ``events`` are typed events (:mod:`agentnb.events`) about decisions the provider made for
     this reply (a route switch, why it called or answered, how it constrained the output); the
-    loop yields them, with their ``depth`` set, before its ``ModelResponse``.
+    loop yields them, with their ``depth`` set, before its ``ModelResponse``. ``reasoning``
+    is the provider's opaque reasoning (see :class:`~agentnb.messages.AssistantMessage`).
     """
 
     text: str | None = None
@@ -73,6 +74,7 @@ class Completion:
     usage: Usage = Usage()
     finish_reason: str | None = None
     events: tuple[Any, ...] = ()
+    reasoning: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

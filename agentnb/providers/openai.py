@@ -97,6 +97,9 @@ class OpenAIProvider(Provider):
             ``"tool"`` (a final-answer tool the model calls with the value). A server that
             refuses ``response_format`` is switched to ``"tool"`` once, visibly (an
             :class:`~agentnb.events.OutputMode` event says which, every step).
+        api: ``"chat"`` (Chat Completions, the default, what compatible servers speak) or
+            ``"responses"`` (OpenAI's Responses API, which reasoning models need to keep their
+            reasoning across tool calls; see :mod:`agentnb.providers.openai_responses`).
         client_options: passed to ``openai.AsyncOpenAI`` (``organization``,
             ``default_headers``, ``http_client``, ...).
 
@@ -118,9 +121,13 @@ class OpenAIProvider(Provider):
         stream_usage: bool = True,
         settings: dict[str, Any] | None = None,
         output_mode: str = "response_format",
+        api: str = "chat",
         **client_options: Any,
     ) -> None:
         _sdk()  # fail now, with the extra to install, rather than at the first call
+        if api not in ("chat", "responses"):
+            raise UserError(f"api must be 'chat' or 'responses', not {api!r}")
+        self.api = api
         if not isinstance(model, str) or not model:
             raise UserError(f"OpenAIProvider needs a model name, got {model!r}")
         self.name = model
@@ -151,9 +158,10 @@ class OpenAIProvider(Provider):
         self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
     def __repr__(self) -> str:
+        api = ", api='responses'" if self.api == "responses" else ""
         if self.base_url is None:
-            return f"OpenAIProvider({self.model!r})"
-        return f"OpenAIProvider({self.model!r}, base_url={_without_userinfo(self.base_url)!r})"
+            return f"OpenAIProvider({self.model!r}{api})"
+        return f"OpenAIProvider({self.model!r}, base_url={_without_userinfo(self.base_url)!r}{api})"
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the current client (optional; a new one opens on use)."""
@@ -238,6 +246,10 @@ class OpenAIProvider(Provider):
     # -- response -----------------------------------------------------------------------
 
     async def complete(self, request: Request) -> Completion:
+        if self.api == "responses":
+            from agentnb.providers import openai_responses
+
+            return await openai_responses.complete(self, request)
         kwargs = self.build_request(request)
         try:
             try:
@@ -268,6 +280,12 @@ class OpenAIProvider(Provider):
         return final_output(completion, request, self.output_mode, self._output_note)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
+        if self.api == "responses":
+            from agentnb.providers import openai_responses
+
+            async for item in openai_responses.stream(self, request):
+                yield item
+            return
         kwargs = self.build_request(request)
         kwargs["stream"] = True
         if self.stream_usage:

@@ -1,0 +1,390 @@
+"""The native track, second API: Anthropic's Messages API (``anthropic:MODEL``).
+
+:class:`AnthropicProvider` sends our tools as ``tools``, reads ``tool_use`` blocks back
+(several per turn), returns tool results as ``tool_result`` blocks (a tool's images inside
+them), streams ``text_delta`` and ``input_json_delta`` events into our chunks, and turns HTTP
+failures into the typed errors of :mod:`agentnb.errors` with the key redacted.
+
+The ``anthropic`` SDK is imported only when a provider is built.
+
+>>> p = AnthropicProvider("claude-sonnet-4-5", api_key="sk-ant-example-key")
+>>> p
+AnthropicProvider('claude-sonnet-4-5')
+>>> p.build_request(Request([SystemMessage("Be brief."), UserMessage("hi")]))["system"]
+'Be brief.'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any
+
+from agentnb.errors import (
+    AuthenticationError,
+    MissingDependencyError,
+    ModelNotFoundError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+    UserError,
+)
+from agentnb.messages import AssistantMessage, Image, SystemMessage, ToolMessage, Usage, UserMessage
+from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk, ToolCallChunk
+from agentnb.providers.openai import _cause, _Secret, _server_message, _without_userinfo
+
+__all__ = ["AnthropicProvider"]
+
+#: ``max_tokens`` is required by the API; this is sent unless settings say otherwise.
+DEFAULT_MAX_TOKENS = 4096
+#: The loop's note before tool images; those images go into the tool_result blocks instead.
+_ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
+_THINKING = ("thinking", "redacted_thinking")
+
+
+class AnthropicProvider(Provider):
+    """A Claude model behind the Anthropic Messages API (or a gateway that speaks it).
+
+    Args:
+        model: the model name (``claude-sonnet-4-5``, ...).
+        api_key: the key; default ``ANTHROPIC_API_KEY``. It never appears in reprs, events,
+            transcripts or error messages.
+        base_url: a compatible gateway's URL (default ``ANTHROPIC_BASE_URL``, else Anthropic).
+        max_tokens: the reply's token limit (the API requires one); a request's
+            ``settings["max_tokens"]`` wins.
+        max_retries: retries of 429, 5xx / overloaded and failed connections (the SDK's
+            backoff, honouring ``retry-after``).
+        timeout: seconds per request.
+        settings: defaults for every request (``temperature``, ``thinking``, ...).
+        client_options: passed to ``anthropic.AsyncAnthropic`` (``default_headers``, ...).
+
+    Tool choice maps ``auto`` -> ``auto``, ``required`` -> ``any``, a name -> ``tool``,
+    ``none`` -> ``none``. Extended-thinking blocks are kept on the assistant message and sent
+    back with its tool calls, as the API requires; they are never shown as text.
+    """
+
+    supports_native_tools = True
+    supports_streaming = True
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_retries: int = 2,
+        timeout: float = 120.0,
+        settings: dict[str, Any] | None = None,
+        **client_options: Any,
+    ) -> None:
+        _sdk()
+        if not isinstance(model, str) or not model:
+            raise UserError(f"AnthropicProvider needs a model name, got {model!r}")
+        key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+        if not key:
+            raise UserError("AnthropicProvider needs an API key: set ANTHROPIC_API_KEY or pass api_key=...")
+        self.name = self.model = model
+        self.base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or "").rstrip("/") or None
+        self._key = _Secret(key)
+        self.max_tokens = max_tokens
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.settings = dict(settings or {})
+        self._client_options = client_options
+        self._client: Any = None
+        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    def __repr__(self) -> str:
+        if self.base_url is None:
+            return f"AnthropicProvider({self.model!r})"
+        return f"AnthropicProvider({self.model!r}, base_url={_without_userinfo(self.base_url)!r})"
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections of the current client (optional; a new one opens on use)."""
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.close()
+
+    @property
+    def client(self) -> Any:
+        """The ``anthropic.AsyncAnthropic`` client for the running event loop (one per loop)."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if self._client is None or (self._client_loop is not None and self._client_loop() is not loop):
+            sdk = _sdk()
+            options = dict(self._client_options)
+            options.setdefault("http_client", sdk.DefaultAsyncHttpxClient())  # see OpenAIProvider.client
+            self._client = sdk.AsyncAnthropic(
+                api_key=self._key.value,
+                base_url=self.base_url,
+                max_retries=self.max_retries,
+                timeout=self.timeout,
+                **options,
+            )
+            self._client_loop = weakref.ref(loop) if loop is not None else None
+        return self._client
+
+    # -- request ------------------------------------------------------------------------
+
+    def build_request(self, request: Request) -> dict[str, Any]:
+        """The keyword arguments of ``messages.create`` for one request.
+
+        >>> from agentnb import tool
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     '''Add two integers.'''
+        ...     return a + b
+        >>> p = AnthropicProvider("m", api_key="k" * 12)
+        >>> kw = p.build_request(Request([UserMessage("2+3?")], [add], tool_choice="required"))
+        >>> kw["tool_choice"], kw["tools"][0]["input_schema"]["required"]
+        ({'type': 'any'}, ['a', 'b'])
+        """
+        # Without tools on offer (the loop's last, text-only call) earlier tool blocks are
+        # sent as text: the API wants tool definitions for any tool_use in the history.
+        system, messages = to_anthropic(request.messages, tool_blocks=bool(request.tools))
+        kwargs: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens, "messages": messages}
+        if system:
+            kwargs["system"] = system
+        if request.tools:
+            kwargs["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in request.tools
+            ]
+            choice = request.tool_choice
+            if choice == "required":
+                kwargs["tool_choice"] = {"type": "any"}
+            elif choice == "none":
+                kwargs["tool_choice"] = {"type": "none"}
+            elif choice != "auto":
+                kwargs["tool_choice"] = {"type": "tool", "name": choice}
+        settings = {**self.settings, **request.settings}
+        if settings:
+            known = _known_params()
+            kwargs.update((k, v) for k, v in settings.items() if k in known)
+            extra = {k: v for k, v in settings.items() if k not in known}
+            if extra:
+                kwargs["extra_body"] = extra
+        return kwargs
+
+    # -- response -----------------------------------------------------------------------
+
+    async def complete(self, request: Request) -> Completion:
+        kwargs = self.build_request(request)
+        try:
+            message = await self.client.messages.create(**kwargs)
+        except _sdk().AnthropicError as exc:
+            raise self._error(exc) from None
+        return parse_message(message)
+
+    async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
+        kwargs = self.build_request(request)
+        assembler = CompletionAssembler()
+        blocks: dict[int, dict[str, Any]] = {}  # index -> thinking block being assembled
+        usage_in = usage_out = 0
+        stop: str | None = None
+        try:
+            stream = await self.client.messages.create(stream=True, **kwargs)
+            async for event in stream:
+                kind = event.type
+                if kind == "content_block_delta":
+                    delta = event.delta
+                    if delta.type == "text_delta":
+                        piece: Chunk = TextChunk(delta.text)
+                    elif delta.type == "input_json_delta":
+                        piece = ToolCallChunk(event.index, arguments=delta.partial_json)
+                    else:  # thinking_delta / signature_delta: kept, never shown
+                        _grow_thinking(blocks.get(event.index), delta)
+                        continue
+                    assembler.add(piece)
+                    yield piece
+                elif kind == "content_block_start":
+                    block = event.content_block
+                    if block.type == "tool_use":
+                        piece = ToolCallChunk(event.index, block.id, block.name)
+                        assembler.add(piece)
+                        yield piece
+                    elif block.type in _THINKING:
+                        blocks[event.index] = block.model_dump(exclude_none=True)
+                elif kind == "message_start":
+                    usage_in = _input_tokens(event.message.usage)
+                    usage_out = event.message.usage.output_tokens or 0
+                elif kind == "message_delta":
+                    stop = event.delta.stop_reason or stop
+                    usage_out = event.usage.output_tokens or usage_out
+        except _sdk().AnthropicError as exc:
+            raise self._error(exc, streaming=True) from None
+        reasoning = tuple(blocks[i] for i in sorted(blocks))
+        done = assembler.finish(Usage(usage_in, usage_out), stop)
+        yield Completion(done.text, done.tool_calls, done.usage, stop, reasoning=reasoning)
+
+    def _error(self, exc: Exception, *, streaming: bool = False) -> ProviderError:
+        """A typed agentnb error with the server's own message (and never the key)."""
+        error = self._classify(exc, streaming)
+        return type(error)(self._key.redact(str(error)), status=error.status)
+
+    def _classify(self, exc: Exception, streaming: bool) -> ProviderError:
+        sdk = _sdk()
+        where = self.base_url or "the Anthropic API"
+        message = _server_message(exc)
+        if isinstance(exc, sdk.APIStatusError):
+            status = exc.status_code
+            body = exc.body if isinstance(exc.body, dict) else {}
+            kind = (body.get("error") or {}).get("type") if isinstance(body.get("error"), dict) else None
+            if status in (401, 403) or kind in ("authentication_error", "permission_error"):
+                return AuthenticationError(f"{where} rejected the API key ({status}): {message}", status=status)
+            if status == 404 or kind == "not_found_error":
+                return ModelNotFoundError(
+                    f"model {self.model!r} not found at {where} ({status}): {message}", status=status
+                )
+            retried = f"after {self.max_retries} retries ({status}): {message}"
+            if status == 429 or kind == "rate_limit_error":
+                return RateLimitError(f"rate limited by {where} {retried}", status=status)
+            if status >= 500 or kind in ("overloaded_error", "api_error"):
+                if streaming and status < 400:  # an error event inside a 200 stream
+                    return ServerError(f"{where} failed mid-stream ({kind}): {message}", status=status)
+                return ServerError(f"{where} failed {retried}", status=status)
+            return ProviderError(f"{where} refused the request ({status}): {message}", status=status)
+        if isinstance(exc, sdk.APITimeoutError):
+            return ProviderError(f"{where} did not answer within {self.timeout:g} s")
+        if isinstance(exc, sdk.APIConnectionError):
+            if streaming:
+                return ProviderError(f"the connection to {where} broke mid-stream: {_cause(exc)}")
+            return ProviderError(f"could not connect to {where} ({_cause(exc)}); is the server running?")
+        return ProviderError(f"{where}: {message}")
+
+
+# -- messages out -------------------------------------------------------------------------
+
+
+def to_anthropic(messages: Any, *, tool_blocks: bool = True) -> tuple[str, list[dict[str, Any]]]:
+    """Our messages as Anthropic's ``system`` text and ``messages`` list.
+
+    System messages join the ``system`` text. Tool results become ``tool_result`` blocks in
+    one user turn, and the images the loop attaches after them go inside the tool result
+    (with several results: after them, in the same turn). Consecutive turns of one role
+    are merged, as the API wants them alternating.
+
+    >>> from agentnb.messages import ToolCall
+    >>> system, out = to_anthropic([UserMessage("hi"), AssistantMessage(None, (ToolCall("t1", "f", {}),)),
+    ...                             ToolMessage("t1", "f", "ok")])
+    >>> out[2]
+    {'role': 'user', 'content': [{'type': 'tool_result', 'tool_use_id': 't1', 'content': 'ok'}]}
+    """
+    system: list[str] = []
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] += blocks
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for m in messages:
+        if isinstance(m, SystemMessage):
+            system.append(m.content)
+        elif isinstance(m, UserMessage):
+            results = (
+                [b for b in out[-1]["content"] if b["type"] == "tool_result"]
+                if out and out[-1]["role"] == "user"
+                else []
+            )
+            if m.content == _ATTACHMENT_NOTE and m.images and len(results) == 1 and tool_blocks:
+                first = results[0]
+                first["content"] = [{"type": "text", "text": first["content"]}, *map(_image, m.images)]
+                continue
+            blocks = [_image(i) for i in m.images]
+            add("user", [*blocks, {"type": "text", "text": m.content}] if m.content or not blocks else blocks)
+        elif isinstance(m, AssistantMessage):
+            blocks = [dict(r) for r in m.reasoning if r.get("type") in _THINKING] if tool_blocks else []
+            if m.content:
+                blocks.append({"type": "text", "text": m.content})
+            for c in m.tool_calls:
+                if tool_blocks:
+                    blocks.append({"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments or {}})
+                else:
+                    args = c.raw_arguments if c.arguments is None else json.dumps(c.arguments, ensure_ascii=False)
+                    blocks.append({"type": "text", "text": f"[called {c.name} with {args}]"})
+            add("assistant", blocks or [{"type": "text", "text": "(no reply)"}])
+        elif isinstance(m, ToolMessage):
+            if tool_blocks:
+                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}
+                if m.is_error:
+                    block["is_error"] = True
+            else:
+                block = {"type": "text", "text": f"[result of {m.name}: {m.content}]"}
+            add("user", [block])
+        else:
+            raise TypeError(f"cannot send {type(m).__name__} to the Anthropic API")
+    for turn in out:  # a lone text block is sent as a plain string
+        blocks = turn["content"]
+        if len(blocks) == 1 and blocks[0]["type"] == "text":
+            turn["content"] = blocks[0]["text"]
+    return "\n\n".join(system), out
+
+
+def _image(image: Image) -> dict[str, Any]:
+    return {"type": "image", "source": {"type": "base64", "media_type": image.mime, "data": image.b64}}
+
+
+# -- responses in -------------------------------------------------------------------------
+
+
+def parse_message(message: Any) -> Completion:
+    """A :class:`Completion` from a ``Message``: its text, tool_use blocks and thinking blocks."""
+    from agentnb.providers.base import parse_arguments
+
+    text: list[str] = []
+    calls = []
+    reasoning = []
+    for block in message.content:
+        if block.type == "text":
+            text.append(block.text)
+        elif block.type == "tool_use":
+            calls.append(parse_arguments(block.id, block.name, json.dumps(block.input)))
+        elif block.type in _THINKING:
+            reasoning.append(block.model_dump(exclude_none=True))
+    usage = Usage(_input_tokens(message.usage), message.usage.output_tokens or 0)
+    return Completion("".join(text) or None, tuple(calls), usage, message.stop_reason, reasoning=tuple(reasoning))
+
+
+def _grow_thinking(block: dict[str, Any] | None, delta: Any) -> None:
+    if block is None:
+        return
+    if delta.type == "thinking_delta":
+        block["thinking"] = block.get("thinking", "") + delta.thinking
+    elif delta.type == "signature_delta":
+        block["signature"] = delta.signature
+
+
+def _input_tokens(u: Any) -> int:
+    # Cached prompt tokens are reported apart from input_tokens; all of them were read.
+    return int((u.input_tokens or 0) + (getattr(u, "cache_read_input_tokens", 0) or 0)) + int(
+        getattr(u, "cache_creation_input_tokens", 0) or 0
+    )
+
+
+_create_params: frozenset[str] | None = None
+
+
+def _known_params() -> frozenset[str]:
+    global _create_params
+    if _create_params is None:
+        import inspect
+
+        from anthropic.resources.messages import AsyncMessages
+
+        _create_params = frozenset(inspect.signature(AsyncMessages.create).parameters) - {"self"}
+    return _create_params
+
+
+def _sdk() -> Any:
+    try:
+        import anthropic
+    except ImportError:
+        raise MissingDependencyError("AnthropicProvider", "anthropic") from None
+    return anthropic
