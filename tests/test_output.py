@@ -312,3 +312,24 @@ def test_magic_output_type_names_a_notebook_variable() -> None:
     finally:
         shell.user_ns.clear()
         shell.user_ns.update(saved)
+
+
+# -- the OpenAI Responses route --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_responses_api_asks_for_a_json_schema_text_format(streaming: bool) -> None:
+    import openai_responses_server as r
+
+    from agentnb.providers.openai import OpenAIProvider
+
+    with r.ResponsesServer() as server:
+        provider = OpenAIProvider("o-test", api="responses", base_url=server.url, max_retries=0)
+        server.script(r.text('{"name": "Oslo", "population": 709000}'))
+        result = Agent(provider, output_type=City, stream=streaming).run("Oslo?")
+        body = server.requests[-1].body
+    assert result.value == City("Oslo", 709000)
+    fmt = body["text"]["format"]
+    assert fmt["type"] == "json_schema" and fmt["name"] == "City" and fmt["strict"] is True
+    assert fmt["schema"]["required"] == ["name", "population"]
+    assert any(isinstance(e, OutputMode) and "Responses" in e.detail for e in result.events)
