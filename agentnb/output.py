@@ -206,6 +206,32 @@ class OutputSpec:
         return value
 
 
+#: The final-answer tool's name, for APIs whose strongest mechanism is a tool.
+FINAL_TOOL = "final_result"
+
+
+def final_tool_description(spec: OutputSpec) -> str:
+    """What the final-answer tool is for, as the model reads it."""
+    return f"Give your final answer: a {spec.name}" + (f" (in {WRAP_KEY!r})." if spec.wrapped else ".")
+
+
+def answer_from_final_tool(completion: Any, event: Any) -> Any:
+    """A provider's completion with a final-answer tool call turned into the answer text.
+
+    Other calls in the same turn are dropped (the answer ends the run); ``event`` (an
+    :class:`~agentnb.events.OutputMode`) is added to the completion's events either way.
+    """
+    from dataclasses import replace
+
+    events = (*completion.events, event)
+    final = [c for c in completion.tool_calls if c.name == FINAL_TOOL]
+    if not final:
+        return replace(completion, events=events)
+    c = final[0]
+    text = json.dumps(c.arguments, ensure_ascii=False) if c.arguments is not None else (c.raw_arguments or "")
+    return replace(completion, text=text, tool_calls=(), finish_reason="stop", events=events)
+
+
 def output_spec(output_type: Any) -> OutputSpec | None:
     """An :class:`OutputSpec` for ``output_type`` (None stays None; a spec is returned as is)."""
     if output_type is None or isinstance(output_type, OutputSpec):

@@ -333,3 +333,29 @@ def test_responses_api_asks_for_a_json_schema_text_format(streaming: bool) -> No
     assert fmt["type"] == "json_schema" and fmt["name"] == "City" and fmt["strict"] is True
     assert fmt["schema"]["required"] == ["name", "population"]
     assert any(isinstance(e, OutputMode) and "Responses" in e.detail for e in result.events)
+
+
+# -- Anthropic: a final-answer tool ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_anthropic_answers_through_a_final_answer_tool(streaming: bool) -> None:
+    pytest.importorskip("anthropic")
+    import anthropic_wire_server as a
+
+    from agentnb.providers.anthropic import AnthropicProvider
+
+    with a.MessagesServer() as server:
+        provider = AnthropicProvider("claude-test", api_key="sk-ant-test-0123456789", base_url=server.url)
+        server.script(
+            a.tool_use(("population", {"city": "Oslo"})),
+            a.tool_use((FINAL_TOOL, {"name": "Oslo", "population": 709000})),
+        )
+        result = Agent(provider, tools=[population], output_type=City, stream=streaming).run("Oslo?")
+        first, second = (r.body for r in server.requests)
+    assert result.value == City("Oslo", 709000) and result.tool_calls == 1
+    assert [t["name"] for t in first["tools"]] == ["population", FINAL_TOOL]
+    assert first["tool_choice"] == {"type": "any"}
+    assert first["tools"][1]["input_schema"]["required"] == ["name", "population"]
+    mode = next(e for e in result.events if isinstance(e, OutputMode))
+    assert mode.mode == "tool"

@@ -22,7 +22,6 @@ import json
 import os
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -37,7 +36,7 @@ from agentnb.errors import (
 )
 from agentnb.events import OutputMode
 from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
-from agentnb.output import WRAP_KEY
+from agentnb.output import FINAL_TOOL, answer_from_final_tool, final_tool_description
 from agentnb.providers.base import (
     Chunk,
     Completion,
@@ -368,9 +367,6 @@ class OpenAIProvider(Provider):
 
 # -- structured output --------------------------------------------------------------------
 
-#: The final-answer tool's name (``output_mode="tool"``).
-FINAL_TOOL = "final_result"
-
 
 def structured_output(kwargs: dict[str, Any], request: Request, mode: str) -> None:
     """Ask for ``request.output`` in ``kwargs``: a json_schema response format, or a final-answer tool."""
@@ -381,8 +377,7 @@ def structured_output(kwargs: dict[str, Any], request: Request, mode: str) -> No
         spec = {"name": output.api_name, "schema": schema, "strict": output.strict is not None}
         kwargs["response_format"] = {"type": "json_schema", "json_schema": spec}
         return
-    what = f"Give your final answer: a {output.name}" + (f" (in {WRAP_KEY!r})" if output.wrapped else "")
-    function: dict[str, Any] = {"name": FINAL_TOOL, "description": what + ".", "parameters": schema}
+    function: dict[str, Any] = {"name": FINAL_TOOL, "description": final_tool_description(output), "parameters": schema}
     if output.strict is not None:
         function["strict"] = True
     kwargs["tools"] = [*kwargs.get("tools", ()), {"type": "function", "function": function}]
@@ -403,13 +398,7 @@ def final_output(completion: Completion, request: Request, mode: str, note: str 
         event = OutputMode(0, "response_format", f"json_schema {output.name}, {strict}")
     else:
         event = OutputMode(0, "tool", f"{FINAL_TOOL}({output.name}), {strict}" + (f"; {note}" if note else ""))
-    final = [c for c in completion.tool_calls if c.name == FINAL_TOOL]
-    if not final:
-        return replace(completion, events=(*completion.events, event))
-    c = final[0]
-    text = json.dumps(c.arguments, ensure_ascii=False) if c.arguments is not None else (c.raw_arguments or "")
-    # Other calls in the same turn are dropped: the answer ends the run.
-    return replace(completion, text=text, tool_calls=(), finish_reason="stop", events=(*completion.events, event))
+    return answer_from_final_tool(completion, event)
 
 
 # -- messages out -------------------------------------------------------------------------
