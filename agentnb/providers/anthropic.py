@@ -235,16 +235,6 @@ class AnthropicProvider(Provider):
         done = assembler.finish(Usage(usage_in, usage_out), stop)
         yield _final_answer(request, Completion(done.text, done.tool_calls, done.usage, stop, reasoning=reasoning))
 
-
-def _final_answer(request: Request, completion: Completion) -> Completion:
-    """A final-answer tool call (structured output) becomes the answer text."""
-    if request.output is None:
-        return completion
-    from agentnb.events import OutputMode
-
-    event = OutputMode(0, "tool", f"{FINAL_TOOL}({request.output.name}) tool_use")
-    return answer_from_final_tool(completion, event)  # type: ignore[no-any-return]
-
     def _error(self, exc: Exception, *, streaming: bool = False) -> ProviderError:
         """A typed agentnb error with the server's own message (and never the key)."""
         error = self._classify(exc, streaming)
@@ -411,3 +401,13 @@ def _sdk() -> Any:
     except ImportError:
         raise MissingDependencyError("AnthropicProvider", "anthropic") from None
     return anthropic
+
+
+def _final_answer(request: Request, completion: Completion) -> Completion:
+    """A final-answer tool call (structured output) becomes the answer text."""
+    if request.output is None:
+        return completion
+    from agentnb.events import OutputMode
+
+    event = OutputMode(0, "tool", f"{FINAL_TOOL}({request.output.name}) tool_use")
+    return answer_from_final_tool(completion, event)  # type: ignore[no-any-return]
