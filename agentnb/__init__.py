@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from agentnb.agent import DEFAULT_MAX_TOOL_CALLS, Agent
@@ -80,8 +81,19 @@ __all__ = [
 ]
 
 
-def load_transcript(path: str) -> RunResult:
-    """Load a transcript saved with :meth:`RunResult.save`."""
+def load_transcript(path: str | os.PathLike[str]) -> RunResult:
+    """Load a transcript saved with :meth:`RunResult.save`.
+
+    A file that is not a transcript raises :class:`agentnb.errors.TranscriptError` (a
+    ``ValueError``) naming the file and what is wrong.
+
+    >>> import os, tempfile
+    >>> from agentnb.testing import ScriptedProvider
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.json")
+    >>> Agent(ScriptedProvider(["Hi!"])).run("hello").save(path)
+    >>> load_transcript(path).output
+    'Hi!'
+    """
     return RunResult.load(path)
 
 

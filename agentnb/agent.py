@@ -10,6 +10,11 @@
 >>> result = Agent(model, tools=[add]).run("What is 2 + 3?")
 >>> result.output, result.tool_calls, result.stop_reason
 ('2 + 3 = 5', 1, 'answer')
+
+The tool-call limit has one name and one default, :data:`DEFAULT_MAX_TOOL_CALLS`:
+
+>>> Agent(model).max_tool_calls == DEFAULT_MAX_TOOL_CALLS == 10
+True
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ import asyncio
 import contextvars
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import aclosing
 from time import perf_counter
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished, RunStarted
@@ -28,9 +34,11 @@ from agentnb.messages import Message, SystemMessage, UserMessage, coerce_message
 from agentnb.output import output_spec
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
+from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
 from agentnb.tools import Tool, coerce_tools
 
-#: The one default for the tool-call limit.
+#: The one default for the tool-call limit: ``Agent(...).max_tool_calls`` unless given, e.g.
+#: ``Agent("local").max_tool_calls == DEFAULT_MAX_TOOL_CALLS == 10`` (see the module docstring).
 DEFAULT_MAX_TOOL_CALLS = 10
 #: The one default for how often an invalid structured answer goes back to the model.
 DEFAULT_MAX_OUTPUT_RETRIES = 2
@@ -60,6 +68,22 @@ class Agent:
             :mod:`agentnb.output`.
         max_output_retries: how many times an answer that does not validate goes back to the
             model with the errors before the run ends with ``stop_reason="invalid_output"``.
+        max_result_chars: the model reads at most about this many characters of one tool
+            result (its start and end, with a note saying how much was cut); a tool's own
+            ``max_result_chars`` wins; ``None`` for no bound. Events, the transcript and the
+            widget keep the whole result.
+
+    >>> from agentnb import tool
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def square(x: int) -> int:
+    ...     '''Square a number.'''
+    ...     return x * x
+    >>> agent = Agent(ScriptedProvider([call("square", x=7), "49"]), tools=[square], max_tool_calls=3)
+    >>> agent
+    Agent(ScriptedProvider('scripted'), tools=['square'], max_tool_calls=3)
+    >>> agent.run("7 squared?").output
+    '49'
     """
 
     def __init__(
@@ -75,6 +99,7 @@ class Agent:
         settings: dict[str, Any] | None = None,
         output_type: Any = None,
         max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES,
+        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         self.provider = get_provider(provider)
         if not self.provider.supports_native_tools:
@@ -93,6 +118,9 @@ class Agent:
         self.stream_default = stream
         self.tool_timeout = tool_timeout
         self.settings = dict(settings or {})
+        if max_result_chars is not None and (not isinstance(max_result_chars, int) or max_result_chars < 1):
+            raise UserError(f"max_result_chars must be a whole number >= 1 or None, not {max_result_chars!r}")
+        self.max_result_chars = max_result_chars
         if not isinstance(max_output_retries, int) or max_output_retries < 0:
             raise UserError(f"max_output_retries must be a whole number >= 0, not {max_output_retries!r}")
         self.output_spec = output_spec(output_type)
@@ -124,16 +152,22 @@ class Agent:
         controller: StepController | None = None,
         stream: bool | None = True,
         output_type: Any = None,
+        _sink: Callable[[Event], Any] | None = None,
     ) -> AsyncIterator[Event | RunResult]:
         """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
 
         The provider streams (text deltas arrive as events) unless ``stream=False``
         (``None`` means the default, True).
-        Cancelling the consuming task, a KeyboardInterrupt, or a controller's ``StopRun`` ends
-        the run with ``stop_reason="cancelled"``; the transcript keeps every completed step.
+        A KeyboardInterrupt or a controller's ``StopRun`` ends the run with
+        ``stop_reason="cancelled"``; the transcript keeps every completed step. Cancelling the
+        consuming task raises ``asyncio.CancelledError`` as asyncio expects, once the
+        transcript is safe: the cancelled :class:`RunResult` is on the exception's
+        ``run_result`` attribute.
         ``output_type`` overrides the agent's for this run.
         """
         output = output_spec(output_type) if output_type is not None else self.output_spec
+        # _sink (arun's): events go to this callback instead of being yielded; only the result
+        # is yielded. One generator hop less per event, and the same code path.
         state = RunState(self.messages_for(prompt, history))
         cfg = LoopConfig(
             self.provider,
@@ -144,34 +178,46 @@ class Agent:
             self.tool_timeout,
             self.settings,
             controller,
-            output,
-            self.max_output_retries,
+            max_result_chars=self.max_result_chars,
+            output=output,
+            max_output_retries=self.max_output_retries,
         )
         start = perf_counter()
         error: BaseException | None = None
         first = _run_started(self, state.messages, history)
         state.events.append(first)
-        yield first
+        if _sink is None:
+            yield first
+        else:
+            _sink(first)
+        cancelled: asyncio.CancelledError | None = None
         try:
-            async for event in run_loop(cfg, state):
-                state.events.append(event)
-                yield event
-        except (asyncio.CancelledError, KeyboardInterrupt, StopRun):
+            async with aclosing(run_loop(cfg, state)) as events:  # type: ignore[type-var]
+                async for event in events:
+                    state.events.append(event)
+                    if _sink is None:
+                        yield event
+                    else:
+                        _sink(event)
+        except (asyncio.CancelledError, KeyboardInterrupt, StopRun) as exc:
             state.stop_reason = "cancelled"
             # Calls of an unfinished step are dropped with it: count only the kept ones.
             state.tool_calls = state.kept_tool_calls
+            if isinstance(exc, asyncio.CancelledError):
+                cancelled = exc
         except UserError:
             raise
         except Exception as exc:  # provider failures end the run but keep the transcript
             state.stop_reason = "error"
             error = exc
+            if exc.__suppress_context__:  # "raise ... from None": the hidden SDK error can hold
+                exc.__context__ = None  # the API key; result.exception must not keep it
         depth = state.events[-1].depth
         reason = state.stop_reason or "cancelled"
         message = f"{type(error).__name__}: {error}" if error is not None else None
         end = RunFinished(depth, reason, state.tool_calls, state.usage, perf_counter() - start, message)
         state.events.append(end)
-        yield end
-        yield RunResult(
+        result = RunResult(
             state.output,
             tuple(state.messages),
             tuple(state.events),
@@ -181,9 +227,18 @@ class Agent:
             end.duration,
             message,
             error,
-            state.value,
-            output,
+            partial_output=_partial_output(state.events) if reason in ("cancelled", "error") else "",
+            value=state.value,
+            output_spec=output,
         )
+        if cancelled is not None:  # the transcript is safe: now let asyncio's cancellation go on
+            cancelled.run_result = result  # type: ignore[attr-defined]
+            raise cancelled
+        if _sink is None:
+            yield end
+        else:
+            _sink(end)
+        yield result
 
     async def arun(
         self,
@@ -194,15 +249,41 @@ class Agent:
         controller: StepController | None = None,
         stream: bool | None = None,
         output_type: Any = None,
+        on_cancel: Literal["raise", "return"] = "raise",
     ) -> RunResult:
-        """Run to the end and return the result; ``on_event`` sees every event live."""
+        """Run to the end and return the result; ``on_event`` sees every event live.
+
+        When the task running this is cancelled (``task.cancel()``, ``asyncio.timeout``,
+        ``wait_for``), ``asyncio.CancelledError`` propagates as asyncio expects, after the run
+        ended cleanly; its ``run_result`` attribute holds the ``cancelled`` result. With
+        ``on_cancel="return"`` (a Stop button's task) the cancelled result is returned instead.
+        """
         streaming = self.stream_default if stream is None else stream
-        items = self.stream(prompt, history=history, controller=controller, stream=streaming, output_type=output_type)
-        async for item in items:
-            if isinstance(item, RunResult):
-                return item
+        sink = on_event if on_event is not None else _discard
+        try:
+            async with aclosing(  # type: ignore[type-var]
+                self.stream(
+                    prompt,
+                    history=history,
+                    controller=controller,
+                    stream=streaming,
+                    _sink=sink,
+                    output_type=output_type,
+                )
+            ) as items:
+                async for item in items:
+                    assert isinstance(item, RunResult)
+                    return item
+        except asyncio.CancelledError as exc:
+            result: RunResult | None = getattr(exc, "run_result", None)
+            if on_cancel != "return" or result is None:
+                raise
+            task = asyncio.current_task()
+            if task is not None and getattr(task, "cancelling", lambda: 0)():  # Python >= 3.11
+                task.uncancel()  # type: ignore[attr-defined,unused-ignore]
             if on_event is not None:
-                on_event(item)
+                on_event(result.events[-1])
+            return result
         raise RuntimeError("unreachable: the stream always ends with a RunResult")
 
     def run(
@@ -224,8 +305,27 @@ class Agent:
                 controller=controller,
                 stream=stream,
                 output_type=output_type,
+                on_cancel="return",
             )
         )
+
+
+def _discard(event: Event) -> None:
+    pass
+
+
+def _partial_output(events: list[Event]) -> str:
+    """The text of the model step a Stop or an error interrupted (streamed or received)."""
+    pieces: list[str] = []
+    for event in reversed(events):
+        kind = event.kind
+        if kind == "text_delta":
+            pieces.append(event.text)  # type: ignore[union-attr,arg-type]
+        elif kind == "model_response":
+            return event.text or "".join(reversed(pieces))  # type: ignore[union-attr]
+        elif kind in ("model_request", "final_answer"):
+            break
+    return "".join(reversed(pieces))
 
 
 def _run_started(agent: Agent, messages: list[Message], history: RunResult | Sequence[Message] | None) -> RunStarted:
@@ -253,8 +353,11 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _run_here(make)
-    return _run_in_thread(make)
+        running = False
+    else:
+        running = True
+    # Outside the except block: the run's exceptions must not get a RuntimeError as context.
+    return _run_in_thread(make) if running else _run_here(make)
 
 
 def _run_here(make: Callable[[], Awaitable[T]]) -> T:
@@ -283,6 +386,7 @@ def _run_in_thread(make: Callable[[], Awaitable[T]]) -> T:
 
     def target() -> None:
         asyncio.set_event_loop(loop)
+        SYNC_TOOLS_IN_THREAD.set(True)  # a Ctrl-C from the waiting thread must reach the run
         task: asyncio.Task[T] = loop.create_task(make())  # type: ignore[arg-type]
         box["task"] = task
         started.set()

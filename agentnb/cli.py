@@ -35,13 +35,18 @@ def load_tools(specs: Sequence[str]) -> list[Tool]:
     """Tools from ``module`` (every Tool in it) or ``module:name,name``."""
     tools: list[Tool] = []
     for spec in specs:
-        module_name, _, names = spec.partition(":")
+        module_name, _, names = spec.strip().partition(":")
+        module_name = module_name.strip()
+        if not module_name or module_name.startswith("."):
+            raise UserError(f"--tools {spec!r}: give an importable module name, as in 'module' or 'module:name,name'")
         try:
             module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise UserError(f"cannot import tools module {module_name!r}: {exc}") from exc
+        except Exception as exc:  # not found, or the module failed while importing
+            raise UserError(f"cannot import tools module {module_name!r}: {type(exc).__name__}: {exc}") from None
         if names:
             for name in names.split(","):
+                if not name.strip():
+                    raise UserError(f"--tools {spec!r}: an empty tool name (write module:name,name)")
                 obj = getattr(module, name.strip(), None)
                 if not isinstance(obj, Tool):
                     raise UserError(f"{module_name}:{name} is not an agentnb tool (decorate it with @tool)")
@@ -54,6 +59,15 @@ def load_tools(specs: Sequence[str]) -> list[Tool]:
     return tools
 
 
+def _say(text: str) -> None:
+    """Print model text; a lone surrogate or a narrow terminal encoding is escaped, not a crash."""
+    try:
+        print(text)
+    except UnicodeEncodeError:
+        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+        print(text.encode(encoding, "backslashreplace").decode(encoding))
+
+
 def _provider_options(args: argparse.Namespace) -> dict[str, Any]:
     base_url = getattr(args, "base_url", None)
     return {"base_url": base_url} if base_url else {}
@@ -63,7 +77,7 @@ def _run(agent: Agent, prompt: str, stream: bool, quiet: bool) -> int:
     printer = None if quiet else TextPrinter(sys.stdout)
     result = agent.run(prompt, on_event=printer, stream=stream)
     if quiet:
-        print(result.output)
+        _say(result.output)
     return 1 if result.stop_reason == "error" else 0
 
 
@@ -81,7 +95,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    tools = load_tools(args.tools.split(";")) if args.tools else []
+    tools = load_tools([s for s in args.tools.split(";") if s.strip()]) if args.tools else []
     agent = Agent(
         get_provider(args.provider, **_provider_options(args)),
         tools=tools,
@@ -90,7 +104,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if args.json:
         result = agent.run(args.prompt, stream=args.stream)
-        print(json.dumps(result.to_dict(), ensure_ascii=False))
+        _say(json.dumps(result.to_dict(), ensure_ascii=False))
         return 1 if result.stop_reason == "error" else 0
     return _run(agent, args.prompt, args.stream, args.quiet)
 

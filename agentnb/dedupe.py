@@ -20,17 +20,35 @@ import hashlib
 import json
 from typing import Any
 
+from agentnb.toolrun import safe_repr
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+try:  # the C encoder, built once: json.dumps builds one per call, which costs half the time
+    from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
+
+    _c_encode: Any = c_make_encoder(None, str, encode_basestring, None, ":", ",", True, False, True)  # type: ignore[misc]
+except (ImportError, TypeError):  # pragma: no cover - a Python without the C accelerator
+    _c_encode = None
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no spaces, non-ASCII kept; what :func:`fingerprint` hashes."""
+    if _c_encode is not None:
+        try:
+            return "".join(_c_encode(value, 0))
+        except RecursionError:  # circular or absurdly deep: the checked encoder says which
+            pass
+    try:
+        return _CANONICAL.encode(value)
+    except (ValueError, RecursionError):  # a circular structure (only Python code can build one)
+        return safe_repr(value)
+
 
 def fingerprint(name: str, arguments: Any) -> str:
     """sha256 hex digest of the canonical JSON of ``{"name": name, "arguments": arguments}``."""
-    canonical = json.dumps(
-        {"name": name, "arguments": arguments},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        default=str,
-    )
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    canonical = canonical_json({"name": name, "arguments": arguments})
+    # surrogatepass: a lone surrogate ("\ud800") in a model's arguments is data, not a crash.
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class Deduplicator:

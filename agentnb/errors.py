@@ -15,7 +15,15 @@ from __future__ import annotations
 
 
 class AgentnbError(Exception):
-    """Base class of every exception agentnb raises on purpose."""
+    """Base class of every exception agentnb raises on purpose.
+
+    >>> from agentnb import Agent
+    >>> try:
+    ...     Agent("no-such-provider")
+    ... except AgentnbError as exc:
+    ...     print(type(exc).__name__)
+    UserError
+    """
 
 
 class UserError(AgentnbError):
@@ -32,7 +40,17 @@ class UserError(AgentnbError):
 
 
 class ToolDefinitionError(UserError):
-    """A tool could not be built; ``problems`` lists every problem found."""
+    """A tool could not be built; ``problems`` lists every problem found.
+
+    >>> from agentnb import tool
+    >>> def untyped(x):
+    ...     return x
+    >>> try:
+    ...     tool(untyped)
+    ... except ToolDefinitionError as exc:
+    ...     print(exc.problems)
+    ['parameter x: missing type annotation', 'no description: add a docstring or pass description=...']
+    """
 
     def __init__(self, name: str, problems: list[str]) -> None:
         self.name = name
@@ -42,7 +60,11 @@ class ToolDefinitionError(UserError):
 
 
 class MissingDependencyError(UserError):
-    """An optional dependency is not installed; the message names the extra to install."""
+    """An optional dependency is not installed; the message names the extra to install.
+
+    >>> print(MissingDependencyError("OpenAIProvider", "openai"))
+    OpenAIProvider needs the 'openai' extra: pip install 'agentnb[openai]'
+    """
 
     def __init__(self, what: str, extra: str) -> None:
         self.extra = extra
@@ -50,11 +72,29 @@ class MissingDependencyError(UserError):
 
 
 class ModelBehaviorError(AgentnbError):
-    """The model produced something the loop cannot use."""
+    """The model produced something the loop cannot use.
+
+    Usually it is fed back to the model; a run ends with it only when nobody is left to read
+    it, e.g. a scripted model that runs out of replies:
+
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> Agent(ScriptedProvider([])).run("hi").error
+    'ModelBehaviorError: ScriptedProvider ran out of replies after 0 requests'
+    """
 
 
 class ProviderError(AgentnbError):
-    """The model backend failed. ``status`` is the HTTP status where there is one."""
+    """The model backend failed. ``status`` is the HTTP status where there is one.
+
+    A run that hits one ends with ``stop_reason="error"`` and keeps its transcript:
+
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> r = Agent(ScriptedProvider([ProviderError("server down", status=503)])).run("hi")
+    >>> r.stop_reason, r.error, r.exception.status
+    ('error', 'ProviderError: server down', 503)
+    """
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status
@@ -62,20 +102,61 @@ class ProviderError(AgentnbError):
 
 
 class AuthenticationError(ProviderError):
-    """The backend rejected the credentials."""
+    """The backend rejected the credentials (HTTP 401/403).
+
+    >>> isinstance(AuthenticationError("bad key", status=401), ProviderError)
+    True
+    """
 
 
 class ModelNotFoundError(ProviderError):
-    """The backend does not know the requested model."""
+    """The backend does not know the requested model (HTTP 404).
+
+    >>> ModelNotFoundError("model 'x' not found", status=404).status
+    404
+    """
 
 
 class RateLimitError(ProviderError):
-    """The backend refused the request for now; retried with backoff before this is raised."""
+    """The backend refused the request for now; retried with backoff before this is raised.
+
+    >>> RateLimitError("slow down", status=429).status
+    429
+    """
 
 
 class ServerError(ProviderError):
-    """The backend failed with a 5xx status (after retries)."""
+    """The backend failed with a 5xx status (after retries).
+
+    >>> issubclass(ServerError, ProviderError)
+    True
+    """
 
 
 class StopRun(AgentnbError):  # noqa: N818 - a control-flow signal, not an error
-    """Raised by a step controller (the debugger's Stop) to end a run as ``cancelled``."""
+    """Raised by a step controller (the debugger's Stop) to end a run as ``cancelled``.
+
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> class StopFirst:
+    ...     async def before_model(self, depth, request):
+    ...         raise StopRun
+    ...     async def before_tool(self, depth, call): ...
+    >>> Agent(ScriptedProvider(["never"])).run("hi", controller=StopFirst()).stop_reason
+    'cancelled'
+    """
+
+
+class TranscriptError(UserError, ValueError):
+    """A transcript file could not be read; the message names the file and what is wrong.
+
+    >>> import tempfile
+    >>> from agentnb import load_transcript
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    ...     _ = f.write("[]")
+    >>> try:
+    ...     load_transcript(f.name)
+    ... except TranscriptError as exc:
+    ...     print(str(exc).endswith("a transcript is a JSON object, not list"))
+    True
+    """

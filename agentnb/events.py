@@ -16,6 +16,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
+from agentnb.codec import decode_v1, decoders, encode
+from agentnb.fastinit import fast_init
 from agentnb.messages import Image, ToolCall, Usage
 
 
@@ -279,37 +281,30 @@ EVENT_TYPES: dict[str, type] = {
 }
 
 
-def _encode(value: Any) -> Any:
-    if isinstance(value, Image):
-        return {"__image__": value.to_dict()}
-    if isinstance(value, ToolCall):
-        return {"__tool_call__": value.to_dict()}
-    if isinstance(value, Usage):
-        return {"__usage__": value.to_dict()}
-    if isinstance(value, tuple):
-        return [_encode(v) for v in value]
-    return value
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, dict):
-        if "__image__" in value:
-            return Image.from_dict(value["__image__"])
-        if "__tool_call__" in value:
-            return ToolCall.from_dict(value["__tool_call__"])
-        if "__usage__" in value:
-            return Usage(**value["__usage__"])
-    if isinstance(value, list):
-        return tuple(_decode(v) for v in value)
-    return value
-
-
 def event_to_dict(event: Event) -> dict[str, Any]:
-    return {f.name: _encode(getattr(event, f.name)) for f in dataclasses.fields(event)}
+    """An event as JSON data: fields by name, values without type tags (see :mod:`agentnb.codec`)."""
+    return {f.name: encode(getattr(event, f.name)) for f in dataclasses.fields(event)}
 
 
-def event_from_dict(d: dict[str, Any]) -> Event:
-    cls = EVENT_TYPES[d["kind"]]
-    kwargs = {k: _decode(v) for k, v in d.items() if k != "kind"}
-    # dict-valued fields (arguments) must stay dicts, which _decode leaves alone.
+def event_from_dict(d: dict[str, Any], version: int = 2) -> Event:
+    """Rebuild an event from :func:`event_to_dict` output; ``version`` is the transcript's.
+
+    Each value is read by its field's declared type, so model data (argument keys such as
+    ``__image__``) can never turn into objects.
+    """
+    cls = EVENT_TYPES.get(d.get("kind"))  # type: ignore[arg-type]
+    if cls is None:
+        raise ValueError(f"unknown event kind {d.get('kind')!r}")
+    if version < 2:
+        kwargs = {k: decode_v1(v) for k, v in d.items() if k != "kind"}
+    else:
+        read = decoders(cls)
+        unknown = set(d) - set(read)
+        if unknown:
+            raise ValueError(f"{d['kind']} event has unknown fields {sorted(unknown)}")
+        kwargs = {k: read[k](v) for k, v in d.items() if k != "kind"}
     return cls(**kwargs)  # type: ignore[no-any-return]
+
+
+for _cls in EVENT_TYPES.values():  # cheaper construction, same frozen dataclasses
+    fast_init(_cls)

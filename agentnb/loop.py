@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, Literal, Protocol
@@ -43,17 +44,37 @@ from agentnb.events import (
     UnknownTool,
     ValidationResult,
 )
+from agentnb.history import MessageView
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
 from agentnb.output import OutputSpec, output_step
 from agentnb.providers.base import Completion, Provider, Request, TextChunk
+from agentnb.toolrun import (
+    DEFAULT_MAX_RESULT_CHARS,
+    SYNC_TOOLS_IN_THREAD,
+    Escaped,
+    call_in_thread,
+    clip,
+    exception_text,
+)
 from agentnb.tools import Tool, ToolContext, render_result
 
 ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
+#: What the model reads when it calls a tool where none is offered (after the limit).
+ANSWER_NOW = (
+    "You cannot call tools any more in this run. Answer my request now in plain text, using the tool results above."
+)
 
 
 @dataclass(frozen=True, slots=True)
 class ToolDecision:
-    """What a step controller wants done with a tool call."""
+    """What a step controller wants done with a tool call: run it (maybe with edited
+    arguments) or skip it.
+
+    >>> ToolDecision("skip")
+    ToolDecision(action='skip', arguments=None)
+    >>> ToolDecision(arguments={"a": 1}).action
+    'run'
+    """
 
     action: Literal["run", "skip"] = "run"
     arguments: dict[str, Any] | None = None
@@ -63,6 +84,22 @@ class StepController(Protocol):
     """Pauses a run before each model call and each tool call (the debugger implements this).
 
     Either method may raise :class:`agentnb.errors.StopRun` to end the run as ``cancelled``.
+
+    >>> from agentnb import Agent, tool
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def add(a: int, b: int) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> class FixArguments:
+    ...     async def before_model(self, depth, request):
+    ...         pass
+    ...     async def before_tool(self, depth, call):
+    ...         return ToolDecision(arguments={"a": 40, "b": 2})
+    >>> model = ScriptedProvider([call("add", a=1, b=1), "done"])
+    >>> _ = Agent(model, tools=[add]).run("go", controller=FixArguments())
+    >>> model.requests[1].messages[-1].content
+    '42'
     """
 
     async def before_model(self, depth: int, request: Request) -> None: ...
@@ -82,6 +119,7 @@ class LoopConfig:
     controller: StepController | None = None
     output: OutputSpec | None = None
     max_output_retries: int = 2
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
 
 
 @dataclass(slots=True)
@@ -120,11 +158,14 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
     dedup = Deduplicator()
     depth = 0
     choice = cfg.tool_choice
+    asked_again = False  # a call where none is offered gets one more chance to answer in text
+    threaded = SYNC_TOOLS_IN_THREAD.get()
+    limit_chars = cfg.max_result_chars
     while True:
         limited = state.tool_calls >= cfg.max_tool_calls
         offer = bool(tools) and not limited and choice != "none"
         request = Request(
-            tuple(state.messages),
+            MessageView(state.messages),
             all_tools if offer else (),
             choice if offer else "none",
             cfg.settings,
@@ -137,18 +178,21 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         start = perf_counter()
         if cfg.stream:
             completion = None
-            async for item in cfg.provider.stream(request):
-                if isinstance(item, Completion):
-                    completion = item
-                elif isinstance(item, TextChunk):
-                    yield TextDelta(depth, item.text)
-                else:
-                    yield ToolCallDelta(depth, item.index, item.name, item.arguments)
+            async with aclosing(cfg.provider.stream(request)) as chunks:  # type: ignore[type-var]
+                async for item in chunks:
+                    if isinstance(item, Completion):
+                        completion = item
+                    elif isinstance(item, TextChunk):
+                        yield TextDelta(depth, item.text)
+                    else:
+                        yield ToolCallDelta(depth, item.index, item.name, item.arguments)
             if completion is None:
                 raise ModelBehaviorError(f"{cfg.provider!r} ended its stream without a completion")
         else:
             completion = await cfg.provider.complete(request)
-        state.usage += completion.usage
+        used = completion.usage
+        if used.input_tokens or used.output_tokens:
+            state.usage += used
         calls = completion.tool_calls
         for note in completion.events:  # the provider's own decisions, at this depth
             yield dataclasses.replace(note, depth=depth)
@@ -161,8 +205,16 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             pending: list[Message] = [AssistantMessage(completion.text, calls, reasoning=completion.reasoning)]
             pending += [ToolMessage(c.id, c.name, "Not executed: no tools are available now.", True) for c in calls]
             state.messages.extend(pending)
+            if calls and not asked_again:
+                # A call where none is offered: ask once more, plainly, for a text answer.
+                asked_again = True
+                state.messages.append(UserMessage(ANSWER_NOW))
+                depth += 1
+                continue
             state.output = completion.text or ""
-            state.stop_reason = "limit" if limited else "answer"
+            # "limit" only when the limit changed something: with max_tool_calls=0 a plain
+            # answer is an answer.
+            state.stop_reason = "limit" if limited and (state.tool_calls or calls or asked_again) else "answer"
             if cfg.output is not None:  # structured output: validate, maybe ask for a repair
                 verdict, check, repair = output_step(
                     cfg.output, state.output, depth, cfg.max_output_retries - state.output_retries
@@ -228,7 +280,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         for p in execs:
             yield ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source)
         if len(execs) == 1:
-            await _execute(execs[0], depth, cfg.tool_timeout, threaded=False)
+            await _execute(execs[0], depth, cfg.tool_timeout, threaded=threaded)
             yield _finished(depth, execs[0])
         elif execs:
             async for p in _execute_all(execs, depth, cfg.tool_timeout):
@@ -242,14 +294,16 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                 first = plans[plan]
                 assert isinstance(first, _Exec)
                 call = calls[k]
-                messages.append(ToolMessage(call.id, call.name, repeat_message(call.name, first.result)))
+                text = clip(first.result, _limit(first.tool, limit_chars))
+                messages.append(ToolMessage(call.id, call.name, repeat_message(call.name, text)))
             elif isinstance(plan, ToolMessage):
                 messages.append(plan)
             else:
                 ok = plan.error is None
-                messages.append(ToolMessage(plan.call.id, plan.call.name, plan.result, not ok))
+                text = clip(plan.result, _limit(plan.tool, limit_chars))  # the model's copy; events keep all
+                messages.append(ToolMessage(plan.call.id, plan.call.name, text, not ok))
                 if ok:
-                    dedup.record(plan.fp, plan.result)
+                    dedup.record(plan.fp, text)
                 ctx = plan.ctx
                 if ctx is not None:
                     for image in ctx.images:
@@ -273,6 +327,11 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         depth += 1
 
 
+def _limit(tool: Tool, default: int | None) -> int | None:
+    own = getattr(tool, "max_result_chars", None)
+    return own if own is not None else default
+
+
 def _finished(depth: int, p: _Exec) -> ToolFinished:
     return ToolFinished(depth, p.call.id, p.call.name, p.result, p.error, p.duration)
 
@@ -292,19 +351,29 @@ async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threa
         if tool.is_async:
             value = await (asyncio.wait_for(fn(**kwargs), timeout) if timeout else fn(**kwargs))
         elif timeout or threaded:
-            # A thread lets the timeout fire and parallel calls overlap; a timed-out thread
-            # cannot be killed and finishes in the background.
-            work = asyncio.to_thread(fn, **kwargs)
+            # A thread lets the timeout fire, a cancellation arrive and parallel calls
+            # overlap; a timed-out thread cannot be killed: it is a daemon and finishes (or
+            # not) in the background without holding up the interpreter's exit.
+            work = call_in_thread(fn, kwargs, tool.name)
             value = await (asyncio.wait_for(work, timeout) if timeout else work)
         else:
             value = fn(**kwargs)
         p.result = render_result(value, ctx)
-    except asyncio.TimeoutError:
-        p.error = f"timed out after {timeout:g} s"
-        p.result = f"Error: {tool.name} did not finish within {timeout:g} seconds."
-    except Exception as exc:  # a failing tool is data for the model, not a crash
-        p.error = f"{type(exc).__name__}: {exc}"
-        p.result = f"Error: {tool.name} raised {p.error}"
+    except (Exception, SystemExit) as exc:  # a failing tool is data for the model, not a crash
+        if isinstance(exc, Escaped):  # a BaseException from a tool thread
+            if not isinstance(exc.inner, SystemExit):
+                raise exc.inner from None
+            exc = exc.inner
+        if (
+            isinstance(exc, (TimeoutError, asyncio.TimeoutError))
+            and timeout
+            and perf_counter() - start >= timeout * 0.99
+        ):
+            p.error = f"timed out after {timeout:g} s"
+            p.result = f"Error: {tool.name} did not finish within {timeout:g} seconds."
+        else:  # (a TimeoutError the tool raised itself is an ordinary failure)
+            p.error = exception_text(exc)
+            p.result = f"Error: {tool.name} raised {p.error}"
     p.duration = perf_counter() - start
     return p
 

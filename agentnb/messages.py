@@ -15,12 +15,21 @@ import io
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from agentnb.fastinit import fast_init
+
 JSON: TypeAlias = Any
 
 
 @dataclass(frozen=True, slots=True)
 class Image:
-    """An image attached to a message: raw bytes and a MIME type."""
+    """An image attached to a message: raw bytes and a MIME type.
+
+    >>> img = Image(b"PNG bytes", "image/png")
+    >>> img.data_url[:30]
+    'data:image/png;base64,UE5HIGJ5'
+    >>> Image.from_dict(img.to_dict()) == img
+    True
+    """
 
     data: bytes = field(repr=False)
     mime: str = "image/png"
@@ -61,6 +70,12 @@ class ToolCall:
 
     ``arguments`` is ``None`` when the model's arguments were not valid JSON; ``raw_arguments``
     then keeps the text and ``parse_error`` says what was wrong, so the loop can tell the model.
+
+    >>> c = ToolCall("call_1", "add", {"a": 2, "b": 3})
+    >>> c.to_dict()
+    {'id': 'call_1', 'name': 'add', 'arguments': {'a': 2, 'b': 3}}
+    >>> ToolCall.from_dict(c.to_dict()) == c
+    True
     """
 
     id: str
@@ -84,6 +99,12 @@ class ToolCall:
 
 @dataclass(frozen=True, slots=True)
 class SystemMessage:
+    """Instructions for the model, first in a conversation (``Agent(system=...)`` adds one).
+
+    >>> SystemMessage("Be brief.").to_dict()
+    {'role': 'system', 'content': 'Be brief.'}
+    """
+
     content: str
     role: Literal["system"] = "system"
 
@@ -93,6 +114,14 @@ class SystemMessage:
 
 @dataclass(frozen=True, slots=True)
 class UserMessage:
+    """What the user says, optionally with images (tool images come back as one of these).
+
+    >>> UserMessage("What is 2 + 3?").to_dict()
+    {'role': 'user', 'content': 'What is 2 + 3?'}
+    >>> UserMessage("look", (Image(b"png"),)).role
+    'user'
+    """
+
     content: str
     images: tuple[Image, ...] = ()
     role: Literal["user"] = "user"
@@ -106,9 +135,18 @@ class UserMessage:
 
 @dataclass(frozen=True, slots=True)
 class AssistantMessage:
-    """A model's turn. ``reasoning`` holds the provider's opaque reasoning items (OpenAI
-    Responses ``reasoning`` items, Anthropic ``thinking`` blocks) as JSON, sent back to the
-    same API on later steps and kept in saved transcripts; other providers ignore them."""
+    """A model's turn: text, tool calls, or both.
+
+    ``reasoning`` holds the provider's opaque reasoning items (OpenAI Responses ``reasoning``
+    items, Anthropic ``thinking`` blocks) as JSON, sent back to the same API on later steps and
+    kept in saved transcripts; other providers ignore them.
+
+    >>> m = AssistantMessage(None, (ToolCall("call_1", "add", {"a": 1, "b": 2}),))
+    >>> m.to_dict()["tool_calls"][0]["name"]
+    'add'
+    >>> AssistantMessage("It is 3.").content
+    'It is 3.'
+    """
 
     content: str | None
     tool_calls: tuple[ToolCall, ...] = ()
@@ -126,7 +164,13 @@ class AssistantMessage:
 
 @dataclass(frozen=True, slots=True)
 class ToolMessage:
-    """The result of one tool call, as the model will read it."""
+    """The result of one tool call, as the model will read it.
+
+    >>> ToolMessage("call_1", "add", "3").to_dict()
+    {'role': 'tool', 'tool_call_id': 'call_1', 'name': 'add', 'content': '3'}
+    >>> ToolMessage("call_2", "add", "Error: ...", is_error=True).is_error
+    True
+    """
 
     tool_call_id: str
     name: str
@@ -148,7 +192,12 @@ class ToolMessage:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts; they add up across model calls."""
+    """Token counts; they add up across model calls.
+
+    >>> total = Usage(10, 2) + Usage(5, 1)
+    >>> total, total.total_tokens
+    (Usage(input_tokens=15, output_tokens=3), 18)
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -199,3 +248,7 @@ def coerce_messages(value: str | Message | dict | list | tuple) -> list[Message]
     if isinstance(value, (SystemMessage, UserMessage, AssistantMessage, ToolMessage)):
         return [value]
     raise TypeError(f"expected a prompt string or messages, got {type(value).__name__}")
+
+
+for _cls in (Image, ToolCall, SystemMessage, UserMessage, AssistantMessage, ToolMessage, Usage):
+    fast_init(_cls)  # cheaper construction, same frozen dataclasses

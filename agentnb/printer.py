@@ -132,15 +132,22 @@ class TextPrinter:
         if isinstance(event, (TextDelta, ToolCallDelta)):
             if isinstance(event, TextDelta):
                 if not self._streaming:
-                    self.file.write(f"  [{event.depth}] model: ")
+                    self._write(f"  [{event.depth}] model: ")
                     self._streaming = True
-                self.file.write(event.text)
+                self._write(event.text)
                 self.file.flush()
             return
         if self._streaming:
-            self.file.write("\n")
+            self._write("\n")
             self._streaming = False
         line = format_event(event, width=self.width)
         if line is not None:
-            self.file.write(line + "\n")
+            self._write(line + "\n")
             self.file.flush()
+
+    def _write(self, text: str) -> None:
+        try:
+            self.file.write(text)
+        except UnicodeEncodeError:  # a lone surrogate from a model, or a narrow terminal encoding
+            encoding = getattr(self.file, "encoding", None) or "utf-8"
+            self.file.write(text.encode(encoding, "backslashreplace").decode(encoding))

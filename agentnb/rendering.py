@@ -39,7 +39,7 @@ def render_value(value: Any, ctx: Any = None) -> str:
     if kind is int or kind is float or kind is bool:  # the common cases first: this runs for every call
         return json.dumps(value)  # the default encoder is cached: ~3x faster than with options
     if kind is dict or kind is list:
-        return json.dumps(value, ensure_ascii=False, default=_json_default)
+        return _dumps(value)
     if value is None:
         return "(no output)"
     if isinstance(value, str):
@@ -57,10 +57,16 @@ def render_value(value: Any, ctx: Any = None) -> str:
         return _pandas_text(value)
     if module == "numpy" and hasattr(value, "shape") and hasattr(value, "ndim") and value.ndim > 0:
         return _array_text(value)
+    return _dumps(value)
+
+
+def _dumps(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, default=_json_default)
-    except (TypeError, ValueError):
-        return repr(value)
+    except Exception:  # unserialisable, circular, too deep, or a __str__ that raises
+        from agentnb.toolrun import safe_repr
+
+        return safe_repr(value)
 
 
 def as_image(value: Any) -> Image | None:

@@ -11,15 +11,13 @@ RunResult(stop_reason='answer', tool_calls=0, output='Hello!')
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentnb.events import Event, StopReason, event_from_dict
-from agentnb.messages import Message, Usage, message_from_dict
-
-TRANSCRIPT_VERSION = 1
+from agentnb.events import Event, StopReason
+from agentnb.messages import Message, Usage
+from agentnb.transcript import TRANSCRIPT_VERSION, read_transcript, transcript_fields, write_atomic
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +32,16 @@ class RunResult:
     ``value`` is the answer as an instance of the run's ``output_type`` (None without one, or
     when it never validated). A loaded transcript holds it as JSON data, unless
     :meth:`load` is given the ``output_type`` to rebuild it.
+
+    >>> from agentnb import Agent, tool
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def double(x: int) -> int:
+    ...     '''Double a number.'''
+    ...     return 2 * x
+    >>> r = Agent(ScriptedProvider([call("double", x=4), "8"]), tools=[double]).run("double 4")
+    >>> r.output, r.stop_reason, r.tool_calls, [m.role for m in r.messages]
+    ('8', 'answer', 1, ['user', 'assistant', 'tool', 'assistant'])
     """
 
     output: str
@@ -47,6 +55,9 @@ class RunResult:
     exception: BaseException | None = field(default=None, repr=False, compare=False)
     value: Any = None
     output_spec: Any = field(default=None, repr=False, compare=False)
+    #: Text the model had produced in the step a Stop (or an error) interrupted: shown on
+    #: screen but never completed, so it is not ``output``. Empty when the run ended normally.
+    partial_output: str = ""
 
     def __repr__(self) -> str:
         extra = f", error={self.error!r}" if self.error else ""
@@ -76,6 +87,8 @@ class RunResult:
             "messages": [m.to_dict() for m in self.messages],
             "events": [e.to_dict() for e in self.events],
         }
+        if self.partial_output:
+            out["partial_output"] = self.partial_output
         if self.output_spec is not None:
             out["output_type"] = self.output_spec.name
             out["value"] = self.output_spec.dump(self.value) if self.value is not None else None
@@ -85,34 +98,36 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], output_type: Any = None) -> RunResult:
-        """Rebuild a result from :meth:`to_dict` data; ``output_type`` turns ``value`` back into ``T``."""
-        value, spec = d.get("value"), None
-        if output_type is not None:
-            from agentnb.output import output_spec
+        """Rebuild a result from :meth:`to_dict` output; a ``ValueError`` says what is wrong.
 
-            spec = output_spec(output_type)
-            if spec is not None and value is not None:
-                value = spec.validate(value).value
-        return cls(
-            output=d["output"],
-            messages=tuple(message_from_dict(m) for m in d["messages"]),
-            events=tuple(event_from_dict(e) for e in d["events"]),
-            usage=Usage(**d["usage"]),
-            stop_reason=d["stop_reason"],
-            tool_calls=d["tool_calls"],
-            duration=d.get("duration", 0.0),
-            error=d.get("error"),
-            value=value,
-            output_spec=spec,
-        )
+        ``output_type`` turns the stored ``value`` back into an instance of it.
+        """
+        return cls(**_typed(transcript_fields(d), output_type))
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the transcript (messages + events) as JSON."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, ensure_ascii=False, indent=1)
+        """Write the transcript (messages + events) as JSON.
+
+        The file is replaced atomically: it is written next to ``path`` and renamed over it,
+        so a failure never leaves a truncated file or destroys an existing one.
+        """
+        write_atomic(path, self.to_dict())
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], output_type: Any = None) -> RunResult:
-        """Read a transcript written by :meth:`save` (``output_type``: see :meth:`from_dict`)."""
-        with open(path, encoding="utf-8") as f:
-            return cls.from_dict(json.load(f), output_type)
+        """Read a transcript written by :meth:`save` (``output_type``: see :meth:`from_dict`).
+
+        Raises :class:`agentnb.errors.TranscriptError` naming the file and what is wrong.
+        """
+        return cls(**_typed(read_transcript(path), output_type))
+
+
+def _typed(fields: dict[str, Any], output_type: Any) -> dict[str, Any]:
+    if output_type is None:
+        return fields
+    from agentnb.output import output_spec
+
+    spec = output_spec(output_type)
+    value = fields.get("value")
+    if spec is not None and value is not None:
+        value = spec.validate(value).value
+    return {**fields, "value": value, "output_spec": spec}

@@ -101,8 +101,8 @@ class _Recording(Provider):
             return reply
         if isinstance(reply, str):
             return Completion(reply, (), self.usage, "stop")
-        if isinstance(reply, ToolCall):
-            reply = [reply]
+        if isinstance(reply, ToolCall):  # the common case first
+            return Completion(None, (self._numbered(reply),), self.usage, "tool_calls")
         if isinstance(reply, Streamed):
             assembler = CompletionAssembler()
             for chunk in reply.chunks:

@@ -35,12 +35,24 @@ from agentnb.schema import _json_default, _jsonable, converter_for, parse_docstr
 if TYPE_CHECKING:
     import jsonschema
 
+_UNCOMPILED = object()
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
 @dataclass(frozen=True, slots=True)
 class ToolExample:
-    """A few-shot example: a user request and the arguments the tool should get."""
+    """A few-shot example: a user request and the arguments the tool should get.
+
+    The UnTooled prompt shows examples to text-only models; they are checked against the
+    schema when the tool is built.
+
+    >>> @tool(examples=[ToolExample("weather in Oslo?", {"city": "Oslo"})])
+    ... def weather(city: str) -> str:
+    ...     '''Current weather for a city.'''
+    ...     return "sunny"
+    >>> weather.examples[0].arguments
+    {'city': 'Oslo'}
+    """
 
     query: str
     arguments: dict[str, Any]
@@ -50,6 +62,16 @@ class ToolContext:
     """Passed to a tool that declares a parameter annotated ``ToolContext``.
 
     Lets the tool attach images for the model to see, or make its result the final answer.
+
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def report(ctx: ToolContext) -> str:
+    ...     '''Write the report and end the run with it.'''
+    ...     ctx.return_directly()
+    ...     return f"report (call {ctx.call_id})"
+    >>> Agent(ScriptedProvider([call("report")]), tools=[report]).run("go").output
+    'report (call call_1)'
     """
 
     __slots__ = ("call_id", "name", "depth", "images", "direct")
@@ -74,6 +96,17 @@ class Tool:
     """A callable the model can ask for, with its name, description and JSON Schema.
 
     Build one with :func:`tool`; the constructor takes an explicit schema.
+
+    >>> lookup = Tool(
+    ...     "lookup",
+    ...     "Look a word up.",
+    ...     {"type": "object", "properties": {"word": {"type": "string"}}, "required": ["word"]},
+    ...     lambda word: f"{word}: a word",
+    ... )
+    >>> lookup.validate({}), lookup.validate({"word": "cat"})
+    (["'word' is a required property"], [])
+    >>> lookup("cat")
+    'cat: a word'
     """
 
     __slots__ = (
@@ -85,11 +118,13 @@ class Tool:
         "direct_output",
         "allow_repeat",
         "timeout",
+        "max_result_chars",
         "examples",
         "context_param",
         "defaults",
         "source",
         "_validator",
+        "_fast",
         "_converters",
         "_fills",
     )
@@ -104,6 +139,7 @@ class Tool:
         direct_output: bool = False,
         allow_repeat: bool = False,
         timeout: float | None = None,
+        max_result_chars: int | None = None,
         examples: Iterable[Any] = (),
         context_param: str | None = None,
         converters: Mapping[str, Callable[[Any], Any]] | None = None,
@@ -130,6 +166,8 @@ class Tool:
             problems.append(f"parameters is not a valid JSON Schema: {exc.message}")
         if timeout is not None and not timeout > 0:
             problems.append(f"timeout must be a positive number of seconds, not {timeout!r}")
+        if max_result_chars is not None and (not isinstance(max_result_chars, int) or max_result_chars < 1):
+            problems.append(f"max_result_chars must be a whole number >= 1, not {max_result_chars!r}")
         if fn is not None and not callable(fn):
             problems.append(f"fn must be callable, not {type(fn).__name__}")
         self.name = name
@@ -140,6 +178,8 @@ class Tool:
         self.direct_output = direct_output
         self.allow_repeat = allow_repeat
         self.timeout = timeout
+        #: Bound on the characters of a result the model reads (None: the agent's bound).
+        self.max_result_chars = max_result_chars
         self.context_param = context_param
         #: Where the tool comes from when not from Python (``"mcp:SERVER"``); shown in traces.
         self.source = source
@@ -154,6 +194,7 @@ class Tool:
         self._converters = dict(converters or {})
         #: Python defaults to pass for omitted arguments (a ``Field(...)`` default is not a value).
         self._fills: dict[str, Any] = {}
+        self._fast: Any = _UNCOMPILED  # compiled on first use (agentnb.validate)
         self.examples = tuple(self._coerce_examples(examples, problems))
         if problems:
             raise ToolDefinitionError(name, problems)
@@ -268,7 +309,15 @@ class Tool:
 
     def validate(self, arguments: Any) -> list[str]:
         """Every way ``arguments`` breaks the schema, as sentences for the model; ``[]`` if valid."""
-        errors = sorted(_describe(e) for e in self._validator.iter_errors(arguments))
+        fast = self._fast
+        if fast is _UNCOMPILED:
+            from agentnb.validate import fast_validator
+
+            fast = self._fast = fast_validator(self.parameters)
+        if fast is not None and fast(arguments):
+            errors: list[str] = []
+        else:
+            errors = sorted(_describe(e) for e in self._validator.iter_errors(arguments))
         if errors or not self._converters or not isinstance(arguments, Mapping):
             return errors
         # Building the Python values can fail too (a pydantic validator): say so before running.
@@ -282,6 +331,8 @@ class Tool:
 
     def prepare(self, arguments: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """Validated JSON arguments -> the keyword arguments the function takes."""
+        if not self._converters and not self.context_param:
+            return dict(arguments)
         kwargs = {k: self._converters[k](v) if k in self._converters else v for k, v in arguments.items()}
         for name, value in self._fills.items():
             kwargs.setdefault(name, value)
@@ -365,6 +416,10 @@ def render_result(value: Any, ctx: ToolContext | None = None) -> str:
     Images, PIL images and matplotlib figures are attached to ``ctx`` for the model to see;
     numpy values become numbers, arrays and DataFrames a bounded table.
     """
+    if isinstance(value, str):
+        return value
+    if type(value) is int:  # the JSON of an int is its str, without building an encoder
+        return str(value)
     return render_value(value, ctx)
 
 
@@ -380,6 +435,7 @@ def tool(
     direct_output: bool = ...,
     allow_repeat: bool = ...,
     timeout: float | None = ...,
+    max_result_chars: int | None = ...,
     examples: Iterable[Any] = ...,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
@@ -390,7 +446,15 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     Use bare (``@tool``) or with options (``@tool(direct_output=True, timeout=5)``).
     An OpenAI-format dict is accepted too: ``tool({"type": "function", ...}, fn=handler)``.
     Options: ``name``, ``description``, ``direct_output``, ``allow_repeat``, ``timeout``
-    (seconds), ``examples`` (``[(query, arguments), ...]``).
+    (seconds), ``max_result_chars`` (how much of a result the model reads; default: the
+    agent's), ``examples`` (``[(query, arguments), ...]``).
+
+    >>> @tool(timeout=5)
+    ... def add(a: int, b: int = 0) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> add.name, add.parameters["required"], add.timeout, add(2, 3)
+    ('add', ['a'], 5, 5)
     """
     if fn is None:
         return lambda f: Tool.from_function(f, **options)

@@ -64,7 +64,8 @@ def test_usage_errors_are_one_line() -> None:
     out = agentnb("run", "hi", "--provider", "gpt4")
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        "agentnb: error: unknown provider spec 'gpt4'; use one of 'openai:MODEL', 'hf:MODEL', 'transformers:MODEL', 'local'"
+        "agentnb: error: unknown provider spec 'gpt4'; use one of 'openai:MODEL', 'openai-responses:MODEL', "
+        "'anthropic:MODEL', 'hf:MODEL', 'transformers:MODEL', 'local'"
     ]
     out = agentnb("run", "hi", "--tools", "agentnb.demo_tools:nope")
     assert out.returncode == 2 and "agentnb.demo_tools:nope is not an agentnb tool" in out.stderr

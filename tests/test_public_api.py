@@ -48,8 +48,13 @@ EXPECTED_ALL = [
 CORE_MODULES = [
     "agentnb",
     "agentnb.agent",
+    "agentnb.codec",
     "agentnb.dedupe",
+    "agentnb.errors",
     "agentnb.events",
+    "agentnb.fastinit",
+    "agentnb.history",
+    "agentnb.jsonsafe",
     "agentnb.loop",
     "agentnb.messages",
     "agentnb.output",
@@ -62,7 +67,10 @@ CORE_MODULES = [
     "agentnb.result",
     "agentnb.schema",
     "agentnb.testing",
+    "agentnb.toolrun",
     "agentnb.tools",
+    "agentnb.transcript",
+    "agentnb.validate",
 ]
 
 

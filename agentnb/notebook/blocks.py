@@ -12,13 +12,13 @@ True
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Sequence
 from html import escape
 from typing import Any
 
 from agentnb.events import RunStarted
 from agentnb.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from agentnb.transcript import transcript_bytes
 
 _COPY_JS = (
     "(function(b){var t=b.closest('.anb-copyable').querySelector('.anb-c').textContent;"
@@ -118,7 +118,7 @@ def _how(calls: int, answer: str | None) -> str:
 
 def save_link(result: Any, name: str = "agentnb-transcript.json") -> str:
     """A download link for the run's transcript (``RunResult.save``'s JSON), as a data URL."""
-    data = base64.b64encode(json.dumps(result.to_dict(), ensure_ascii=False, indent=1).encode()).decode()
+    data = base64.b64encode(transcript_bytes(result.to_dict())).decode()  # lone surrogates escaped
     return (
         f'<a class="anb-save" download="{escape(name)}" href="data:application/json;base64,{data}" '
         'title="Download the transcript (messages and events) as JSON; RunResult.load or TraceWidget.replay read it">'

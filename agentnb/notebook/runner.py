@@ -27,6 +27,7 @@ from agentnb.events import Event
 from agentnb.loop import StepController
 from agentnb.messages import Message
 from agentnb.result import RunResult
+from agentnb.toolrun import SYNC_TOOLS_IN_THREAD
 
 _thread_loop: asyncio.AbstractEventLoop | None = None
 _thread_lock = threading.Lock()
@@ -41,8 +42,15 @@ async def drive(
     on_event: Callable[[Event], Any] | None = None,
     stream: bool | None = None,
 ) -> RunResult:
-    """Run ``agent`` to the end, handing every event to ``on_event``."""
-    return await agent.arun(prompt, history=history, controller=controller, on_event=on_event, stream=stream)
+    """Run ``agent`` to the end, handing every event to ``on_event``.
+
+    Cancelling the task (the Stop button) ends the run with a ``cancelled`` result; sync
+    tools run on threads so that the cancellation reaches a run while a tool works.
+    """
+    SYNC_TOOLS_IN_THREAD.set(True)
+    return await agent.arun(
+        prompt, history=history, controller=controller, on_event=on_event, stream=stream, on_cancel="return"
+    )
 
 
 def background_loop() -> asyncio.AbstractEventLoop:

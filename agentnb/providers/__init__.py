@@ -81,6 +81,13 @@ def get_provider(spec: str | Provider, **options: Any) -> Provider:
     """Return ``spec`` if it is already a provider, else build one from a spec string.
 
     ``options`` go to the provider's constructor (e.g. ``base_url=...`` for ``openai:``).
+
+    >>> get_provider("openai:qwen2.5", base_url="http://127.0.0.1:8000/v1")
+    OpenAIProvider('qwen2.5', base_url='http://127.0.0.1:8000/v1')
+    >>> get_provider("gpt4")
+    Traceback (most recent call last):
+    ...
+    agentnb.errors.UserError: unknown provider spec 'gpt4'; use one of ...
     """
     if isinstance(spec, Provider):
         return spec

@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from agentnb.fastinit import fast_init
+from agentnb.jsonsafe import depth_error, too_deep
 from agentnb.messages import Message, ToolCall, Usage
 
 if TYPE_CHECKING:
@@ -100,6 +102,14 @@ class Provider(ABC):
 
     Subclasses implement :meth:`complete`; streaming backends also override :meth:`stream`.
     Capability flags tell callers what the backend can do natively.
+
+    >>> from agentnb import Agent
+    >>> class Echo(Provider):
+    ...     name = "echo"
+    ...     async def complete(self, request):
+    ...         return Completion(f"you said: {request.messages[-1].content}")
+    >>> Agent(Echo()).run("hello").output
+    'you said: hello'
     """
 
     #: Short name shown in events and reprs.
@@ -144,9 +154,11 @@ def parse_arguments(call_id: str, name: str, raw: str | None) -> ToolCall:
     text = (raw or "").strip()
     if not text:
         return ToolCall(call_id, name, {})
+    if too_deep(text):
+        return ToolCall(call_id, name, None, raw, f"arguments are not usable: {depth_error()}")
     try:
         value = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: bad JSON, or an int of 5000 digits
         return ToolCall(call_id, name, None, raw, f"arguments are not valid JSON: {exc}")
     if not isinstance(value, dict):
         return ToolCall(call_id, name, None, raw, "arguments must be a JSON object")
@@ -193,3 +205,7 @@ class CompletionAssembler:
         )
         text = "".join(self._text) or None
         return Completion(text, calls, usage, finish_reason, events)
+
+
+for _cls in (Request, Completion, TextChunk, ToolCallChunk):
+    fast_init(_cls)  # cheaper construction, same frozen dataclasses

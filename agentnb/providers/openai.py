@@ -132,6 +132,9 @@ class OpenAIProvider(Provider):
         self.name = model
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
+        if self.base_url is not None and urlsplit(self.base_url).scheme not in ("http", "https"):
+            shown = _without_userinfo(self.base_url)
+            raise UserError(f"base_url {shown!r} must start with http:// or https:// (e.g. http://127.0.0.1:8000/v1)")
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if self.base_url is None:
@@ -258,9 +261,21 @@ class OpenAIProvider(Provider):
                     raise
                 kwargs = self.build_request(request)
                 response = await self.client.chat.completions.create(**_as_sent(kwargs))
+            failure = None
         except _sdk().OpenAIError as exc:
-            raise self._error(exc) from exc
-        return self._finish_output(request, parse_completion(response))
+            failure = self._error(exc)
+        except ValueError as exc:  # a 200 whose body is not JSON
+            failure = self._garbage(f"a body that is not JSON ({exc})")
+        if failure is None:
+            try:
+                return self._finish_output(request, parse_completion(response))
+            except ProviderError as exc:
+                failure = self._garbage(str(exc))
+            except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
+                failure = self._garbage(f"a body that is not a chat completion ({type(exc).__name__}: {exc})")
+        # Raised here, outside the except blocks: the SDK's exception (which can hold the key
+        # in its request or response) is neither the cause nor the context of ours.
+        raise failure
 
     def _refused_output(self, request: Request, kwargs: dict[str, Any], exc: Exception) -> bool:
         """A server that refuses ``response_format`` gets the final-answer tool from now on."""
@@ -293,9 +308,12 @@ class OpenAIProvider(Provider):
         ids: dict[int, tuple[str | None, str]] = {}  # index -> (id, name so far)
         usage = Usage()
         finish: str | None = None
+        received = 0
+        failure: ProviderError | None = None
         try:
             stream = await self._open_stream(kwargs, request)
             async for chunk in stream:
+                received += 1
                 if chunk.usage is not None:
                     usage = _usage(chunk.usage)
                 for choice in chunk.choices[:1]:
@@ -312,8 +330,21 @@ class OpenAIProvider(Provider):
                         assembler.add(part)
                         yield part
         except _sdk().OpenAIError as exc:
-            raise self._error(exc, streaming=True) from exc
+            failure = self._error(exc, streaming=received > 0)
+        except (ValueError, AttributeError, TypeError, KeyError, IndexError) as exc:  # garbage chunks
+            failure = self._garbage(f"a stream that is not chat completion chunks ({type(exc).__name__}: {exc})")
+        if failure is None and finish is None:
+            # No finish_reason: the stream was cut off (or was never one: an HTML page, say).
+            what = f"after {received} chunks" if received else "without a single chunk"
+            failure = self._garbage(f"a stream that ended {what} and no finish_reason; the answer is incomplete")
+        if failure is not None:
+            raise failure  # outside the except blocks: no SDK exception (or key) chained to it
         yield self._finish_output(request, assembler.finish(usage, finish))
+
+    def _garbage(self, what: str) -> ProviderError:
+        where = self.base_url or "the OpenAI API"
+        hint = " (is base_url the server's OpenAI-compatible /v1 URL?)" if self.base_url else ""
+        return ProviderError(self._key.redact(f"{where} sent {what}{hint}"))
 
     async def _open_stream(self, kwargs: dict[str, Any], request: Request | None = None) -> Any:
         sdk = _sdk()
@@ -359,9 +390,11 @@ class OpenAIProvider(Provider):
         if isinstance(exc, sdk.APITimeoutError):
             return ProviderError(f"{where} did not answer within {self.timeout:g} s")
         if isinstance(exc, sdk.APIConnectionError):
-            if streaming:
+            if streaming:  # chunks had arrived
                 return ProviderError(f"the connection to {where} broke mid-stream: {_cause(exc)}")
-            return ProviderError(f"could not connect to {where} ({_cause(exc)}); is the server running?")
+            if _never_connected(exc):
+                return ProviderError(f"could not connect to {where} ({_cause(exc)}); is the server running?")
+            return ProviderError(f"the connection to {where} broke before the response was complete: {_cause(exc)}")
         return ProviderError(f"{where}: {message}")
 
 
@@ -441,9 +474,12 @@ def _call_out(call: ToolCall) -> dict[str, Any]:
 
 def parse_completion(response: Any) -> Completion:
     """A :class:`Completion` from a ``ChatCompletion`` (first choice)."""
+    if isinstance(response, (str, bytes)):  # the SDK hands back a body that is not JSON as text
+        preview = response[:60] if isinstance(response, str) else response[:60].decode("utf-8", "replace")
+        raise ProviderError(f"a body that is not a chat completion: {preview!r}")
     usage = _usage(response.usage) if response.usage is not None else Usage()
     if not response.choices:
-        raise ProviderError("the server answered with no choices")
+        raise ProviderError("a response with no choices")
     choice = response.choices[0]
     message = choice.message
     calls = tuple(
@@ -519,6 +555,24 @@ def _server_message(exc: Exception) -> str:
     if isinstance(body, str) and body.strip():
         return body.strip()
     return str(getattr(exc, "message", None) or exc)
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """True when ``exc`` (or what caused it) is a failure to connect, not a broken response."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if type(seen).__name__ in (
+            "ConnectError",
+            "ConnectTimeout",
+            "ConnectionRefusedError",
+            "gaierror",
+            "UnsupportedProtocol",
+        ):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _cause(exc: BaseException) -> str:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from functools import cache
 from pathlib import Path
 from string import Template
@@ -340,7 +340,11 @@ class UnTooled(Provider):
             )
             events = (*events, OutputMode(0, how[0], f"{request.output.name}: {how[1]}"))
         if not offered:
-            yield Completion(text or None, (), result.usage, result.finish_reason, events)
+            # A reply that is nothing but a call (a model imitating its earlier turns after the
+            # limit) is reported as one, so the loop can ask once more for a text answer. With
+            # an output_type the reply is JSON on purpose: it is the answer.
+            stray = () if request.output is not None else _stray_calls(text, lambda: f"call_{next(self._ids)}")
+            yield Completion(text or None, stray, result.usage, result.finish_reason, events)
             return
         choice = request.tool_choice
         calls: tuple[ToolCall, ...]
@@ -441,3 +445,12 @@ class _ProseGate:
         out = self.buffer[self.sent :]
         self.sent = len(self.buffer)
         return out.rstrip() if self.started else out.strip()
+
+
+def _stray_calls(text: str, new_id: Callable[[], str]) -> tuple[ToolCall, ...]:
+    """The calls a reply consists of when no tools were offered, else ``()``."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[":
+        return ()
+    _, calls = parse_reply(stripped, [], strict=True, new_id=new_id)
+    return calls if calls and all(c.name and c.arguments is not None for c in calls) else ()

@@ -25,12 +25,18 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from agentnb.jsonsafe import MAX_DEPTH, depth_error, too_deep
 from agentnb.messages import ToolCall
 
 #: A call may follow at most this much prose ("Sure, I'll check: {...}").
 MAX_PREAMBLE = 200
+#: Code fences are looked for in this many characters of a reply, and JSON longer than this
+#: is read strictly (no repairs), so a huge reply costs linear time with a small constant.
+MAX_SCAN = 100_000
 _FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.S)
 _NAME = re.compile(r"""["']name["']\s*:\s*["']([\w-]{1,64})["']""")
+# No nested quantifiers over the same characters: linear time on long runs of spaces.
+_JUNK = re.compile(r"[\s`]*(?:<\|\w+\|>[\s`]*)?")
 _ARG_KEYS = ("arguments", "parameters", "args", "params", "input")
 _NAME_KEYS = ("name", "function", "tool", "tool_name", "function_name")
 FORMAT_HINT = 'Write exactly one JSON object: {"name": "<function name>", "arguments": {...}}.'
@@ -67,16 +73,15 @@ def parse_reply(
             return None, (_broken(stripped, value, err, ids),)
     if strict:
         return stripped, ()
-    for match in _FENCE.finditer(stripped):
+    for match in _FENCE.finditer(stripped, 0, MAX_SCAN):
         body = match.group(1).strip()
-        if body[:1] in "{[":
+        if body and body[0] in "{[":
             value, err = load_json(body)
             calls = _as_calls(value, tool_names, default_tool, ids) if err is None else None
-            preamble = stripped[: match.start()].strip() or None
             if calls:
-                return preamble, calls
+                return stripped[: match.start()].strip() or None, calls
             if _NAME.search(body):
-                return preamble, (_broken(body, value, err, ids),)
+                return stripped[: match.start()].strip() or None, (_broken(body, value, err, ids),)
     start = stripped.find("{")
     if 0 < start <= MAX_PREAMBLE:
         value, err = load_json(stripped[start:], prefix_only=True)
@@ -93,22 +98,31 @@ def load_json(text: str, *, prefix_only: bool = False) -> tuple[Any, str | None]
     Returns ``(value, None)`` or ``(None, error)``. With ``prefix_only`` text after the value is
     ignored; otherwise only whitespace may follow.
     """
+    if too_deep(text):
+        return None, depth_error()
     decoder = json.JSONDecoder()
     first_error = None
-    for candidate in _repairs(text):
+    for candidate in _repairs(text) if len(text) <= MAX_SCAN else (text,):
         try:
             value, end = decoder.raw_decode(candidate)
         except json.JSONDecodeError as exc:
             first_error = first_error or f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        except (ValueError, RecursionError) as exc:  # e.g. an integer of 5000 digits
+            first_error = first_error or str(exc)
         else:
             if prefix_only or not candidate[end:].strip() or _only_junk(candidate[end:]):
                 return value, None
             first_error = first_error or f"unexpected text after the JSON value: {candidate[end:].strip()[:40]!r}"
             continue
+        if len(candidate) > MAX_SCAN:
+            continue
         segment = _balanced(candidate)
         if segment is not None:
             try:
-                value = ast.literal_eval(_pythonic(segment))
+                value = _as_json(ast.literal_eval(_pythonic(segment)))
+            except _NotJSONError as exc:
+                first_error = first_error or str(exc)
+                continue
             except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):  # "{[]}": a set of lists
                 pass
             else:
@@ -116,6 +130,30 @@ def load_json(text: str, *, prefix_only: bool = False) -> tuple[Any, str | None]
                 if isinstance(value, (dict, list)) and (prefix_only or not rest.strip() or _only_junk(rest)):
                     return value, None
     return None, first_error or "not a JSON value"
+
+
+class _NotJSONError(ValueError):
+    pass
+
+
+def _as_json(value: Any, depth: int = 0) -> Any:
+    """A Python literal as JSON data: tuples become lists; sets, bytes and the like are refused."""
+    if depth > MAX_DEPTH:
+        raise _NotJSONError(depth_error())
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_as_json(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise _NotJSONError("object keys must be strings in JSON")
+        return {k: _as_json(v, depth + 1) for k, v in value.items()}
+    kind = "a set; write a list [...] instead" if isinstance(value, (set, frozenset)) else type(value).__name__
+    raise _NotJSONError(f"the value {_short(repr(value))} is not JSON: it is {kind}")
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _repairs(text: str) -> Iterator[str]:
@@ -130,7 +168,7 @@ def _repairs(text: str) -> Iterator[str]:
 
 def _only_junk(rest: str) -> bool:
     """Text after a call that we can ignore: closing fences or a stray end-of-turn marker."""
-    return re.fullmatch(r"[\s`]*(<\|[\w]+\|>)?[\s`]*", rest) is not None
+    return _JUNK.fullmatch(rest) is not None
 
 
 def _scan(text: str) -> Iterator[tuple[int, str, list[str]]]:
