@@ -143,6 +143,26 @@ class StepDecision(_EventBase):
 
 
 @dataclass(frozen=True, slots=True)
+class CallDecision(_EventBase):
+    """Why a model that chooses for itself called a tool or answered in text (a provider's event).
+
+    ``score >= threshold`` means "call". ``ranking`` lists the tools best first, each with how
+    much better it explains the request than no tool does (positive: better); ``tool`` is the
+    one the call will use, when it was picked before the arguments were written.
+    """
+
+    depth: int
+    action: Literal["call", "answer"]
+    reason: str
+    score: float | None = None
+    threshold: float | None = None
+    call_share: float | None = None
+    ranking: tuple[tuple[str, float], ...] = ()
+    tool: str | None = None
+    kind: Literal["call_decision"] = "call_decision"
+
+
+@dataclass(frozen=True, slots=True)
 class ToolStarted(_EventBase):
     depth: int
     call_id: str
@@ -263,6 +283,7 @@ Event: TypeAlias = (
     | ValidationResult
     | DedupDecision
     | StepDecision
+    | CallDecision
     | ToolStarted
     | ToolFinished
     | AttachmentAdded

@@ -13,6 +13,7 @@ from typing import Any, TextIO
 
 from agentnb.events import (
     AttachmentAdded,
+    CallDecision,
     DedupDecision,
     DirectOutput,
     Event,
@@ -80,6 +81,11 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} invalid arguments: " + "; ".join(errs)
         case DedupDecision(fingerprint=fp, seen_before=True, action=act):
             return f"{d} repeat call {fp[:12]}: {'not run, earlier result given' if act == 'skip' else 'run again (allow_repeat)'}"
+        case CallDecision(action=a, reason=why, ranking=ranks):
+            best = ", ".join(f"{n} {s:+.2f}" for n, s in ranks[:3])
+            return f"{d} {'call a tool' if a == 'call' else 'answer in text'}: {why}" + (
+                f" [fit: {best}]" if best else ""
+            )
         case StepDecision(target=t, action=a, arguments=args):
             return f"{d} debugger: {a} {t}" + (f" with {format_arguments(args)}" if args is not None else "")
         case ToolStarted(name=n, arguments=a, source=src):

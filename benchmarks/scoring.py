@@ -59,6 +59,7 @@ __all__ = [
     "DATA_DIR",
     "OMITTED",
     "load_fc_cases",
+    "load_more_cases",
     "load_tasks",
     "schema_valid",
     "score_call",
@@ -89,6 +90,15 @@ def load_fc_cases() -> list[dict[str, Any]]:
     ['multiple', 'simple']
     """
     return json.loads((DATA_DIR / "fc_cases.json").read_text(encoding="utf-8"))["cases"]
+
+
+def load_more_cases() -> list[dict[str, Any]]:
+    """More cases (``more_cases.json``), with a ``no_tool`` category whose ``expected`` is None.
+
+    >>> sorted({case["category"] for case in load_more_cases()})
+    ['multiple', 'no_tool', 'simple']
+    """
+    return json.loads((DATA_DIR / "more_cases.json").read_text(encoding="utf-8"))["cases"]
 
 
 def _is_number(value: Any) -> bool:

@@ -7,11 +7,12 @@ Variants, each one model call per request (greedy decoding):
 * ``constrained``  the same prompt with llguidance-constrained decoding (what ``Agent("local")`` does).
 
 Task sets (benchmarks/data/): ``tasks`` (agent requests over a dozen tools, some needing no tool) and
-``fc`` (leaderboard-style cases: one request, 1-4 candidate functions, one expected call). Requests
+``fc`` (leaderboard-style cases: one request, 1-4 candidate functions, one expected call) and ``more``
+(more such cases, with a ``no_tool`` category of requests no offered function fits). Requests
 are asked with ``tool_choice="auto"``: the model itself decides between calling and answering.
 ``--required`` asks the fc cases with ``tool_choice="required"`` as well (the leaderboard setting);
-``--fc-choices required`` asks only that. ``--split even`` / ``odd`` takes every other fc case: tune
-on the even ones, report the odd ones as held out.
+``--fc-choices required`` asks only that. ``--split even`` / ``odd`` takes every other case of each
+set: tune on the even ones, report the odd ones as held out (``all`` prints both halves).
 
 Printed per variant and set: parse rate, schema-valid rate, correct-call rate (right function and
 every argument right), no-tool accuracy, seconds per request. Replies are capped at
@@ -47,7 +48,18 @@ from agentnb.tools import Tool
 VARIANTS = ("naive", "ours", "constrained")
 
 
+_TOOLS: dict[str, Tool] = {}
+
+
 def make_tool(spec: dict[str, Any]) -> Tool:
+    """The tool for a function spec; one object per spec, so its grammar is compiled once."""
+    key = json.dumps(spec, sort_keys=True)
+    if key not in _TOOLS:
+        _TOOLS[key] = _new_tool(spec)
+    return _TOOLS[key]
+
+
+def _new_tool(spec: dict[str, Any]) -> Tool:
     examples = [(e["query"], e["arguments"]) for e in spec.get("examples", ())]
     return Tool(spec["name"], spec.get("description", ""), spec["parameters"], examples=examples)
 
@@ -62,15 +74,26 @@ def requests(sets: list[str], limit: int | None, choices: list[str], split: str 
         data = scoring.load_tasks()
         out += [
             {"set": "tasks", "id": t["id"], "query": t["query"], "expected": t["expected"], "functions": data["tools"]}
-            for t in data["tasks"][:limit]
+            for t in data["tasks"][SPLITS[split]][:limit]
         ]
-    if "fc" in sets:
-        cases = scoring.load_fc_cases()[SPLITS[split]][:limit]
+        _halves(out, split)
+    for name, loader in (("fc", scoring.load_fc_cases), ("more", scoring.load_more_cases)):
+        if name not in sets:
+            continue
+        cases = loader()[SPLITS[split]][:limit]
+        halves = _halves([dict(c) for c in cases], split)
         if "auto" in choices:
-            out += [{"set": "fc", "choice": "auto", **c} for c in cases]
-        if "required" in choices:
-            out += [{"set": "fc-required", "choice": "required", **c} for c in cases]
+            out += [{"set": name, "choice": "auto", **c} for c in halves]
+        if "required" in choices:  # a call is expected: cases no tool fits are left out
+            out += [{"set": f"{name}-required", "choice": "required", **c} for c in halves if c["expected"]]
     return out
+
+
+def _halves(items: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
+    """Label each item with its half: even-numbered (tuning) or odd-numbered (held out)."""
+    for i, item in enumerate(items):
+        item.setdefault("half", split if split != "all" else ("even" if i % 2 == 0 else "odd"))
+    return items
 
 
 def run_naive(provider: Any, item: dict[str, Any]) -> dict[str, Any]:
@@ -105,16 +128,18 @@ def run_untooled(layer: UnTooled, item: dict[str, Any], tools: list[Tool]) -> di
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=None, help="first N requests of each set")
-    parser.add_argument("--sets", default="tasks,fc", help="comma-separated: tasks, fc")
+    parser.add_argument("--sets", default="tasks,fc,more", help="comma-separated: tasks, fc, more")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
     parser.add_argument("--required", action="store_true", help="also ask the fc cases with tool_choice=required")
     parser.add_argument(
         "--fc-choices", default=None, help="comma-separated tool choices for the fc cases (auto, required)"
     )
     parser.add_argument(
-        "--split", choices=sorted(SPLITS), default="all", help="fc cases: even (tuning), odd (held out)"
+        "--split", choices=sorted(SPLITS), default="all", help="every set: even (tuning), odd (held out)"
     )
-    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument(
+        "--max-new-tokens", type=int, default=96, help="reply cap; 0: the provider's default (what Agent('local') uses)"
+    )
     parser.add_argument(
         "--option",
         action="append",
@@ -138,7 +163,11 @@ def main() -> None:
     for variant in args.variants.split(","):
         constrained = variant == "constrained"
         extra = options if constrained else {}
-        provider = local_provider(max_new_tokens=args.max_new_tokens, constrained=constrained, **extra)
+        cap = {"max_new_tokens": args.max_new_tokens} if args.max_new_tokens else {}
+        if constrained and not extra and not cap:
+            provider = local_provider()  # exactly what Agent("local") uses
+        else:
+            provider = local_provider(constrained=constrained, **cap, **extra)
         layer = UnTooled(provider)
         results: dict[str, list[dict[str, Any]]] = {}
         for item in items:
@@ -148,6 +177,7 @@ def main() -> None:
             seconds = time.perf_counter() - t0
             row = {
                 "id": item["id"],
+                "half": item.get("half"),
                 "expected": item["expected"],
                 "functions": item["functions"],
                 "seconds": seconds,
@@ -166,6 +196,10 @@ def main() -> None:
             summary = scoring.summarise(rows)
             report[f"{variant}/{name}"] = {"summary": summary, "rows": rows}
             print_summary(f"{variant:11s} {name:11s}", summary)
+            for half in ("even", "odd"):
+                part = [r for r in rows if r["half"] == half]
+                if args.split == "all" and part:
+                    print_summary(f"{'':11s} {name + ' ' + half:15s}"[:23], scoring.summarise(part))
     print(f"(threads: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f})")
     if args.json:
         args.json.write_text(json.dumps(report, indent=1, default=str))

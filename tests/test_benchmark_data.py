@@ -26,6 +26,7 @@ naive = _load("naive_baseline")
 
 TASKS = scoring.load_tasks()
 CASES = scoring.load_fc_cases()
+MORE = scoring.load_more_cases()
 TOOLS = TASKS["tools"]
 
 
@@ -33,7 +34,7 @@ def _items():
     """(id, functions, expected) for every request in both data files."""
     for task in TASKS["tasks"]:
         yield task["id"], TOOLS, task["expected"]
-    for case in CASES:
+    for case in [*CASES, *MORE]:
         yield case["id"], case["functions"], case["expected"]
 
 
@@ -48,6 +49,18 @@ def test_counts_meet_the_minimums() -> None:
     categories = [c["category"] for c in CASES]
     assert set(categories) == {"simple", "multiple"}
     assert min(categories.count("simple"), categories.count("multiple")) >= 25
+
+
+def test_the_larger_set_has_every_kind_and_enough_agent_tasks() -> None:
+    import json
+
+    categories = [c["category"] for c in MORE]
+    assert min(categories.count(k) for k in ("simple", "multiple", "no_tool")) >= 35
+    assert all((c["expected"] is None) == (c["category"] == "no_tool") for c in MORE)
+    # >= 200 single-request cases across simple, one-of-several and no-tool-fits
+    assert len(TASKS["tasks"]) + len(CASES) + len(MORE) >= 200
+    agent = json.loads((BENCHMARKS / "data" / "agent_tasks.json").read_text(encoding="utf-8"))["tasks"]
+    assert len(agent) >= 50 and len({t["query"] for t in agent}) == len(agent)
 
 
 def test_ids_and_queries_are_unique() -> None:

@@ -11,9 +11,10 @@ import pytest
 pytest.importorskip("ipywidgets")
 
 from agentnb import Agent, ToolContext, Usage, tool
-from agentnb.events import EVENT_TYPES, Event
+from agentnb.events import EVENT_TYPES, CallDecision, Event
 from agentnb.notebook.runner import drive, start_run
 from agentnb.notebook.trace import TraceWidget
+from agentnb.providers.base import Completion
 from agentnb.testing import ScriptedProvider, Streamed, call, tool_chunks
 
 PNG = bytes.fromhex(
@@ -69,7 +70,7 @@ def busy_script() -> list[Any]:
         [call("add", a=2, b=3), call("nope", x=1), call("add", a="two")],  # repeat, unknown, invalid
         [call("essay", topic="cats"), call("boom"), call("snapshot")],
         [call("ticket", title="t"), call("ticket", title="t")],  # allow_repeat
-        "All **done**: 5.",
+        Completion("All **done**: 5.", events=(CallDecision(0, "answer", "no tool fits the request"),)),
     ]
 
 
@@ -114,6 +115,7 @@ def test_every_event_kind_is_shown() -> None:
     assert "executed again (allow_repeat)" in html[3]
     assert re.search(r"result</span> <span class=\"anb-m\">in (&lt;)?[\d.]+ (ms|s)", html[2])  # durations
     assert "the final answer, below" in html[4] and "done" not in html[4]  # the answer is shown once
+    assert "Why it answered in text" in html[4] and "no tool fits the request" in html[4]  # a provider's decision
     assert re.fullmatch(r"Depth 1 · add ↺, nope ✗, add ✗ · [\d.<]+ m?s · 12 tokens", w.sections[1].title)
     assert w.sections[2].title.startswith("Depth 2 · essay ✓, boom ✗, snapshot ✓ · ")
     assert w.answer_output.outputs[0]["data"]["text/markdown"] == "All **done**: 5."

@@ -178,7 +178,7 @@ def test_copy_bias_keeps_values_on_the_request(provider: TransformersProvider) -
 
 
 def test_prose_that_loops_is_stopped(provider: TransformersProvider) -> None:
-    """A random model's greedy prose repeats itself; the reply stops at the third copy of a run."""
+    """A random model's greedy prose repeats itself; the reply stops when a run comes back."""
     request = Request([UserMessage("hello")], settings={"max_new_tokens": 300, "loop_window": 0})
     endless = ask(provider, request)
     assert endless.usage.output_tokens == 300 and endless.finish_reason == "length"

@@ -93,3 +93,49 @@ def test_streaming_never_shows_a_call_as_text(local) -> None:  # type: ignore[no
     streamed = "".join(e.text for e in result.events if isinstance(e, TextDelta))
     assert '"name"' not in streamed
     assert result.tool_calls >= 1
+
+
+@tool
+def population(country: str, people: int) -> str:
+    """Record the population of a country.
+
+    Args:
+        country: the country
+        people: the number of people
+    """
+    return f"{country}: {people}"
+
+
+def test_the_answer_carries_the_tool_result_and_the_decision_is_explained(local) -> None:  # type: ignore[no-untyped-def]
+    from agentnb.demo_tools import DEMO_TOOLS
+    from agentnb.events import CallDecision
+
+    result = Agent(local, tools=DEMO_TOOLS, settings=SETTINGS).run("What day of the week was 2000-01-01?")
+    assert "Saturday" in result.output  # the weekday tool's result, not the date from the request
+    decisions = [e for e in result.events if isinstance(e, CallDecision)]
+    first = decisions[0]
+    assert first.depth == 0 and first.action == "call" and first.tool == "weekday"
+    assert first.ranking[0][0] == "weekday" and first.score is not None and first.score >= first.threshold
+    assert decisions[-1].action == "answer" and "after tool results" in decisions[-1].reason
+    joke = Agent(local, tools=DEMO_TOOLS, settings=SETTINGS).run("Tell me a joke.")
+    why = next(e for e in joke.events if isinstance(e, CallDecision))
+    assert joke.tool_calls == 0 and why.action == "answer" and why.score is not None and why.score < why.threshold
+
+
+def test_scale_words_become_digits(local) -> None:  # type: ignore[no-untyped-def]
+    agent = Agent(local, tools=[population], tool_choice="required", max_tool_calls=1, settings=SETTINGS)
+    result = agent.run("Brazil has 213 million people.")
+    started = next(e for e in result.events if isinstance(e, ToolStarted))
+    assert started.arguments == {"country": "Brazil", "people": 213000000}
+
+
+def test_loading_is_announced_once_with_its_duration() -> None:
+    import subprocess
+    import sys
+
+    code = "from agentnb.providers.hf import local_provider; local_provider(); local_provider()"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("agentnb:")]
+    assert lines[0] == "agentnb: loading the model SmolLM2-135M-Instruct…"
+    assert lines[1].startswith("agentnb: model loaded in ") and "CPU thread" in lines[1] and len(lines) == 2

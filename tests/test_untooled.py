@@ -327,10 +327,17 @@ def test_pick_hint_goes_to_backends_that_rank_tools() -> None:
     assert (
         pick["prompts"]["add"] == 'Function: add\nDescription: Add two integers.\nExample request for this function: "'
     )
-    # one tool, or a backend that does not rank: no hint
+    # "no tool" is ranked too, so that auto can weigh the tools against it
+    assert pick["none"].startswith("Function: none\n")
+    # after the result: the result's text, for the answer to copy from
+    after = model.requests[1].settings
+    assert after["untooled_after_tool_results"] is True and after["untooled_results"] == ("3",)
+    # a backend that does not rank: no hints
     plain = ScriptedProvider(['{"name": "add", "arguments": {"a": 1, "b": 2}}', "3"], native_tools=False)
     Agent(plain, tools=[add, get_weather], tool_choice="required").run("What is 1+2?")
     assert "untooled_pick" not in plain.requests[0].settings
+    assert "untooled_results" not in plain.requests[1].settings
+    # one tool is ranked as well (against no tool)
     single = Ranking(['{"name": "add", "arguments": {"a": 1, "b": 2}}', "3"], native_tools=False)
     Agent(single, tools=[add], tool_choice="required").run("What is 1+2?")
-    assert "untooled_pick" not in single.requests[0].settings
+    assert list(single.requests[0].settings["untooled_pick"]["prompts"]) == ["add"]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
-from agentnb.events import DirectOutput, LimitReached, ReasoningSummary, StepDecision
+from agentnb.events import CallDecision, DirectOutput, LimitReached, ReasoningSummary, StepDecision
 from agentnb.notebook.blocks import CSS, copyable
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
 
@@ -220,7 +220,24 @@ def _model_html(v: DepthView, pause: Pause | None) -> str:
         body.append(f'<div class="anb-m">streaming…{speed}</div>')
     else:
         body.append('<div class="anb-m">waiting for the model…</div>')
+    if v.decision is not None:
+        body.append(decision_html(v.decision))
     return f'<div class="anb-block anb-model">{head}{"".join(body)}</div>'
+
+
+def decision_html(d: CallDecision) -> str:
+    """Why the model called or answered: the verdict, its reason, and the tool ranking."""
+    verdict = "called a tool" if d.action == "call" else "answered in text"
+    rows = [
+        f'<div class="anb-decision"><span class="anb-h">Why it {verdict}</span> <span class="anb-m">{escape(d.reason)}</span>'
+    ]
+    if d.ranking:
+        cells = "".join(
+            f"<tr><td><code>{escape(name)}</code></td><td>{score:+.2f}</td></tr>" for name, score in d.ranking[:5]
+        )
+        rows.append(f'<table class="anb-m"><tr><th>tool</th><th>fit vs. no tool</th></tr>{cells}</table>')
+    rows.append("</div>")
+    return "".join(rows)
 
 
 _ENDED_MODEL = {"cancelled": "stopped before the model replied", "error": "the model call failed"}

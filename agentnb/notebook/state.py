@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentnb.events import (
+    CallDecision,
     DedupDecision,
     Event,
     ModelRequest,
@@ -94,6 +95,8 @@ class DepthView:
     t_first: float | None = None  # the first streamed text or call fragment
     t_last: float | None = None
     n_deltas: int = 0
+    #: Why the model called a tool or answered (from providers that decide it themselves).
+    decision: CallDecision | None = None
 
     @property
     def done(self) -> bool:
@@ -317,6 +320,10 @@ def _output_mode(s: TraceState, v: DepthView, e: Any) -> None:
     v.output_mode = e
 
 
+def _decision(s: TraceState, v: DepthView, e: Any) -> None:
+    v.decision = e
+
+
 def _final(s: TraceState, v: DepthView, e: Any) -> None:
     s.answer = v.final = e.text
     s.header_dirty = True
@@ -341,4 +348,5 @@ _FOLD: dict[str, Any] = {
     "final_answer": _final,
     "output_validation": _output,
     "output_mode": _output_mode,
+    "call_decision": _decision,
 }

@@ -8,8 +8,12 @@ would hide:
 * **constrained decoding** (:mod:`agentnb.providers.hf.constraint`): when the request carries an
   :class:`~agentnb.providers.OutputConstraint`, every token is masked by an llguidance grammar,
   so a call always parses and matches its tool's schema. Under ``tool_choice="auto"`` the
-  provider first scores "call" against "answer" on the first token's distribution (the
-  probability mass of tokens that start a call), then decodes only that branch;
+  provider first decides between "call" and "answer" (:mod:`agentnb.providers.hf.decide`:
+  the first token's call share, and how much better each tool explains the request than no
+  tool), reports why as a :class:`~agentnb.events.CallDecision` event, then decodes only that
+  branch; call arguments are steered toward the request's own values
+  (:mod:`~agentnb.providers.hf.steer`, :mod:`~agentnb.providers.hf.optional`), and answers
+  after tool results toward the results' words (:mod:`~agentnb.providers.hf.ground`);
 * **prefix KV-cache reuse** (:mod:`agentnb.providers.hf.cache`): each step of a run re-sends the
   growing conversation; only the tokens after the shared prefix are recomputed;
 * **streaming** of the decoded text, and token usage.
@@ -25,87 +29,49 @@ import asyncio
 import importlib.util
 import threading
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentnb.errors import UserError
+from agentnb.events import CallDecision
 from agentnb.messages import Message, Usage, UserMessage
 from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk, collect
+from agentnb.providers.hf.decide import decide
 from agentnb.providers.hf.loading import _require_hf, load_model
+from agentnb.providers.hf.options import (
+    AFTER_RESULTS_HINT,
+    COPY_BIAS,
+    DEFAULT_CALL_THRESHOLD,
+    DEFAULT_CALL_THRESHOLD_AFTER_RESULTS,
+    GRAMMAR_DONE,
+    LOOPING,
+    PICK_HINT,
+    RESULT_BIAS,
+    RESULTS_HINT,
+    Decision,
+    GenerationOptions,
+)
 from agentnb.providers.hf.steer import CopyBias, RepeatGuard, Steering, TokenTable
 
-#: Share of the first token's probability that must start a call for ``auto`` to call a tool.
-#: Small on purpose: a chatty small model puts almost all its mass on prose even when a tool is
-#: plainly needed; measured with SmolLM2-135M (benchmarks/untooled_accuracy.py), requests that
-#: need a tool mostly gave shares of 0.003-0.08, chit-chat 0.000-0.001.
-DEFAULT_CALL_THRESHOLD = 0.0015
-#: The same after tool results: then answering is the norm, and a weak model that is let call
-#: at the slightest chance repeats its call until the limit (measured: SmolLM2 gave shares of
-#: 0.53, then 0.89, for repeating the call it had just made).
-DEFAULT_CALL_THRESHOLD_AFTER_RESULTS = 0.9
-#: Request setting UnTooled adds (to providers with ``understands_untooled_hints``) when the
-#: conversation ends with tool results.
-AFTER_RESULTS_HINT = "untooled_after_tool_results"
-#: Request setting UnTooled adds when a single call must choose among several tools:
-#: ``{"query": <the user's request>, "prompts": {<tool name>: <its description, for ranking>}}``.
-PICK_HINT = "untooled_pick"
-#: Yielded by :meth:`TransformersProvider.tokens` when the grammar ended the reply.
-GRAMMAR_DONE = -1
-#: Yielded by :meth:`TransformersProvider.tokens` when prose was stopped for repeating itself.
-LOOPING = -2
-#: Default :attr:`GenerationOptions.copy_bias`.
-COPY_BIAS = 6.0
+if TYPE_CHECKING:
+    from agentnb.providers.hf.ground import Grounding
+
+__all__ = [
+    "AFTER_RESULTS_HINT",
+    "COPY_BIAS",
+    "DEFAULT_CALL_THRESHOLD",
+    "DEFAULT_CALL_THRESHOLD_AFTER_RESULTS",
+    "GRAMMAR_DONE",
+    "LOOPING",
+    "PICK_HINT",
+    "RESULTS_HINT",
+    "RESULT_BIAS",
+    "Decision",
+    "GenerationOptions",
+    "TransformersProvider",
+]
+
 _END = object()
-
-
-@dataclass(frozen=True, slots=True)
-class GenerationOptions:
-    """How tokens are chosen. ``temperature=0`` (the default) is greedy decoding.
-
-    Any field can be overridden per request through ``Request.settings`` (an Agent's
-    ``settings=``).
-    """
-
-    max_new_tokens: int = 512
-    temperature: float = 0.0
-    top_p: float = 1.0
-    top_k: int = 0
-    seed: int | None = None
-    #: ``auto`` calls a tool when at least this share of the first token's probability mass
-    #: starts a call (constrained decoding only).
-    call_threshold: float = DEFAULT_CALL_THRESHOLD
-    #: ... when the conversation ends with tool results.
-    call_threshold_after_results: float = DEFAULT_CALL_THRESHOLD_AFTER_RESULTS
-    #: Pick the function before writing a call (when UnTooled sends :data:`PICK_HINT`): rank
-    #: the tools (:meth:`TransformersProvider.rank_tools`), then decode only the best one's
-    #: call. Off, the grammar lets the model choose the name greedily token by token.
-    pick_tool_first: bool = True
-    #: Logit bonus for call tokens that copy a span of the user's last message into an argument
-    #: value, or close the value where the span ends (:mod:`agentnb.providers.hf.steer`); 0: off.
-    copy_bias: float = COPY_BIAS
-    #: A call still unfinished after ``max_new_tokens`` gets up to this many more tokens, and
-    #: they may only close it (constrained decoding only).
-    closing_reserve: int = 16
-    #: Stop prose whose last this many tokens have been written twice before (0: never).
-    loop_window: int = 32
-
-    def merged(self, settings: dict[str, Any]) -> GenerationOptions:
-        known = {f.name for f in fields(self)}
-        unknown = sorted(set(settings) - known)
-        if unknown:
-            raise UserError(f"unknown generation settings {unknown}; known: {sorted(known)}")
-        return replace(self, **settings) if settings else self
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """How ``auto`` decided between calling a tool and answering (for benchmarks and traces)."""
-
-    mode: str
-    call_share: float | None = None
-    #: The tool picked before decoding the arguments, when several were on offer.
-    tool: str | None = None
 
 
 class TransformersProvider(Provider):
@@ -170,6 +136,7 @@ class TransformersProvider(Provider):
         self.last_decision: Decision | None = None
         self._lock = threading.Lock()
         self._table: TokenTable | None = None
+        self._call_tools: tuple[Any, ...] = ()  # the tools the call being decoded may use
         self._rankings: dict[tuple[tuple[str, ...], str], list[float]] = {}
 
     # --- prompt ----------------------------------------------------------------------------
@@ -196,7 +163,9 @@ class TransformersProvider(Provider):
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         settings = dict(request.settings)
         pick = settings.pop(PICK_HINT, None)
-        if settings.pop(AFTER_RESULTS_HINT, False):
+        results = tuple(settings.pop(RESULTS_HINT, ()))
+        after_results = bool(settings.pop(AFTER_RESULTS_HINT, False))
+        if after_results:
             settings.setdefault("call_threshold", self.options.merged(settings).call_threshold_after_results)
         options = self.options.merged(settings)
         prompt = self.encode(request.messages)
@@ -205,6 +174,7 @@ class TransformersProvider(Provider):
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()
+        notes: list[Any] = []  # the provider's decisions, as events for the loop
 
         def put(item: Any) -> None:
             try:
@@ -217,7 +187,8 @@ class TransformersProvider(Provider):
             # replies from sharing the KV cache at once.
             try:
                 with self._lock:
-                    for token in self.tokens(prompt, constraint, options, pick, source):
+                    tokens = self.tokens(prompt, constraint, options, pick, source, results, after_results, notes)
+                    for token in tokens:
                         put(token)
                         if stop.is_set():
                             break
@@ -256,7 +227,7 @@ class TransformersProvider(Provider):
         if len(text) > len(shown):
             yield TextChunk(text[len(shown) :])
         usage = Usage(len(prompt), count)
-        yield Completion(text or None, (), usage, finish)
+        yield Completion(text or None, (), usage, finish, tuple(notes))
 
     # --- decoding --------------------------------------------------------------------------
 
@@ -267,16 +238,23 @@ class TransformersProvider(Provider):
         options: GenerationOptions,
         pick: dict[str, Any] | None = None,
         source: str = "",
+        results: Sequence[str] = (),
+        after_results: bool = False,
+        notes: list[Any] | None = None,
     ) -> Iterator[int]:
         """Decode a reply to ``prompt`` token by token (blocking; call from a worker thread).
 
         ``pick`` (from UnTooled's :data:`PICK_HINT`) lets a call choose its tool first;
-        ``source`` (the user's last message) is what a call's argument values may copy.
+        ``source`` (the user's last message) is what a call's argument values may copy;
+        ``results`` (the tool results just read) what prose may copy. Decisions (why it
+        called or answered) are appended to ``notes`` as events.
         """
         import torch
 
         logits = self.cache.prefill(prompt)
-        guide = self._guide(constraint, logits, options, pick) if constraint is not None else None
+        guide = None
+        if constraint is not None:
+            guide = self._guide(constraint, logits, options, pick, after_results, notes)
         generator = None
         if options.temperature > 0:
             generator = torch.Generator(device="cpu")
@@ -285,6 +263,7 @@ class TransformersProvider(Provider):
         # A call still open when the budget is spent gets closing_reserve more tokens to close it.
         limit = options.max_new_tokens + (options.closing_reserve if steer is not None else 0)
         repeats = RepeatGuard(options.loop_window) if steer is None and options.loop_window > 0 else None
+        ground = self._grounding(guide, options, results) if steer is None else None
         produced = 0
         while produced < limit:
             if guide is not None:
@@ -299,12 +278,16 @@ class TransformersProvider(Provider):
                         return
                     if steer is not None:
                         steer.took(forced)
+                    if ground is not None:
+                        ground.took(forced)
                     logits = self.cache.feed(forced)
                     continue
                 allowed = guide.allowed()
                 if steer is not None:
                     logits, allowed = steer.adjust(logits, allowed, closing=produced >= options.max_new_tokens)
                 logits = logits.masked_fill(~torch.from_numpy(allowed).to(logits.device), float("-inf"))
+            if ground is not None:
+                logits = ground.adjust(logits)
             token = _pick(logits, options, generator)
             if guide is not None:
                 guide.advance(token)
@@ -317,7 +300,9 @@ class TransformersProvider(Provider):
                 return
             if steer is not None:
                 steer.took([token])
-            elif repeats is not None and repeats.looping(token):
+            elif ground is not None:
+                ground.took([token])
+            if repeats is not None and repeats.looping(token):
                 yield LOOPING
                 return
             logits = self.cache.feed([token])
@@ -326,15 +311,39 @@ class TransformersProvider(Provider):
         """Closing and copying for a call or a structured answer (:mod:`agentnb.providers.hf.steer`); None for text."""
         if guide is None or guide.mode not in ("call", "output"):
             return None
+        table = self._token_table()
+        bias = CopyBias(source, table, options.copy_bias) if options.copy_bias and source else None
+        named = None
+        if options.copy_bias and source and len(self._call_tools) == 1:
+            from agentnb.providers.hf.optional import NamedOptionals, named_optionals
+
+            names = named_optionals(self._call_tools[0].parameters, source)
+            named = NamedOptionals(names, table, options.copy_bias) if names else None
+        return Steering(table, bias, named)
+
+    def _grounding(self, guide: Any, options: GenerationOptions, results: Sequence[str]) -> Grounding | None:
+        """The result bias for prose after tool results (:mod:`agentnb.providers.hf.ground`)."""
+        if not results or not options.result_bias or (guide is not None and guide.mode in ("call", "output")):
+            return None
+        from agentnb.providers.hf.ground import Grounding, ResultBias
+
+        return Grounding(self._token_table(), ResultBias(results, self._token_table(), options.result_bias))
+
+    def _token_table(self) -> TokenTable:
         if self._table is None:
             self._table = TokenTable(self.tokenizer, self.vocab_size)
-        bias = CopyBias(source, self._table, options.copy_bias) if options.copy_bias and source else None
-        return Steering(self._table, bias)
+        return self._table
 
     def _guide(
-        self, constraint: OutputConstraint, logits: Any, options: GenerationOptions, pick: dict[str, Any] | None = None
+        self,
+        constraint: OutputConstraint,
+        logits: Any,
+        options: GenerationOptions,
+        pick: dict[str, Any] | None = None,
+        after_results: bool = False,
+        notes: list[Any] | None = None,
     ) -> Any:
-        tools = constraint.tools
+        tools: Sequence[Any] = constraint.tools
         choice = constraint.tool_choice
         if choice not in ("auto", "required", "none"):
             tools = tuple(t for t in tools if t.name == choice)
@@ -342,9 +351,16 @@ class TransformersProvider(Provider):
         output = constraint.output
         if choice == "none" or not tools:
             return compiler.guide((), "text", output=output)
+        single = not constraint.parallel and options.pick_tool_first
+        fits = self._fits(tools, pick) if single and pick is not None else None
         if choice != "auto":
-            tools = self._narrow(tools, pick, options) if not constraint.parallel else tools
-            self.last_decision = Decision("call", None, tools[0].name if len(tools) == 1 else None)
+            tools = _best(tools, fits) if single else tools
+            picked = tools[0].name if len(tools) == 1 else None
+            self.last_decision = Decision("call", None, picked)
+            self._call_tools = tuple(tools)
+            if fits and len(fits) > 1 and notes is not None:
+                why = f"tool_choice={choice!r}: a call is required; {picked} fits the request best"
+                notes.append(CallDecision(0, "call", why, ranking=_ranked(fits), tool=picked))
             return compiler.guide(tools, "call", parallel=constraint.parallel)
         import torch
 
@@ -353,24 +369,51 @@ class TransformersProvider(Provider):
         text = torch.from_numpy(compiler.guide(tools, "text").allowed()).to(probs.device)
         p_call, p_text = float(probs[call].sum()), float(probs[text & ~call].sum())
         share = p_call / (p_call + p_text) if p_call + p_text > 0 else 0.0
-        mode = "call" if share >= options.call_threshold else "text"
+        if after_results or fits is None or not pick or "none" not in pick or not options.decide_by_fit:
+            # After tool results answering is the norm (and the request is the same one the
+            # tools already served, so their fit says nothing new): the share alone decides.
+            mode = "call" if share >= options.call_threshold else "text"
+            cmp = ">=" if mode == "call" else "<"
+            when = "after tool results, " if after_results else ""
+            verdict = None
+            why = f"{when}call share {share:.2g} {cmp} {options.call_threshold:g}"
+        else:
+            verdict = decide(share, fits, threshold=options.call_score_threshold)
+            mode = "call" if verdict.action == "call" else "text"
+            why = verdict.reason
         picked = None
         if mode == "call":
-            tools = self._narrow(tools, pick, options) if not constraint.parallel else tools
+            tools = _best(tools, fits) if single else tools
             picked = tools[0].name if len(tools) == 1 else None
         self.last_decision = Decision(mode, share, picked)
+        self._call_tools = tuple(tools)
+        if notes is not None:
+            notes.append(
+                CallDecision(
+                    0,
+                    "call" if mode == "call" else "answer",
+                    why,
+                    score=verdict.score if verdict else None,
+                    threshold=verdict.threshold if verdict else options.call_threshold,
+                    call_share=round(share, 6),
+                    ranking=verdict.tool_ranking if verdict else (),
+                    tool=picked,
+                )
+            )
         # "answer" was weighed as prose; with an output schema the answer is its JSON value.
         return compiler.guide(tools, mode, parallel=constraint.parallel, output=output)
 
-    def _narrow(self, tools: Sequence[Any], pick: dict[str, Any] | None, options: GenerationOptions) -> Sequence[Any]:
-        """The one tool a single call will use, when UnTooled sent what to rank the tools by."""
-        if pick is None or len(tools) < 2 or not options.pick_tool_first:
-            return tools
+    def _fits(self, tools: Sequence[Any], pick: dict[str, Any]) -> dict[str, float] | None:
+        """Each tool's fit to the request against no tool's, per request token (see :mod:`.decide`)."""
         prompts = pick["prompts"]
         if any(t.name not in prompts for t in tools):
-            return tools
-        scores = self.rank_tools([prompts[t.name] for t in tools], pick["query"])
-        return (tools[max(range(len(tools)), key=scores.__getitem__)],)
+            return None
+        none = pick.get("none")
+        descriptions = [prompts[t.name] for t in tools] + ([none] if none else [])
+        scores = self.rank_tools(descriptions, pick["query"])
+        baseline = scores[-1] if none else 0.0
+        size = max(1, len(self.tokenizer.encode(pick["query"], add_special_tokens=False)))
+        return {t.name: (score - baseline) / size for t, score in zip(tools, scores, strict=False)}
 
     def rank_tools(self, descriptions: Sequence[str], query: str) -> list[float]:
         """How well each tool explains the user's request: ``log P(query | description)``.
@@ -405,6 +448,17 @@ class TransformersProvider(Provider):
 
     def _decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+
+def _best(tools: Sequence[Any], fits: dict[str, float] | None) -> Sequence[Any]:
+    """The tool that fits the request best, alone; all of them when there is no ranking."""
+    if not fits or len(tools) < 2:
+        return tools
+    return (max(tools, key=lambda t: fits[t.name]),)
+
+
+def _ranked(fits: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted(((k, round(v, 3)) for k, v in fits.items()), key=lambda x: -x[1]))
 
 
 def _pick(logits: Any, options: GenerationOptions, generator: Any) -> int:

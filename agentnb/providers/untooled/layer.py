@@ -291,8 +291,9 @@ class UnTooled(Provider):
         after_results = bool(tail) and isinstance(tail[-1], ToolMessage)
         hints = constraint is not None and getattr(self.inner, "understands_untooled_hints", False)
         if hints and after_results:
-            # a backend that decides "call or answer" itself may weigh it differently now
-            settings = {**settings, "untooled_after_tool_results": True}
+            # a backend that decides "call or answer" itself may weigh it differently now, and
+            # may keep its answer on the results' own words
+            settings = {**settings, "untooled_after_tool_results": True, "untooled_results": _last_results(request)}
         pick = self._pick_hint(request, tools) if hints and not self.parallel else None
         if pick is not None:
             # a backend that can rank the tools first may pick the function before the arguments
@@ -300,14 +301,17 @@ class UnTooled(Provider):
         return Request(rendered, (), "none", settings, constraint)
 
     def _pick_hint(self, request: Request, tools: Sequence[Tool]) -> dict[str, Any] | None:
-        """The user's last request and each tool's ``[[pick]]`` text, to rank the tools by."""
-        if len(tools) < 2 or "pick" not in self.template.sections:
+        """The user's last request, each tool's ``[[pick]]`` text and ``[[pick_none]]``, to rank by."""
+        if not tools or "pick" not in self.template.sections:
             return None
         query = next((m.content for m in reversed(request.messages) if isinstance(m, UserMessage)), None)
         if not query:
             return None
         prompts = {t.name: self.template.fill("pick", name=t.name, description=t.description.strip()) for t in tools}
-        return {"query": query, "prompts": prompts}
+        hint: dict[str, Any] = {"query": query, "prompts": prompts}
+        if "pick_none" in self.template.sections:  # what "no tool" explains, to weigh the tools against
+            hint["none"] = self.template.fill("pick_none")
+        return hint
 
     # --- Provider --------------------------------------------------------------------------
 
@@ -397,6 +401,18 @@ def _looks_like_call(text: str, offered: Sequence[str]) -> bool:
 
 
 _CALL_NAME = re.compile(r'"name"\s*:\s*"[\w-]+"\s*,\s*"arguments"')
+
+
+def _last_results(request: Request) -> tuple[str, ...]:
+    """The contents of the tool results that end the conversation (errors left out)."""
+    out: list[str] = []
+    for m in reversed(request.messages):
+        if isinstance(m, ToolMessage):
+            if not m.is_error:
+                out.append(m.content)
+        elif not (isinstance(m, UserMessage) and m.images):
+            break
+    return tuple(reversed(out))
 
 
 def _add_user(out: list[Message], content: str, join: str = "\n\n") -> None:

@@ -1,0 +1,104 @@
+"""How ``tool_choice="auto"`` decides on the embedded model: call or answer, per half of the data.
+
+For every request of benchmarks/data (tasks.json, fc_cases.json, more_cases.json), the two
+measurements the provider makes before it writes anything (the first token's call share, and
+each tool's fit to the request against no tool; see agentnb/providers/hf/decide.py), then the
+decision with the default weights and, for comparison, the call share alone at 0.0015 (the rule
+before). Printed per half (even = tuning, odd = held out): the share of requests that need a
+tool that get a call, and of requests no offered tool fits that get text.
+
+    .venv/bin/python benchmarks/call_decision.py [--split odd] [--jsonl rows.jsonl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import scoring
+from untooled_accuracy import make_tool
+
+from agentnb.messages import UserMessage
+from agentnb.providers.base import Request
+from agentnb.providers.hf.decide import decide
+from agentnb.providers.untooled import UnTooled
+
+
+def items(split: str, limit: int | None = None) -> list[tuple[str, str, str, list, bool, str]]:
+    data = scoring.load_tasks()
+    sets = {
+        "tasks": [(t["id"], t["query"], data["tools"], t["expected"]) for t in data["tasks"]],
+        "fc": [(c["id"], c["query"], c["functions"], c["expected"]) for c in scoring.load_fc_cases()],
+        "more": [(c["id"], c["query"], c["functions"], c["expected"]) for c in scoring.load_more_cases()],
+    }
+    out = []
+    for name, rows in sets.items():
+        for i, (ident, query, functions, expected) in enumerate(rows[:limit]):
+            half = "even" if i % 2 == 0 else "odd"
+            if split in ("all", half):
+                out.append((name, ident, query, functions, expected is not None, half))
+    return out
+
+
+def measure(provider, layer: UnTooled, query: str, functions: list) -> tuple[float, dict[str, float]]:  # type: ignore[no-untyped-def]
+    import torch
+
+    from agentnb.providers.hf.provider import _compiler
+
+    tools = [make_tool(f) for f in functions]
+    inner = layer.inner_request(Request([UserMessage(query)], tools, "auto"))
+    logits = provider.cache.prefill(provider.encode(inner.messages))
+    compiler = _compiler(provider.tokenizer, provider.vocab_size, provider.eos_ids)
+    probs = torch.softmax(logits.float(), dim=-1)
+    call = torch.from_numpy(compiler.guide(tools, "call").allowed())
+    text = torch.from_numpy(compiler.guide(tools, "text").allowed())
+    p_call, p_text = float(probs[call].sum()), float(probs[text & ~call].sum())
+    return p_call / (p_call + p_text), provider._fits(tools, inner.settings["untooled_pick"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--split", choices=("all", "even", "odd"), default="all")
+    parser.add_argument("--limit", type=int, default=None, help="first N requests of each set")
+    parser.add_argument("--jsonl", type=Path, default=None, help="append each request's measurements here")
+    args = parser.parse_args()
+    from agentnb.providers.hf import local_provider
+
+    provider = local_provider()
+    layer = UnTooled(provider)
+    rows = []
+    for name, ident, query, functions, need, half in items(args.split, args.limit):
+        share, fits = measure(provider, layer, query, functions)
+        row = {"set": name, "id": ident, "half": half, "need": need, "share": share, "fits": fits}
+        row["new"] = decide(share, fits).action == "call"
+        row["old"] = share >= 0.0015
+        rows.append(row)
+        if args.jsonl:
+            with args.jsonl.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+    for half in ("even", "odd"):
+        part = [r for r in rows if r["half"] == half]
+        if not part:
+            continue
+        need = [r for r in part if r["need"]]
+        none = [r for r in part if not r["need"]]
+        for rule in ("new", "old"):
+            called = sum(r[rule] for r in need)
+            text = sum(not r[rule] for r in none)
+            print(
+                f"{half:4s} {rule}: need a tool -> call {called}/{len(need)} "
+                f"({100 * called / max(1, len(need)):.0f}%)  no tool fits -> text {text}/{len(none)} "
+                f"({100 * text / max(1, len(none)):.0f}%)"
+            )
+    print(f"(load average {os.getloadavg()[0]:.1f})")
+
+
+if __name__ == "__main__":
+    main()
