@@ -31,6 +31,7 @@ from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished, RunStarted
 from agentnb.loop import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, run_loop
 from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
+from agentnb.output import output_spec
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
 from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
@@ -39,6 +40,8 @@ from agentnb.tools import Tool, coerce_tools
 #: The one default for the tool-call limit: ``Agent(...).max_tool_calls`` unless given, e.g.
 #: ``Agent("local").max_tool_calls == DEFAULT_MAX_TOOL_CALLS == 10`` (see the module docstring).
 DEFAULT_MAX_TOOL_CALLS = 10
+#: The one default for how often an invalid structured answer goes back to the model.
+DEFAULT_MAX_OUTPUT_RETRIES = 2
 
 T = TypeVar("T")
 Prompt = str | Message | dict[str, Any] | Sequence[Any]
@@ -59,6 +62,12 @@ class Agent:
         stream: ask the provider for incremental output (text deltas as events).
         tool_timeout: default timeout in seconds for tools that set none.
         settings: passed to the provider with every request (e.g. ``temperature``).
+        output_type: the type of the final answer (a pydantic model, dataclass, TypedDict,
+            ``list[...]`` of those, plain type, or JSON Schema dict): the run's
+            ``result.value`` is an instance of it, ``result.output`` keeps the text. See
+            :mod:`agentnb.output`.
+        max_output_retries: how many times an answer that does not validate goes back to the
+            model with the errors before the run ends with ``stop_reason="invalid_output"``.
         max_result_chars: the model reads at most about this many characters of one tool
             result (its start and end, with a note saying how much was cut); a tool's own
             ``max_result_chars`` wins; ``None`` for no bound. Events, the transcript and the
@@ -88,6 +97,8 @@ class Agent:
         stream: bool = False,
         tool_timeout: float | None = None,
         settings: dict[str, Any] | None = None,
+        output_type: Any = None,
+        max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
     ) -> None:
         self.provider = get_provider(provider)
@@ -110,6 +121,15 @@ class Agent:
         if max_result_chars is not None and (not isinstance(max_result_chars, int) or max_result_chars < 1):
             raise UserError(f"max_result_chars must be a whole number >= 1 or None, not {max_result_chars!r}")
         self.max_result_chars = max_result_chars
+        if not isinstance(max_output_retries, int) or max_output_retries < 0:
+            raise UserError(f"max_output_retries must be a whole number >= 0, not {max_output_retries!r}")
+        self.output_spec = output_spec(output_type)
+        self.max_output_retries = max_output_retries
+
+    @property
+    def output_type(self) -> Any:
+        """The type of ``result.value`` (None: runs answer in text only)."""
+        return self.output_spec.output_type if self.output_spec is not None else None
 
     def __repr__(self) -> str:
         return f"Agent({self.provider!r}, tools={list(self.tools)}, max_tool_calls={self.max_tool_calls})"
@@ -131,6 +151,7 @@ class Agent:
         history: RunResult | Sequence[Message] | None = None,
         controller: StepController | None = None,
         stream: bool | None = True,
+        output_type: Any = None,
         _sink: Callable[[Event], Any] | None = None,
     ) -> AsyncIterator[Event | RunResult]:
         """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
@@ -142,7 +163,9 @@ class Agent:
         consuming task raises ``asyncio.CancelledError`` as asyncio expects, once the
         transcript is safe: the cancelled :class:`RunResult` is on the exception's
         ``run_result`` attribute.
+        ``output_type`` overrides the agent's for this run.
         """
+        output = output_spec(output_type) if output_type is not None else self.output_spec
         # _sink (arun's): events go to this callback instead of being yielded; only the result
         # is yielded. One generator hop less per event, and the same code path.
         state = RunState(self.messages_for(prompt, history))
@@ -155,7 +178,9 @@ class Agent:
             self.tool_timeout,
             self.settings,
             controller,
-            self.max_result_chars,
+            max_result_chars=self.max_result_chars,
+            output=output,
+            max_output_retries=self.max_output_retries,
         )
         start = perf_counter()
         error: BaseException | None = None
@@ -203,6 +228,8 @@ class Agent:
             message,
             error,
             partial_output=_partial_output(state.events) if reason in ("cancelled", "error") else "",
+            value=state.value,
+            output_spec=output,
         )
         if cancelled is not None:  # the transcript is safe: now let asyncio's cancellation go on
             cancelled.run_result = result  # type: ignore[attr-defined]
@@ -221,6 +248,7 @@ class Agent:
         on_event: Callable[[Event], Any] | None = None,
         controller: StepController | None = None,
         stream: bool | None = None,
+        output_type: Any = None,
         on_cancel: Literal["raise", "return"] = "raise",
     ) -> RunResult:
         """Run to the end and return the result; ``on_event`` sees every event live.
@@ -234,7 +262,14 @@ class Agent:
         sink = on_event if on_event is not None else _discard
         try:
             async with aclosing(  # type: ignore[type-var]
-                self.stream(prompt, history=history, controller=controller, stream=streaming, _sink=sink)
+                self.stream(
+                    prompt,
+                    history=history,
+                    controller=controller,
+                    stream=streaming,
+                    _sink=sink,
+                    output_type=output_type,
+                )
             ) as items:
                 async for item in items:
                     assert isinstance(item, RunResult)
@@ -259,11 +294,18 @@ class Agent:
         on_event: Callable[[Event], Any] | None = None,
         controller: StepController | None = None,
         stream: bool | None = None,
+        output_type: Any = None,
     ) -> RunResult:
         """Synchronous :meth:`arun`; works inside a running event loop (Jupyter) too."""
         return run_sync(
             lambda: self.arun(
-                prompt, history=history, on_event=on_event, controller=controller, stream=stream, on_cancel="return"
+                prompt,
+                history=history,
+                on_event=on_event,
+                controller=controller,
+                stream=stream,
+                output_type=output_type,
+                on_cancel="return",
             )
         )
 

@@ -29,7 +29,7 @@ class _EventBase:
         return event_to_dict(self)  # type: ignore[arg-type]
 
 
-StopReason: TypeAlias = Literal["answer", "direct_output", "limit", "cancelled", "error"]
+StopReason: TypeAlias = Literal["answer", "direct_output", "limit", "cancelled", "error", "invalid_output"]
 DedupAction: TypeAlias = Literal["execute", "skip", "allow_repeat"]
 
 
@@ -253,6 +253,41 @@ class ConstraintDropped(_EventBase):
 
 
 @dataclass(frozen=True, slots=True)
+class OutputMode(_EventBase):
+    """How a provider asks for structured output (``output_type``): reported by the provider.
+
+    ``mode`` is ``response_format`` (the API's JSON Schema response format), ``tool`` (a
+    final-answer tool), ``grammar`` (decoded under the schema's grammar) or ``prompt`` (the
+    schema is only described in the prompt); ``detail`` says more (strict or not, why).
+    """
+
+    depth: int
+    mode: str
+    detail: str = ""
+    kind: Literal["output_mode"] = "output_mode"
+
+
+@dataclass(frozen=True, slots=True)
+class OutputValidated(_EventBase):
+    """The final answer checked against ``output_type``; ``errors`` empty means valid.
+
+    ``value`` is the valid value as JSON text (None when invalid); ``retry`` is True when the
+    errors were sent back to the model for another try.
+    """
+
+    depth: int
+    type_name: str
+    errors: tuple[str, ...]
+    value: str | None = None
+    retry: bool = False
+    kind: Literal["output_validation"] = "output_validation"
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+@dataclass(frozen=True, slots=True)
 class RunFinished(_EventBase):
     depth: int
     stop_reason: StopReason
@@ -282,6 +317,8 @@ Event: TypeAlias = (
     | DirectOutput
     | ReasoningSummary
     | FinalAnswer
+    | OutputMode
+    | OutputValidated
     | RunFinished
     | RouteSwitched
     | ConstraintDropped

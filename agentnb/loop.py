@@ -46,6 +46,7 @@ from agentnb.events import (
 )
 from agentnb.history import MessageView
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
+from agentnb.output import OutputSpec, output_step
 from agentnb.providers.base import Completion, Provider, Request, TextChunk
 from agentnb.toolrun import (
     DEFAULT_MAX_RESULT_CHARS,
@@ -116,6 +117,8 @@ class LoopConfig:
     tool_timeout: float | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     controller: StepController | None = None
+    output: OutputSpec | None = None
+    max_output_retries: int = 2
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
 
 
@@ -130,6 +133,8 @@ class RunState:
     kept_tool_calls: int = 0  # the tool calls whose messages are in ``messages``
     output: str = ""
     stop_reason: StopReason | None = None
+    value: Any = None
+    output_retries: int = 0
 
 
 @dataclass(slots=True)
@@ -164,6 +169,8 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             all_tools if offer else (),
             choice if offer else "none",
             cfg.settings,
+            None,
+            cfg.output,
         )
         yield ModelRequest(depth, len(request.messages), names if offer else (), request.tool_choice)
         if cfg.controller is not None:
@@ -208,6 +215,19 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             # "limit" only when the limit changed something: with max_tool_calls=0 a plain
             # answer is an answer.
             state.stop_reason = "limit" if limited and (state.tool_calls or calls or asked_again) else "answer"
+            if cfg.output is not None:  # structured output: validate, maybe ask for a repair
+                verdict, check, repair = output_step(
+                    cfg.output, state.output, depth, cfg.max_output_retries - state.output_retries
+                )
+                yield verdict
+                if repair is not None:
+                    state.output_retries += 1
+                    state.messages.append(repair)
+                    depth += 1
+                    continue
+                state.value = check.value
+                if not check.ok:
+                    state.stop_reason = "invalid_output"
             yield FinalAnswer(depth, state.output)
             return
 
@@ -338,7 +358,7 @@ async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threa
             value = await (asyncio.wait_for(work, timeout) if timeout else work)
         else:
             value = fn(**kwargs)
-        p.result = render_result(value)
+        p.result = render_result(value, ctx)
     except (Exception, SystemExit) as exc:  # a failing tool is data for the model, not a crash
         if isinstance(exc, Escaped):  # a BaseException from a tool thread
             if not isinstance(exc.inner, SystemExit):

@@ -22,6 +22,8 @@ from agentnb.events import (
     LimitReached,
     ModelRequest,
     ModelResponse,
+    OutputMode,
+    OutputValidated,
     ReasoningSummary,
     RouteSwitched,
     RunFinished,
@@ -107,6 +109,13 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} {p}: no longer sends {m} ({shorten(why, width)})"
         case FinalAnswer(text=t):
             return f"answer: {t}"
+        case OutputMode(mode=m, detail=x):
+            return f"{d} structured output via {m}" + (f": {x}" if x else "")
+        case OutputValidated(type_name=n, errors=errs, value=v, retry=r) if errs:
+            then = "sent back to the model" if r else "no retries left"
+            return f"{d} answer is not a valid {n} ({then}): " + "; ".join(errs)
+        case OutputValidated(type_name=n, value=v):
+            return f"{d} answer is a valid {n}: {shorten(v or '', width)}"
         case RunFinished(stop_reason=r, tool_calls=n, usage=u, duration=s, error=e):
             tail = f", error: {e}" if e else ""
             return f"run finished: {r}, {plural(n, 'tool call')}, {plural(u.total_tokens, 'token')}, {s:.2f}s{tail}"

@@ -26,7 +26,12 @@ class RunResult:
 
     ``stop_reason`` is one of ``answer`` (the model answered in text), ``direct_output`` (a
     tool's result is the answer), ``limit`` (the tool-call limit was reached, then the model
-    answered), ``cancelled`` (stopped by the user) or ``error`` (see ``error``).
+    answered), ``cancelled`` (stopped by the user), ``error`` (see ``error``) or
+    ``invalid_output`` (the answer never matched ``output_type``; ``output`` keeps its text).
+
+    ``value`` is the answer as an instance of the run's ``output_type`` (None without one, or
+    when it never validated). A loaded transcript holds it as JSON data, unless
+    :meth:`load` is given the ``output_type`` to rebuild it.
 
     >>> from agentnb import Agent, tool
     >>> from agentnb.testing import ScriptedProvider, call
@@ -48,12 +53,16 @@ class RunResult:
     duration: float = 0.0
     error: str | None = None
     exception: BaseException | None = field(default=None, repr=False, compare=False)
+    value: Any = None
+    output_spec: Any = field(default=None, repr=False, compare=False)
     #: Text the model had produced in the step a Stop (or an error) interrupted: shown on
     #: screen but never completed, so it is not ``output``. Empty when the run ended normally.
     partial_output: str = ""
 
     def __repr__(self) -> str:
         extra = f", error={self.error!r}" if self.error else ""
+        if self.value is not None:
+            extra += f", value={self.value!r}"
         short = self.output if len(self.output) <= 60 else self.output[:57] + "..."
         return f"RunResult(stop_reason={self.stop_reason!r}, tool_calls={self.tool_calls}, output={short!r}{extra})"
 
@@ -67,8 +76,7 @@ class RunResult:
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """The transcript as JSON data (``version`` says which format)."""
-        d = {
+        out: dict[str, Any] = {
             "version": TRANSCRIPT_VERSION,
             "output": self.output,
             "stop_reason": self.stop_reason,
@@ -80,13 +88,21 @@ class RunResult:
             "events": [e.to_dict() for e in self.events],
         }
         if self.partial_output:
-            d["partial_output"] = self.partial_output
-        return d
+            out["partial_output"] = self.partial_output
+        if self.output_spec is not None:
+            out["output_type"] = self.output_spec.name
+            out["value"] = self.output_spec.dump(self.value) if self.value is not None else None
+        elif self.value is not None:  # loaded without its output_type: already JSON data
+            out["value"] = self.value
+        return out
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> RunResult:
-        """Rebuild a result from :meth:`to_dict` output; a ``ValueError`` says what is wrong."""
-        return cls(**transcript_fields(d))
+    def from_dict(cls, d: dict[str, Any], output_type: Any = None) -> RunResult:
+        """Rebuild a result from :meth:`to_dict` output; a ``ValueError`` says what is wrong.
+
+        ``output_type`` turns the stored ``value`` back into an instance of it.
+        """
+        return cls(**_typed(transcript_fields(d), output_type))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the transcript (messages + events) as JSON.
@@ -97,9 +113,21 @@ class RunResult:
         write_atomic(path, self.to_dict())
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> RunResult:
-        """Read a transcript written by :meth:`save`.
+    def load(cls, path: str | os.PathLike[str], output_type: Any = None) -> RunResult:
+        """Read a transcript written by :meth:`save` (``output_type``: see :meth:`from_dict`).
 
         Raises :class:`agentnb.errors.TranscriptError` naming the file and what is wrong.
         """
-        return cls(**read_transcript(path))
+        return cls(**_typed(read_transcript(path), output_type))
+
+
+def _typed(fields: dict[str, Any], output_type: Any) -> dict[str, Any]:
+    if output_type is None:
+        return fields
+    from agentnb.output import output_spec
+
+    spec = output_spec(output_type)
+    value = fields.get("value")
+    if spec is not None and value is not None:
+        value = spec.validate(value).value
+    return {**fields, "value": value, "output_spec": spec}

@@ -10,10 +10,12 @@ definition is reported in one error.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import enum
 import inspect
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +41,8 @@ def schema_for(tp: Any, problems: list[str], where: str) -> dict[str, Any]:
         return {"type": _SIMPLE[tp]}
     origin = get_origin(tp)
     args = get_args(tp)
+    if _uses_pydantic(tp):  # models (nested anywhere in them) and Annotated[..., Field(...)]
+        return pydantic_schema(tp, problems, where)
     if origin is typing.Annotated:
         schema = schema_for(args[0], problems, where)
         text = next((a for a in args[1:] if isinstance(a, str)), None)
@@ -59,6 +63,74 @@ def schema_for(tp: Any, problems: list[str], where: str) -> dict[str, Any]:
         return _typeddict_schema(tp, problems, where)
     problems.append(f"{where}: unsupported type {_type_name(tp)}")
     return {}
+
+
+def _uses_pydantic(tp: Any) -> bool:
+    """Whether ``tp`` is a pydantic model, or ``Annotated`` with a pydantic ``Field``.
+
+    Without ``pydantic`` imported no type can be one, so nothing is imported to find out.
+    """
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None:
+        return False
+    if isinstance(tp, type) and issubclass(tp, pydantic.BaseModel):
+        return True
+    if get_origin(tp) is typing.Annotated:
+        return any(isinstance(a, pydantic.fields.FieldInfo) for a in get_args(tp)[1:])
+    return False
+
+
+def pydantic_schema(tp: Any, problems: list[str], where: str) -> dict[str, Any]:
+    """The JSON Schema pydantic gives ``tp``, references inlined, titles dropped."""
+    from pydantic import TypeAdapter
+
+    try:
+        schema = TypeAdapter(tp).json_schema()
+    except Exception as exc:
+        problems.append(f"{where}: pydantic cannot describe {_type_name(tp)} ({exc})")
+        return {}
+    return inline_refs(schema)
+
+
+def inline_refs(schema: dict[str, Any], max_depth: int = 32) -> dict[str, Any]:
+    """``schema`` with local ``$ref`` s replaced by their definitions and titles dropped.
+
+    Weak models and grammar compilers read flat schemas best. A recursive model cannot be
+    flattened: its references are kept, with its ``$defs``.
+
+    >>> inline_refs({"$defs": {"P": {"title": "P", "type": "integer"}}, "properties": {"p": {"$ref": "#/$defs/P"}}})
+    {'properties': {'p': {'type': 'integer'}}}
+    """
+    defs = schema.get("$defs", {})
+    recursive = False
+
+    def walk(node: Any, depth: int, in_props: bool = False) -> Any:
+        nonlocal recursive
+        if isinstance(node, list):
+            return [walk(v, depth) for v in node]
+        if not isinstance(node, dict):
+            return node
+        if in_props:  # keys are property names, not keywords
+            return {k: walk(v, depth) for k, v in node.items()}
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            target = defs.get(ref.rsplit("/", 1)[1])
+            if target is None or depth >= max_depth:
+                recursive = True
+                return node
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            return walk({**target, **rest}, depth + 1)
+        out = {}
+        for k, v in node.items():
+            if k in ("$defs", "title"):
+                continue
+            out[k] = walk(v, depth, in_props=k in ("properties", "patternProperties", "$defs"))
+        return out
+
+    flat = walk(copy.deepcopy(schema), 0)
+    if recursive and defs:
+        return {**flat, "$defs": defs}
+    return flat  # type: ignore[no-any-return]
 
 
 def _type_name(tp: Any) -> str:
@@ -155,7 +227,10 @@ def _summary(tp: type) -> str | None:
 
 
 def _jsonable(value: Any) -> bool:
-    return value is None or isinstance(value, (str, int, float, bool, enum.Enum))
+    """Whether a Python default can go in a schema (enums as their values)."""
+    if isinstance(value, enum.Enum):
+        return _jsonable(value.value)
+    return value is None or isinstance(value, (str, int, float, bool))
 
 
 def _json_default(value: Any) -> Any:
@@ -272,6 +347,10 @@ def converter_for(tp: Any) -> Callable[[Any], Any] | None:
     """A function turning JSON data into ``tp`` (dataclasses, enums, tuples), or None if as-is."""
     origin = get_origin(tp)
     args = get_args(tp)
+    if _uses_pydantic(tp):  # pydantic builds the instance (its validators run)
+        from pydantic import TypeAdapter
+
+        return TypeAdapter(tp).validate_python  # type: ignore[no-any-return]
     if origin is typing.Annotated:
         return converter_for(args[0])
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
@@ -295,6 +374,11 @@ def converter_for(tp: Any) -> Callable[[Any], Any] | None:
         if item is None:
             return None
         return lambda v: [item(x) for x in v]
+    if origin in (dict, Mapping) and len(args) == 2:
+        value = converter_for(args[1])
+        if value is None:
+            return None
+        return lambda d: {k: value(v) for k, v in d.items()}
     if origin is tuple:
         return tuple
     if origin in (set, frozenset):

@@ -21,20 +21,21 @@
 from __future__ import annotations
 
 import inspect
-import json
+import sys
+import typing
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 from agentnb.errors import ToolDefinitionError
 from agentnb.messages import Image
-from agentnb.schema import converter_for, parse_docstring, schema_for
+from agentnb.rendering import render_value
+from agentnb.schema import _json_default, _jsonable, converter_for, parse_docstring, schema_for
 
 if TYPE_CHECKING:
     import jsonschema
 
 _UNCOMPILED = object()
-_RESULT_JSON = json.JSONEncoder(ensure_ascii=False, default=str)
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -125,6 +126,7 @@ class Tool:
         "_validator",
         "_fast",
         "_converters",
+        "_fills",
     )
 
     def __init__(
@@ -190,6 +192,8 @@ class Tool:
             if isinstance(v, dict) and "default" in v
         }
         self._converters = dict(converters or {})
+        #: Python defaults to pass for omitted arguments (a ``Field(...)`` default is not a value).
+        self._fills: dict[str, Any] = {}
         self._fast: Any = _UNCOMPILED  # compiled on first use (agentnb.validate)
         self.examples = tuple(self._coerce_examples(examples, problems))
         if problems:
@@ -218,6 +222,7 @@ class Tool:
         props: dict[str, Any] = {}
         required: list[str] = []
         converters: dict[str, Callable[[Any], Any]] = {}
+        fills: dict[str, Any] = {}
         context_param = None
         for p in inspect.signature(fn).parameters.values():
             tp = hints.get(p.name, inspect.Parameter.empty)
@@ -233,13 +238,20 @@ class Tool:
             if tp is inspect.Parameter.empty:
                 problems.append(f"parameter {p.name}: missing type annotation")
                 continue
+            default = p.default
+            field = _pydantic_field(default)
+            if field is not None:  # def f(n: int = Field(5, ge=1, description=...))
+                tp = typing.Annotated[tp, field]
+                default = p.empty if field.is_required() else field.get_default(call_default_factory=True)
+                if default is not p.empty:
+                    fills[p.name] = default
             prop = schema_for(tp, problems, f"parameter {p.name}")
-            if docs.get(p.name):
+            if docs.get(p.name) and "description" not in prop:
                 prop = {**prop, "description": docs[p.name]}
-            if p.default is p.empty:
+            if default is p.empty:
                 required.append(p.name)
-            elif p.default is None or isinstance(p.default, (str, int, float, bool)):
-                prop = {**prop, "default": p.default}
+            elif "default" not in prop and _jsonable(default):
+                prop = {**prop, "default": _json_default(default)}
             props[p.name] = prop
             conv = converter_for(tp)
             if conv is not None:
@@ -251,7 +263,7 @@ class Tool:
         if required:
             schema["required"] = required
         schema["additionalProperties"] = False
-        return cls(
+        made = cls(
             tool_name,
             description if description is not None else summary,
             schema,
@@ -261,6 +273,8 @@ class Tool:
             problems=problems,
             **options,
         )
+        made._fills = fills
+        return made
 
     @classmethod
     def from_openai(cls, spec: Mapping[str, Any], fn: Callable[..., Any] | None = None, **options: Any) -> Tool:
@@ -301,15 +315,27 @@ class Tool:
 
             fast = self._fast = fast_validator(self.parameters)
         if fast is not None and fast(arguments):
-            return []
-        errors = self._validator.iter_errors(arguments)
-        return sorted(_describe(e) for e in errors)
+            errors: list[str] = []
+        else:
+            errors = sorted(_describe(e) for e in self._validator.iter_errors(arguments))
+        if errors or not self._converters or not isinstance(arguments, Mapping):
+            return errors
+        # Building the Python values can fail too (a pydantic validator): say so before running.
+        for name, convert in self._converters.items():
+            if name in arguments:
+                try:
+                    convert(arguments[name])
+                except Exception as exc:
+                    errors.extend(_conversion_errors(name, exc))
+        return errors
 
     def prepare(self, arguments: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
         """Validated JSON arguments -> the keyword arguments the function takes."""
         if not self._converters and not self.context_param:
             return dict(arguments)
         kwargs = {k: self._converters[k](v) if k in self._converters else v for k, v in arguments.items()}
+        for name, value in self._fills.items():
+            kwargs.setdefault(name, value)
         if self.context_param:
             kwargs[self.context_param] = ctx
         return kwargs
@@ -351,29 +377,50 @@ class Tool:
         return f"<Tool {self.name}({', '.join(params)})" + (f": {line}>" if line else ">")
 
 
+def _pydantic_field(default: Any) -> Any:
+    """``default`` when it is a pydantic ``Field(...)`` (pydantic is not imported to find out)."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(default, pydantic.fields.FieldInfo):
+        return default
+    return None
+
+
+def _conversion_errors(name: str, exc: Exception) -> list[str]:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):  # a pydantic ValidationError: one line per problem
+        try:
+            return [f"{'.'.join(str(p) for p in (name, *e['loc']))}: {e['msg']}" for e in errors()]
+        except Exception:
+            pass
+    return [f"{name}: {exc}"]
+
+
 def _empty_object() -> dict[str, Any]:
     return {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
+    if error.context and error.validator in ("anyOf", "oneOf"):
+        # "not valid under any of the given schemas" tells the model nothing: name the closest
+        # branch's problem (an Optional[Model] with one bad field says which field).
+        near = [c for c in error.context if c.validator != "type"]  # "not null" says nothing either
+        if near:
+            error = max(near, key=lambda c: len(c.absolute_path))
     path = ".".join(str(p) for p in error.absolute_path)
     return f"{path}: {error.message}" if path else error.message
 
 
-def render_result(value: Any) -> str:
-    """A tool's return value as the text the model reads."""
+def render_result(value: Any, ctx: ToolContext | None = None) -> str:
+    """A tool's return value as the text the model reads (see :mod:`agentnb.rendering`).
+
+    Images, PIL images and matplotlib figures are attached to ``ctx`` for the model to see;
+    numpy values become numbers, arrays and DataFrames a bounded table.
+    """
     if isinstance(value, str):
         return value
-    if value is None:
-        return "(no output)"
     if type(value) is int:  # the JSON of an int is its str, without building an encoder
         return str(value)
-    try:
-        return _RESULT_JSON.encode(value)
-    except Exception:  # unserialisable, circular, too deep, or a __str__ that raises
-        from agentnb.toolrun import safe_repr
-
-        return safe_repr(value)
+    return render_value(value, ctx)
 
 
 @overload

@@ -25,7 +25,7 @@ from agentnb.messages import Usage, message_from_dict
 
 TRANSCRIPT_VERSION = 2
 _READABLE = (1, TRANSCRIPT_VERSION)
-_STOP_REASONS = ("answer", "direct_output", "limit", "cancelled", "error")
+_STOP_REASONS = ("answer", "direct_output", "limit", "cancelled", "error", "invalid_output")
 
 
 def write_atomic(path: str | os.PathLike[str], data: Any) -> None:
@@ -117,6 +117,7 @@ def transcript_fields(data: Any) -> dict[str, Any]:
         "duration": float(data.get("duration") or 0.0),
         "error": data.get("error"),
         "partial_output": str(data.get("partial_output") or ""),
+        "value": data.get("value"),  # JSON data; RunResult.load(path, output_type=T) rebuilds T
     }
 
 

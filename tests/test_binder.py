@@ -58,12 +58,12 @@ def test_requirements_cover_the_extras_the_notebooks_use() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     binder = pins(BINDER / "requirements.txt")
     wanted = list(project["dependencies"])
-    for extra in ("notebook", "hf", "openai", "mcp"):
+    for extra in ("notebook", "hf", "openai", "mcp", "pydantic"):
         wanted += project["optional-dependencies"][extra]
     for requirement in wanted:
         name = _normalise(requirement.split(">")[0].split("=")[0].split("<")[0].split("[")[0])
         assert name in binder, f"binder/requirements.txt lacks {name} ({requirement})"
-    for name in ("jupyterlab", "matplotlib", "pillow"):  # the front end, and what the notebooks import
+    for name in ("jupyterlab", "matplotlib", "pillow", "pandas"):  # the front end, and what the notebooks import
         assert name in binder
 
 

@@ -25,6 +25,7 @@ EXPECTED = [
     "05_deduplication",
     "06_debugger",
     "07_magics_reference",
+    "08_structured_output",
     "09_mcp_tools",
 ]
 TEST_COMMAND = (

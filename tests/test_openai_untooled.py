@@ -260,3 +260,25 @@ def test_a_callers_own_response_format_wins_over_the_envelope(server):
     r = Agent(p, [add]).run("hi")
     assert server.bodies[0]["response_format"] == mine and p.constraint_format == "json_schema"
     assert not any(isinstance(e, ConstraintDropped) for e in r.events)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_untooled_route_constrains_a_structured_answer_to_the_output_schema(server, stream):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Sum:
+        total: int
+        words: str
+
+    p = provider(server, tool_calling="untooled")
+    server.script(text(CALL), text('{"total": 5, "words": "five"}'))
+    result = Agent(p, [add], stream=stream, output_type=Sum).run("2 + 3, as a number and in words?")
+    assert result.stop_reason == "answer" and result.value == Sum(5, "five")
+    first, after = (b["response_format"]["json_schema"]["schema"] for b in server.bodies)
+    # with tools on offer the answer alternative is the output schema, not {"answer": ...}
+    answer = first["anyOf"][-1]
+    assert set(answer["properties"]) == {"total", "words"} and "answer" not in json.dumps(first)
+    # after the result only the value is possible
+    assert set(after["properties"]) == {"total", "words"}
+    assert not any(isinstance(e, ConstraintDropped) for e in result.events)

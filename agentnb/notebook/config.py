@@ -40,6 +40,7 @@ class MagicOptions:
     quiet: bool | None = None
     out: str | None = None
     new: bool | None = None
+    output_type: str | None = None
     mcp: tuple[str, ...] | None = None
 
     def merged_over(self, defaults: MagicOptions) -> MagicOptions:
@@ -80,13 +81,14 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--out": ("out", "str"),
     "-o": ("out", "str"),
     "--new": ("new", True),
+    "--output-type": ("output_type", "str"),
     "--mcp": ("mcp", "multi"),
 }
 
 USAGE = (
     "options: -p/--provider SPEC|VAR, -m/--model NAME, --base-url URL, --tool-calling auto|native|untooled, "
     "-t/--tools a,b|none, -n/--max-tool-calls N, -c/--tool-choice auto|required|none|TOOL, -s/--system TEXT, "
-    "--stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new, --mcp CMD|URL|VAR"
+    "--stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new, --mcp CMD|URL|VAR, --output-type VAR"
 )
 
 _TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
@@ -126,9 +128,10 @@ def parse_line(line: str) -> tuple[MagicOptions, str]:
     calling = values.get("tool_calling")
     if calling is not None and calling not in ("auto", "native", "untooled"):
         raise UserError(f"--tool-calling takes auto, native or untooled, not {calling!r}")
-    out = values.get("out")
-    if out is not None and not out.isidentifier():
-        raise UserError(f"--out needs a Python variable name, not {out!r}")
+    for option in ("out", "output_type"):
+        name = values.get(option)
+        if name is not None and not name.isidentifier():
+            raise UserError(f"--{option.replace('_', '-')} needs a Python variable name, not {name!r}")
     return MagicOptions(**values), rest.strip()
 
 

@@ -89,6 +89,8 @@ class AgentMagics(Magics):
           -q/--quiet               show nothing
           -o/--out VAR             also store the RunResult in VAR (it is always in _agent_result)
           --new                    start a new conversation (also: %agent_reset)
+          --output-type VAR        the answer's type (a pydantic model, dataclass... in VAR):
+                                   the typed value is _agent_result.value
           --mcp CMD|URL|VAR        tools of an MCP server: a command line ("python server.py"), an
                                    http(s) URL, or an MCPServer variable; repeat for more servers.
                                    A server starts once and is reused by later runs.
@@ -184,6 +186,10 @@ class AgentMagics(Magics):
             kwargs["max_tool_calls"] = opts.max_tool_calls
         if opts.tool_choice is not None:
             kwargs["tool_choice"] = opts.tool_choice
+        if opts.output_type is not None:
+            if opts.output_type not in ns:
+                raise UserError(f"--output-type {opts.output_type}: no variable of that name in the notebook")
+            kwargs["output_type"] = ns[opts.output_type]
         tools: list[Any] = self._tools(opts.tools)  # checked before a (possibly slow) provider is built
         tools += self._mcp(opts.mcp or ())
         provider = self._provider(opts)

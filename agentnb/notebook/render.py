@@ -37,7 +37,7 @@ STYLE = """<style>
 .anb-title{font-weight:700}
 .anb-badge{display:inline-block;padding:1px 9px;border-radius:10px;font-weight:600;font-size:12px;color:#fff}
 .anb-s-running{background:#0969da}.anb-s-paused{background:#bf8700}.anb-s-answer,.anb-s-direct_output{background:#1a7f37}
-.anb-s-limit{background:#bc4c00}.anb-s-cancelled{background:#6e7781}.anb-s-error{background:#cf222e}.anb-s-waiting{background:#8c959f}
+.anb-s-limit{background:#bc4c00}.anb-s-invalid_output{background:#cf222e}.anb-s-cancelled{background:#6e7781}.anb-s-error{background:#cf222e}.anb-s-waiting{background:#8c959f}
 .anb-stat{color:var(--jp-ui-font-color2,#57606a)}
 .anb-stat b{color:var(--jp-ui-font-color1,#1f2328)}
 .anb-depth{border:1px solid var(--jp-border-color2,#d0d7de);border-radius:6px;margin:6px 0;padding:0 10px 2px 10px;
@@ -57,6 +57,8 @@ STYLE = """<style>
 .anb-fp{font-family:var(--jp-code-font-family,monospace);font-size:11px;background:var(--jp-layout-color2,#f6f8fa);
   padding:0 4px;border-radius:3px}
 .anb details summary{cursor:pointer;color:#0969da;font-size:12px}
+.anb table.anb-value{border-collapse:collapse;margin:3px 0;font-size:12px}
+.anb table.anb-value td,.anb table.anb-value th{border:1px solid var(--jp-border-color2,#d0d7de);padding:1px 6px;text-align:left}
 .anb img{max-width:320px;max-height:240px;border:1px solid #d0d7de;border-radius:4px;margin:4px 4px 0 0}
 """
 STYLE = STYLE + CSS + "</style>"
@@ -67,6 +69,7 @@ _STOP_TEXT = {
     "limit": "finished at the tool-call limit",
     "cancelled": "stopped",
     "error": "failed",
+    "invalid_output": "invalid output",
 }
 
 
@@ -179,6 +182,8 @@ def depth_html(v: DepthView, preview: int = 400, pause: Pause | None = None) -> 
     out = ['<div class="anb">', _model_html(v, pause)]
     out += [_call_html(c, preview, v.ended, pause) for c in v.calls.values()]
     out += [_note_html(n) for n in v.notes if not isinstance(n, StepDecision)]
+    if v.output is not None:
+        out.append(output_html(v.output))
     if v.dropped:
         out.append(
             '<div class="anb-block anb-note"><span class="anb-warn">dropped</span> <span class="anb-m">the run was '
@@ -201,6 +206,9 @@ def _model_html(v: DepthView, pause: Pause | None) -> str:
         for i, parts in sorted(v.call_deltas.items()):
             body.append(f'<div class="anb-m">streaming call #{i}: <code>{escape(parts[0])}</code></div>')
             body.append(f"<pre>{escape(''.join(parts[1:]))}</pre>")
+    if v.output_mode is not None:
+        m = v.output_mode
+        body.append(f'<div class="anb-m">structured output via <b>{escape(m.mode)}</b> · {escape(m.detail)}</div>')
     resp = v.response
     speed = _speed(v)
     if resp is not None:
@@ -340,6 +348,46 @@ def _result_html(c: CallView, preview: int) -> str:
     else:
         head = f'<div><span class="anb-ok">result</span> {took}</div>'
     return head + copyable(f.result, preview)
+
+
+def output_html(e: Any) -> str:
+    """A structured answer's check: valid (its fields as a small table) or invalid (the errors)."""
+    if not e.errors:
+        head = f'<span class="anb-ok">✓ valid {escape(e.type_name)}</span>'
+        return f'<div class="anb-block anb-final">{head}{value_table(e.value)}</div>'
+    then = "sent back to the model to repair" if e.retry else "no retries left: the run ends"
+    errs = "".join(f"<li>{escape(x)}</li>" for x in e.errors)
+    head = f'<span class="anb-bad">✗ not a valid {escape(e.type_name)}</span> <span class="anb-m">{then}</span>'
+    return f'<div class="anb-block anb-toolbad">{head}<ul style="margin:2px 0">{errs}</ul></div>'
+
+
+def value_table(value_json: str | None, max_rows: int = 20) -> str:
+    """A value as HTML: an object's fields, or a list of objects, as a table; else JSON.
+
+    >>> value_table('{"name": "Oslo", "population": 709000}').count("<tr>")
+    2
+    """
+    try:
+        value = json.loads(value_json) if value_json is not None else None
+    except ValueError:
+        return f"<pre>{escape(str(value_json))}</pre>"
+
+    def cell(x: Any) -> str:
+        text = x if isinstance(x, str) else json.dumps(x, ensure_ascii=False)
+        return escape(text if len(text) <= 200 else text[:199] + "…")
+
+    if isinstance(value, dict) and value:
+        rows = "".join(f"<tr><th>{escape(str(k))}</th><td>{cell(v)}</td></tr>" for k, v in value.items())
+        return f'<table class="anb-value">{rows}</table>'
+    if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
+        cols = list(dict.fromkeys(k for r in value for k in r))
+        head = "<tr>" + "".join(f"<th>{escape(str(c))}</th>" for c in cols) + "</tr>"
+        body = "".join(
+            "<tr>" + "".join(f"<td>{cell(r.get(c, ''))}</td>" for c in cols) + "</tr>" for r in value[:max_rows]
+        )
+        more = f'<div class="anb-m">{len(value)} rows, first {max_rows} shown</div>' if len(value) > max_rows else ""
+        return f'<table class="anb-value">{head}{body}</table>{more}'
+    return f"<pre>{escape(json.dumps(value, ensure_ascii=False, indent=1))}</pre>"
 
 
 def _note_html(n: object) -> str:

@@ -85,6 +85,9 @@ class DepthView:
     calls: dict[str, CallView] = field(default_factory=dict)
     notes: list[Event] = field(default_factory=list)
     final: str | None = None
+    #: The structured answer's check (``output_type`` runs), and how the provider asked for it.
+    output: Any = None
+    output_mode: Any = None
     ended: str | None = None  # the run's stop reason, when it ended with this depth unfinished
     dropped: bool = False  # a stop dropped this depth's tool calls from the transcript
     # Clock readings taken by the widget as events arrive (None in a replay).
@@ -142,6 +145,8 @@ class TraceState:
     requested: int = 0  # tool calls the model asked for that were handled (as the loop counts)
     usage: Usage = Usage()
     answer: str | None = None
+    #: The last valid structured answer, as JSON text (``output_type`` runs).
+    value: str | None = None
     events: list[Event] = field(default_factory=list)
     dirty: set[int] = field(default_factory=set)
     header_dirty: bool = True
@@ -305,6 +310,16 @@ def _note(s: TraceState, v: DepthView, e: Any) -> None:
     v.notes.append(e)
 
 
+def _output(s: TraceState, v: DepthView, e: Any) -> None:
+    v.output = e
+    if e.ok:
+        s.value = e.value
+
+
+def _output_mode(s: TraceState, v: DepthView, e: Any) -> None:
+    v.output_mode = e
+
+
 def _decision(s: TraceState, v: DepthView, e: Any) -> None:
     v.decision = e
 
@@ -331,6 +346,8 @@ _FOLD: dict[str, Any] = {
     "direct_output": _note,
     "reasoning_summary": _note,
     "final_answer": _final,
+    "output_validation": _output,
+    "output_mode": _output_mode,
     "call_decision": _decision,
     "route_switched": _note,
     "constraint_dropped": _note,

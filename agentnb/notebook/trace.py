@@ -33,7 +33,7 @@ import ipywidgets as widgets
 from agentnb.events import Event
 from agentnb.messages import Message
 from agentnb.notebook.blocks import context_html, copyable, save_link
-from agentnb.notebook.render import STYLE, Section, depth_html, depth_title, header_html, section_html
+from agentnb.notebook.render import STYLE, Section, depth_html, depth_title, header_html, section_html, value_table
 from agentnb.notebook.snapshot import KEY, snapshot_metadata
 from agentnb.notebook.state import Pause, TraceState
 from agentnb.notebook.text import summary_line, trace_text
@@ -342,13 +342,13 @@ class TraceWidget(widgets.VBox):
                 f"{copyable(s.answer, hidden=True)}</div>"
             )
             self._answer_box.layout.border_left = "3px solid #1a7f37"
-            self.answer_output.outputs = (
-                {
-                    "output_type": "display_data",
-                    "data": {"text/markdown": s.answer, "text/plain": s.answer},
-                    "metadata": {},
-                },
+            # A structured answer (output_type) shows as its value's table, not as Markdown.
+            data = (
+                {"text/html": STYLE + '<div class="anb">' + value_table(s.value) + "</div>", "text/plain": s.answer}
+                if s.value is not None
+                else {"text/markdown": s.answer, "text/plain": s.answer}
             )
+            self.answer_output.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
         s.clean()
 
     def _is_open(self, depth: int, current: int | None = None) -> bool:

@@ -33,6 +33,7 @@ from agentnb.errors import (
     UserError,
 )
 from agentnb.messages import AssistantMessage, Image, SystemMessage, ToolMessage, Usage, UserMessage
+from agentnb.output import FINAL_TOOL, answer_from_final_tool, final_tool_description
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk, ToolCallChunk
 from agentnb.providers.openai import _cause, _Secret, _server_message, _without_userinfo
 
@@ -162,6 +163,18 @@ class AnthropicProvider(Provider):
                 kwargs["tool_choice"] = {"type": "none"}
             elif choice != "auto":
                 kwargs["tool_choice"] = {"type": "tool", "name": choice}
+        if request.output is not None:  # structured output: a final-answer tool (Anthropic's way)
+            output = request.output
+            final = {
+                "name": FINAL_TOOL,
+                "description": final_tool_description(output),
+                "input_schema": output.wire_schema,
+            }
+            kwargs["tools"] = [*kwargs.get("tools", ()), final]
+            if not request.tools or request.tool_choice == "none":
+                kwargs["tool_choice"] = {"type": "tool", "name": FINAL_TOOL}
+            elif request.tool_choice == "auto":
+                kwargs["tool_choice"] = {"type": "any"}
         settings = {**self.settings, **request.settings}
         if settings:
             known = _known_params()
@@ -179,7 +192,7 @@ class AnthropicProvider(Provider):
             message = await self.client.messages.create(**kwargs)
         except _sdk().AnthropicError as exc:
             raise self._error(exc) from None
-        return parse_message(message)
+        return _final_answer(request, parse_message(message))
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         kwargs = self.build_request(request)
@@ -220,7 +233,7 @@ class AnthropicProvider(Provider):
             raise self._error(exc, streaming=True) from None
         reasoning = tuple(blocks[i] for i in sorted(blocks))
         done = assembler.finish(Usage(usage_in, usage_out), stop)
-        yield Completion(done.text, done.tool_calls, done.usage, stop, reasoning=reasoning)
+        yield _final_answer(request, Completion(done.text, done.tool_calls, done.usage, stop, reasoning=reasoning))
 
     def _error(self, exc: Exception, *, streaming: bool = False) -> ProviderError:
         """A typed agentnb error with the server's own message (and never the key)."""
@@ -388,3 +401,13 @@ def _sdk() -> Any:
     except ImportError:
         raise MissingDependencyError("AnthropicProvider", "anthropic") from None
     return anthropic
+
+
+def _final_answer(request: Request, completion: Completion) -> Completion:
+    """A final-answer tool call (structured output) becomes the answer text."""
+    if request.output is None:
+        return completion
+    from agentnb.events import OutputMode
+
+    event = OutputMode(0, "tool", f"{FINAL_TOOL}({request.output.name}) tool_use")
+    return answer_from_final_tool(completion, event)  # type: ignore[no-any-return]

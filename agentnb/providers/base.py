@@ -20,6 +20,7 @@ from agentnb.jsonsafe import depth_error, too_deep
 from agentnb.messages import Message, ToolCall, Usage
 
 if TYPE_CHECKING:
+    from agentnb.output import OutputSpec
     from agentnb.tools import Tool
 
 #: ``"auto"`` (text or a call), ``"required"`` (a call only), ``"none"``, or a tool's name.
@@ -35,12 +36,15 @@ class OutputConstraint:
     start with ``{`` or ``[`` (not allowed when ``tool_choice`` is ``"required"`` or a tool
     name), or one JSON object ``{"name": ..., "arguments": {...}}`` whose arguments match that
     tool's parameters schema (only the named tool when ``tool_choice`` is a name; when
-    ``parallel`` is True a JSON array of such objects is allowed too).
+    ``parallel`` is True a JSON array of such objects is allowed too). With ``output`` set, a
+    JSON value matching that schema takes the place of the plain text.
     """
 
     tools: tuple[Tool, ...]
     tool_choice: ToolChoice = "auto"
     parallel: bool = False
+    #: The JSON Schema a final answer must match (``output_type``); it then replaces plain text.
+    output: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +56,9 @@ class Request:
     tool_choice: ToolChoice = "auto"
     settings: dict[str, Any] = field(default_factory=dict)
     constraint: OutputConstraint | None = None
+    #: The run's ``output_type`` (an :class:`agentnb.output.OutputSpec`): the final answer
+    #: must be JSON that matches ``output.schema``. None: a text answer.
+    output: OutputSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)

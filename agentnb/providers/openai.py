@@ -43,6 +43,7 @@ from agentnb.providers.openai_errors import (
     _server_message,
     _without_userinfo,
 )
+from agentnb.providers.openai_output import final_output, refuses_output, structured_output
 from agentnb.providers.openai_route import (
     RoutedSending,
     RouteState,
@@ -97,6 +98,11 @@ class OpenAIProvider(RoutedSending, Provider):
             ``response_format``. True tries ``json_schema`` then ``json_object``; one of those
             names uses only that; False sends none. A server that refuses or ignores it is no
             longer asked (a :class:`~agentnb.events.ConstraintDropped` event).
+        output_mode: how a run's ``output_type`` is asked for on the native route:
+            ``"response_format"`` (a ``json_schema`` response format, strict where the schema
+            allows; the default) or ``"tool"`` (a final-answer tool the model calls with the
+            value). A server that refuses ``response_format`` is switched to ``"tool"`` once,
+            visibly (an :class:`~agentnb.events.OutputMode` event says which, every step).
         api: ``"chat"`` (Chat Completions, the default, what compatible servers speak) or
             ``"responses"`` (OpenAI's Responses API, which reasoning models need to keep their
             reasoning across tool calls; see :mod:`agentnb.providers.openai_responses`).
@@ -124,6 +130,7 @@ class OpenAIProvider(RoutedSending, Provider):
         timeout: float = 120.0,
         stream_usage: bool = True,
         settings: dict[str, Any] | None = None,
+        output_mode: str = "response_format",
         api: str = "chat",
         tool_calling: ToolCalling = "auto",
         constrain: bool | str = True,
@@ -158,6 +165,10 @@ class OpenAIProvider(RoutedSending, Provider):
         self.timeout = timeout
         self.stream_usage = stream_usage
         self.settings = dict(settings or {})
+        if output_mode not in ("response_format", "tool"):
+            raise UserError(f"output_mode must be 'response_format' or 'tool', not {output_mode!r}")
+        self.output_mode = output_mode
+        self._output_note = ""  # why output_mode changed, for the next OutputMode event
         self._client_options = client_options
         self._client: Any = None
         # Messages are immutable and a run's transcript only grows, so each one is converted
@@ -232,6 +243,8 @@ class OpenAIProvider(RoutedSending, Provider):
                 kwargs["tool_choice"] = choice
             elif choice != "auto":  # "auto" is the API's default: leaving it out suits more servers
                 kwargs["tool_choice"] = {"type": "function", "function": {"name": choice}}
+        if request.output is not None and request.constraint is None:  # the native route
+            structured_output(kwargs, request, self.output_mode)
         settings = {**self.settings, **request.settings} if self.settings else request.settings
         if request.constraint is not None and not request.tools:
             settings = self._constrain(kwargs, request, settings)
@@ -288,10 +301,11 @@ class OpenAIProvider(RoutedSending, Provider):
             raise failure
         if self._enveloped(kwargs, request):
             text = completion.text or ""
-            if not looks_constrained(text, _tool_names(request)):
+            if not looks_constrained(text, _tool_names(request), any_value=_wants_value(request)):
                 notes += (self._ignored(),)
             completion = dataclasses.replace(completion, text=unwrap(text) if text else completion.text)
-        return dataclasses.replace(completion, events=(*notes, *completion.events)) if notes else completion
+        completion = dataclasses.replace(completion, events=(*notes, *completion.events)) if notes else completion
+        return self._finish_output(request, completion)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         if self._via_untooled(request):
@@ -361,11 +375,26 @@ class OpenAIProvider(RoutedSending, Provider):
             raise failure  # outside the except blocks: no SDK exception (or key) chained to it
         if envelope is not None:
             text = "".join(raw)
-            if not looks_constrained(text, _tool_names(request)):
+            if not looks_constrained(text, _tool_names(request), any_value=_wants_value(request)):
                 notes += (self._ignored(),)
             if text:
                 assembler.add(TextChunk(unwrap(text)))
-        yield assembler.finish(usage, finish, notes)
+        yield self._finish_output(request, assembler.finish(usage, finish, notes))
+
+    def _refused_output(self, request: Request, kwargs: dict[str, Any], message: str) -> bool:
+        """A server that refuses ``response_format`` gets the final-answer tool from now on."""
+        if request.output is None or request.constraint is not None or "response_format" not in kwargs:
+            return False
+        if not refuses_output(message):
+            return False
+        self.output_mode = "tool"
+        self._output_note = f"the server refused response_format ({message[:120]}); switched to a final-answer tool"
+        return True
+
+    def _finish_output(self, request: Request, completion: Completion) -> Completion:
+        if request.output is None or request.constraint is not None:
+            return completion
+        return final_output(completion, request, self.output_mode, self._output_note)
 
     def _garbage(self, what: str) -> ProviderError:
         where = self.base_url or "the OpenAI API"
@@ -425,3 +454,7 @@ def _sdk() -> Any:
 
 def _tool_names(request: Request) -> list[str]:
     return [t.name for t in request.constraint.tools] if request.constraint is not None else []
+
+
+def _wants_value(request: Request) -> bool:
+    return request.constraint is not None and request.constraint.output is not None

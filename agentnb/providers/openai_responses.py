@@ -77,6 +77,13 @@ def build_request(provider: OpenAIProvider, request: Request) -> dict[str, Any]:
             kwargs["tool_choice"] = choice
         elif choice != "auto":
             kwargs["tool_choice"] = {"type": "function", "name": choice}
+    output = request.output
+    if output is not None:  # structured output: the Responses API's json_schema text format
+        strict = output.strict is not None
+        schema = output.strict if strict else output.wire_schema
+        kwargs["text"] = {
+            "format": {"type": "json_schema", "name": output.api_name, "schema": schema, "strict": strict}
+        }
     settings = {**provider.settings, **request.settings}
     if "max_tokens" in settings:  # the Chat Completions name, as users write it
         settings["max_output_tokens"] = settings.pop("max_tokens")
@@ -129,7 +136,19 @@ async def complete(provider: OpenAIProvider, request: Request) -> Completion:
         response = await provider.client.responses.create(**kwargs)
     except _sdk().OpenAIError as exc:
         raise provider._error(exc) from None
-    return parse_response(response)
+    return _with_output_mode(request, parse_response(response))
+
+
+def _with_output_mode(request: Request, completion: Completion) -> Completion:
+    if request.output is None:
+        return completion
+    from dataclasses import replace
+
+    from agentnb.events import OutputMode
+
+    strict = "strict" if request.output.strict is not None else "not strict"
+    event = OutputMode(0, "response_format", f"Responses text.format json_schema {request.output.name}, {strict}")
+    return replace(completion, events=(*completion.events, event))
 
 
 async def stream(provider: OpenAIProvider, request: Request) -> AsyncIterator[Chunk | Completion]:
@@ -165,7 +184,7 @@ async def stream(provider: OpenAIProvider, request: Request) -> AsyncIterator[Ch
         raise ProviderError("the Responses stream ended without a completed response")
     # The completed response holds every item whole: it is the source of truth; the chunks
     # above were for showing progress.
-    yield parse_response(final)
+    yield _with_output_mode(request, parse_response(final))
 
 
 def parse_response(response: Any) -> Completion:

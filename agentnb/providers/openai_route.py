@@ -123,8 +123,9 @@ class RouteState:
             return None
         if exclude and constraint.tool_choice == "auto" and constraint.tools:
             kept = tuple(t for t in constraint.tools if t.name not in exclude)
-            constraint = OutputConstraint(kept, "auto", constraint.parallel)
-            schema = envelope_schema(constraint) if kept else ANSWER_SCHEMA
+            constraint = OutputConstraint(kept, "auto", constraint.parallel, constraint.output)
+            answer = constraint.output if constraint.output is not None else ANSWER_SCHEMA
+            schema = envelope_schema(constraint) if kept else answer
         else:
             schema = envelope_schema(constraint)
         if schema is None:
@@ -164,6 +165,12 @@ class RoutedSending:
     def _message(self, exc: Exception) -> str:
         raise NotImplementedError
 
+    def build_request(self, request: Request) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _refused_output(self, request: Request, kwargs: dict[str, Any], message: str) -> bool:
+        raise NotImplementedError
+
     settings: dict[str, Any]
 
     def _enveloped(self, kwargs: dict[str, Any], request: Request) -> bool:
@@ -201,7 +208,7 @@ class RoutedSending:
             return settings
         kwargs["response_format"] = fmt
         assert request.constraint is not None
-        if request.constraint.tool_choice == "auto":
+        if request.constraint.tool_choice == "auto" and request.constraint.output is None:
             messages = list(kwargs["messages"])
             if messages and messages[0].get("role") == "system":
                 messages[0] = {**messages[0], "content": str(messages[0]["content"]) + ENVELOPE_NOTE}
@@ -269,6 +276,12 @@ class RoutedSending:
                         kwargs["messages"] = _without_note(kwargs["messages"])
                     else:
                         kwargs["response_format"] = fmt
+                    continue
+                if exc.status_code == 400 and self._refused_output(request, kwargs, message):
+                    # structured output by a final-answer tool from now on: rebuild the request
+                    streaming = {k: kwargs[k] for k in ("stream", "stream_options") if k in kwargs}
+                    kwargs.clear()
+                    kwargs.update(self.build_request(request), **streaming)
                     continue
                 if probing and not rejects_tools(message) and (exc.status_code == 429 or exc.status_code >= 500):
                     probing = False  # not a refusal: the usual retries

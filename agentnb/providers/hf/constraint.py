@@ -73,11 +73,26 @@ def call_schema(tool: Tool, max_string: int = MAX_STRING) -> dict[str, Any]:
     }
 
 
-def grammar_for(tools: Sequence[Tool], mode: Mode, *, parallel: bool = False, max_string: int = MAX_STRING) -> str:
-    """A Lark grammar (llguidance dialect) for a reply in ``mode``: text, a call, or either."""
+def grammar_for(
+    tools: Sequence[Tool],
+    mode: Mode,
+    *,
+    parallel: bool = False,
+    max_string: int = MAX_STRING,
+    output: dict[str, Any] | None = None,
+) -> str:
+    """A Lark grammar (llguidance dialect) for a reply in ``mode``: text, a call, or either.
+
+    With an ``output`` schema (structured output) the text branch is a JSON value matching it.
+
+    >>> print(grammar_for((), "text", output={"type": "integer"}))
+    start: answer
+    answer: %json {"type": "integer", "x-guidance": {"whitespace_flexible": false, "item_separator": ", ", "key_separator": ": "}}
+    <BLANKLINE>
+    """
     rules = []
     if mode in ("any", "text") or not tools:
-        rules.append("text")
+        rules.append("answer" if output is not None else "text")
     if mode in ("any", "call") and tools:
         one: dict[str, Any] = {"anyOf": [call_schema(t, max_string) for t in tools]}
         if len(tools) == 1:
@@ -90,6 +105,9 @@ def grammar_for(tools: Sequence[Tool], mode: Mode, *, parallel: bool = False, ma
     lines = [f"start: {' | '.join(rules)}"]
     if "text" in rules:
         lines += ["text: TEXT", f"TEXT: {TEXT_REGEX}"]
+    if "answer" in rules:
+        answer = bound_schema(output, max_string)
+        lines.append(f"answer: %json {json.dumps({**answer, 'x-guidance': JSON_STYLE})}")
     if "call" in rules:
         lines.append(f"call: %json {json.dumps({**schema, 'x-guidance': JSON_STYLE})}")
     return "\n".join(lines) + "\n"
@@ -104,10 +122,11 @@ class Guide:
 
     __slots__ = ("_matcher", "_vocab", "mode")
 
-    def __init__(self, matcher: llguidance.LLMatcher, vocab: int, mode: Mode = "any") -> None:
+    def __init__(self, matcher: llguidance.LLMatcher, vocab: int, mode: str = "any") -> None:
         self._matcher = matcher
         self._vocab = vocab
-        #: What the grammar allows: ``"text"``, ``"call"`` or ``"any"``.
+        #: What the grammar allows: ``"text"``, ``"call"``, ``"any"``, or ``"output"`` (a JSON
+        #: value matching the output schema).
         self.mode = mode
 
     def allowed(self) -> Any:
@@ -150,15 +169,20 @@ class GrammarCompiler:
         self.vocab_size = vocab_size
         self._grammars: dict[tuple[Any, ...], str] = {}
 
-    def guide(self, tools: Sequence[Tool], mode: Mode, *, parallel: bool = False) -> Guide:
-        key = (tuple(tools), mode, parallel)  # tools hash by identity
+    def guide(
+        self, tools: Sequence[Tool], mode: Mode, *, parallel: bool = False, output: dict[str, Any] | None = None
+    ) -> Guide:
+        out_key = json.dumps(output, sort_keys=True) if output is not None else None
+        key = (tuple(tools), mode, parallel, out_key)  # tools hash by identity
         grammar = self._grammars.get(key)
         if grammar is None:
-            grammar = self._llg.LLMatcher.grammar_from_lark(grammar_for(tools, mode, parallel=parallel))
+            lark = grammar_for(tools, mode, parallel=parallel, output=output)
+            grammar = self._llg.LLMatcher.grammar_from_lark(lark)
             if len(self._grammars) > 64:
                 self._grammars.clear()
             self._grammars[key] = grammar
         matcher = self._llg.LLMatcher(self._lltok, grammar, log_level=0)
         if matcher.is_error():
             raise ValueError(f"cannot build a grammar for these tools: {matcher.get_error()}")
-        return Guide(matcher, self.vocab_size, mode)
+        shown = "output" if output is not None and (mode == "text" or not tools) else mode
+        return Guide(matcher, self.vocab_size, shown)

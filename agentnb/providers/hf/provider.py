@@ -308,8 +308,8 @@ class TransformersProvider(Provider):
             logits = self.cache.feed([token])
 
     def _steering(self, guide: Any, options: GenerationOptions, source: str) -> Steering | None:
-        """Closing and copying for a call (:mod:`agentnb.providers.hf.steer`); None for text."""
-        if guide is None or guide.mode != "call":
+        """Closing and copying for a call or a structured answer (:mod:`agentnb.providers.hf.steer`); None for text."""
+        if guide is None or guide.mode not in ("call", "output"):
             return None
         table = self._token_table()
         bias = CopyBias(source, table, options.copy_bias) if options.copy_bias and source else None
@@ -323,7 +323,7 @@ class TransformersProvider(Provider):
 
     def _grounding(self, guide: Any, options: GenerationOptions, results: Sequence[str]) -> Grounding | None:
         """The result bias for prose after tool results (:mod:`agentnb.providers.hf.ground`)."""
-        if not results or not options.result_bias or (guide is not None and guide.mode == "call"):
+        if not results or not options.result_bias or (guide is not None and guide.mode in ("call", "output")):
             return None
         from agentnb.providers.hf.ground import Grounding, ResultBias
 
@@ -348,8 +348,9 @@ class TransformersProvider(Provider):
         if choice not in ("auto", "required", "none"):
             tools = tuple(t for t in tools if t.name == choice)
         compiler = _compiler(self.tokenizer, self.vocab_size, self.eos_ids)
+        output = constraint.output
         if choice == "none" or not tools:
-            return compiler.guide((), "text")
+            return compiler.guide((), "text", output=output)
         single = not constraint.parallel and options.pick_tool_first
         fits = self._fits(tools, pick) if single and pick is not None else None
         if choice != "auto":
@@ -399,7 +400,8 @@ class TransformersProvider(Provider):
                     tool=picked,
                 )
             )
-        return compiler.guide(tools, mode, parallel=constraint.parallel)
+        # "answer" was weighed as prose; with an output schema the answer is its JSON value.
+        return compiler.guide(tools, mode, parallel=constraint.parallel, output=output)
 
     def _fits(self, tools: Sequence[Any], pick: dict[str, Any]) -> dict[str, float] | None:
         """Each tool's fit to the request against no tool's, per request token (see :mod:`.decide`)."""

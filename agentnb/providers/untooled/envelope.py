@@ -7,7 +7,8 @@ one JSON object, and the schema's alternatives are:
 
 * one per tool on offer: ``{"name": <that tool's name>, "arguments": <its parameters>}``,
   with the same bounds as the in-process grammar (:func:`~agentnb.providers.hf.constraint.bound_schema`);
-* under ``tool_choice="auto"`` also a text answer: ``{"answer": "<text>"}``.
+* under ``tool_choice="auto"`` also a text answer: ``{"answer": "<text>"}``, or, when the run
+  asks for structured output (``output_type``), the output schema itself: the answer is the value.
 
 A call then always parses and matches its tool's schema; an answer is unwrapped back into
 plain text (:func:`unwrap`, or :class:`AnswerStream` while it streams), so the UnTooled layer
@@ -51,8 +52,9 @@ def envelope_schema(constraint: OutputConstraint) -> dict[str, Any] | None:
     """The JSON Schema of a constrained reply, or None when nothing needs constraining."""
     tools = constraint.tools
     choice = constraint.tool_choice
+    answer = constraint.output if constraint.output is not None else ANSWER_SCHEMA
     if not tools or choice == "none":
-        return None
+        return constraint.output  # a structured answer is the whole reply; plain text needs none
     if choice not in ("auto", "required"):
         tools = tuple(t for t in tools if t.name == choice) or tools
     one: list[dict[str, Any]] = [call_schema(t) for t in tools]
@@ -60,7 +62,7 @@ def envelope_schema(constraint: OutputConstraint) -> dict[str, Any] | None:
     if constraint.parallel:
         alternatives.append({"type": "array", "items": {"anyOf": one}, "minItems": 1, "maxItems": MAX_PARALLEL})
     if choice == "auto":
-        alternatives.append(ANSWER_SCHEMA)
+        alternatives.append(answer)
     return alternatives[0] if len(alternatives) == 1 else {"anyOf": alternatives}
 
 
@@ -80,12 +82,12 @@ def unwrap(text: str) -> str:
     return shown if stream.is_answer else text
 
 
-def looks_constrained(text: str, names: Iterable[str]) -> bool:
+def looks_constrained(text: str, names: Iterable[str], *, any_value: bool = False) -> bool:
     """Whether a reply can have come from the envelope schema over tools ``names``.
 
     A server that ignores ``response_format`` writes prose, JSON followed by more text, or a
     call to a name that is no tool. A reply cut off by the token limit is given the benefit of
-    the doubt.
+    the doubt. With ``any_value`` (structured output) any whole JSON value may be the answer.
 
     >>> looks_constrained('{"name": "Paris", "arguments": {}}', ["get_weather"])
     False
@@ -99,6 +101,8 @@ def looks_constrained(text: str, names: Iterable[str]) -> bool:
         value = json.loads(body)
     except json.JSONDecodeError as exc:
         return not exc.msg.startswith("Extra data")
+    if any_value:
+        return True
     allowed = set(names)
     items = value if isinstance(value, list) else [value]
     return all(isinstance(v, dict) and (v.get("name") in allowed or set(v) == {ANSWER_KEY}) for v in items)

@@ -42,6 +42,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
+from agentnb.events import OutputMode
 from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentnb.providers.base import (
     Chunk,
@@ -53,7 +54,7 @@ from agentnb.providers.base import (
     ToolCallChunk,
     collect,
 )
-from agentnb.providers.untooled.parse import parse_reply
+from agentnb.providers.untooled.parse import load_json, parse_reply
 from agentnb.tools import Tool
 
 TEMPLATE_FILE = Path(__file__).with_name("prompt.txt")
@@ -201,10 +202,14 @@ class UnTooled(Provider):
 
     # --- rendering -------------------------------------------------------------------------
 
-    def system_prompt(self, tools: Sequence[Tool], user_system: str | None = None) -> str:
-        """The system prompt describing ``tools`` (and carrying the user's own system prompt)."""
+    def system_prompt(
+        self, tools: Sequence[Tool], user_system: str | None = None, output: dict[str, Any] | None = None
+    ) -> str:
+        """The system prompt describing ``tools`` and the ``output`` schema (and the user's own system prompt)."""
         t = self.template
         extra = t.fill("user_system", content=user_system) if user_system else ""
+        if output is not None and not tools:
+            return t.fill("output_only", user_system=extra, **self._output_values(output)).strip()
         if not tools:
             return user_system or ""
         entries = []
@@ -224,7 +229,15 @@ class UnTooled(Provider):
                 )
             )
         parallel = t.fill("parallel") if self.parallel else ""
-        return t.fill("system", catalogue="\n\n".join(entries), parallel=parallel, user_system=extra)
+        answer = t.fill("output", **self._output_values(output)) if output is not None else ""
+        return t.fill("system", catalogue="\n\n".join(entries), parallel=parallel, output=answer, user_system=extra)
+
+    def _output_values(self, schema: dict[str, Any]) -> dict[str, str]:
+        fields = render_arguments(schema) if schema.get("properties") else ""
+        return {
+            "schema": render_parameters(schema),
+            "fields": self.template.fill("output_fields", fields=fields) if fields else "",
+        }
 
     def render(self, request: Request) -> list[Message]:
         """The conversation as plain system/user/assistant turns, for a text-only model."""
@@ -234,7 +247,8 @@ class UnTooled(Provider):
         if messages and isinstance(messages[0], SystemMessage):
             user_system = messages.pop(0).content
         out: list[Message] = []
-        system = self.system_prompt(request.tools, user_system)
+        output = _text_schema(request.output)
+        system = self.system_prompt(request.tools, user_system, output)
         if system:
             out.append(SystemMessage(system))
         results: list[str] = []
@@ -242,7 +256,8 @@ class UnTooled(Provider):
 
         def flush_results() -> None:
             if results:
-                _add_user(out, t.fill("results", results="\n".join(results), question=question))
+                section = "results_output" if output is not None and "results_output" in t.sections else "results"
+                _add_user(out, t.fill(section, results="\n".join(results), question=question))
                 results.clear()
 
         for m in messages:
@@ -284,9 +299,10 @@ class UnTooled(Provider):
         """The request the text model gets: rendered turns, no tools, maybe a constraint."""
         tools = tuple(request.tools) if request.tool_choice != "none" else ()
         constraint = None
+        output = _text_schema(request.output)
         if self.constrain and self.inner.supports_constraints:
-            constraint = OutputConstraint(tools, request.tool_choice if tools else "none", self.parallel)
-        rendered = self.render(Request(request.messages, tools, request.tool_choice))
+            constraint = OutputConstraint(tools, request.tool_choice if tools else "none", self.parallel, output)
+        rendered = self.render(Request(request.messages, tools, request.tool_choice, output=request.output))
         settings = request.settings
         tail = list(request.messages[-2:])
         if tail and isinstance(tail[-1], UserMessage) and tail[-1].images:  # a tool's attached images
@@ -338,35 +354,73 @@ class UnTooled(Provider):
         if result is None:
             result = Completion("".join(pieces) or None)
         text = result.text if result.text is not None else "".join(pieces)
+        events = result.events
+        if request.output is not None:
+            how = (
+                ("grammar", "decoded under the schema's grammar")
+                if inner.constraint
+                else ("prompt", "schema in the prompt")
+            )
+            events = (*events, OutputMode(0, how[0], f"{request.output.name}: {how[1]}"))
         if not offered:
             # A reply that is nothing but a call (a model imitating its earlier turns after the
-            # limit) is reported as one, so the loop can ask once more for a text answer.
-            stray = _stray_calls(text, lambda: f"call_{next(self._ids)}")
-            yield Completion(text or None, stray, result.usage, result.finish_reason, result.events)
+            # limit) is reported as one, so the loop can ask once more for a text answer. With
+            # an output_type the reply is JSON on purpose: it is the answer.
+            stray = () if request.output is not None else _stray_calls(text, lambda: f"call_{next(self._ids)}")
+            yield Completion(text or None, stray, result.usage, result.finish_reason, events)
             return
         choice = request.tool_choice
-        prose, calls = parse_reply(
-            text,
-            offered,
-            # a backend that dropped the constraint (its server refused or ignored it) wrote freely
-            strict=inner.constraint is not None and not any(e.kind == "constraint_dropped" for e in result.events),
-            default_tool=choice if choice in offered else None,
-            new_id=lambda: f"call_{next(self._ids)}",
-        )
+        calls: tuple[ToolCall, ...]
+        if request.output is not None and not _looks_like_call(text, offered):
+            prose, calls = text.strip() or None, ()  # the answer: a JSON value, checked by the loop
+        else:
+            prose, calls = parse_reply(
+                text,
+                offered,
+                # a backend that dropped the constraint (its server refused or ignored it) wrote freely
+                strict=inner.constraint is not None and not any(e.kind == "constraint_dropped" for e in result.events),
+                default_tool=choice if choice in offered else None,
+                new_id=lambda: f"call_{next(self._ids)}",
+            )
         if not calls:
             assert gate is not None
             rest = gate.rest()
             if rest:
                 yield TextChunk(rest)
-            yield Completion(prose, (), result.usage, result.finish_reason, result.events)
+            yield Completion(prose, (), result.usage, result.finish_reason, events)
             return
         for i, c in enumerate(calls):
             raw = json.dumps(c.arguments, ensure_ascii=False) if c.arguments is not None else (c.raw_arguments or "")
             yield ToolCallChunk(i, c.id, c.name, raw)
-        yield Completion(prose, calls, result.usage, "tool_calls", result.events)
+        yield Completion(prose, calls, result.usage, "tool_calls", events)
 
     def __repr__(self) -> str:
         return f"UnTooled({self.inner!r})"
+
+
+def _text_schema(spec: Any) -> dict[str, Any] | None:
+    """The schema a text model writes its answer in: a scalar is wrapped in ``{"value": ...}``.
+
+    A bare number gives a small model nothing to end on (measured: SmolLM2 wrote a number of
+    500 digits); inside an object the closing brace ends it. Lists stay bare: wrapped, SmolLM2
+    repeated the last record until the item limit, bare it stopped after the third of three.
+    """
+    if spec is None:
+        return None
+    schema: dict[str, Any] = spec.schema
+    return schema if schema.get("type") in ("object", "array") else spec.wire_schema
+
+
+def _looks_like_call(text: str, offered: Sequence[str]) -> bool:
+    """Whether a reply that may also be a structured answer is a tool call: it names an offered tool."""
+    value, err = load_json(text.strip()) if text.strip()[:1] in "{[" else (None, "prose")
+    if err is not None:
+        return bool(_CALL_NAME.search(text)) and any(f'"{n}"' in text for n in offered)
+    items = value if isinstance(value, list) else [value]
+    return bool(items) and all(isinstance(v, dict) and v.get("name") in offered and "arguments" in v for v in items)
+
+
+_CALL_NAME = re.compile(r'"name"\s*:\s*"[\w-]+"\s*,\s*"arguments"')
 
 
 def _last_results(request: Request) -> tuple[str, ...]:

@@ -1,0 +1,199 @@
+"""Tool parameter schemas from signatures, pydantic included: snapshot-tested, defaults valid.
+
+The snapshots live in tests/snapshots/tool_schemas.json; after a deliberate change rewrite
+them with ``UPDATE_SNAPSHOTS=1 pytest tests/test_tool_schemas.py``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Literal, Optional, TypedDict
+
+import jsonschema
+import pytest
+from pydantic import BaseModel, Field, field_validator
+
+from agentnb import Agent, tool
+from agentnb.events import ToolFinished, ValidationResult
+from agentnb.testing import ScriptedProvider, call
+from agentnb.tools import Tool, ToolContext
+
+SNAPSHOTS = Path(__file__).parent / "snapshots" / "tool_schemas.json"
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class Address(BaseModel):
+    street: str
+    zip: str = Field(pattern=r"^\d{5}$", description="five digits")
+
+
+class Person(BaseModel):
+    """A person to register."""
+
+    name: str = Field(description="full name")
+    age: int = Field(ge=0, le=150)
+    address: Address | None = None
+    color: Color = Color.RED
+
+    @field_validator("name")
+    @classmethod
+    def capitalised(cls, v: str) -> str:
+        if not v[:1].isupper():
+            raise ValueError("must start with a capital letter")
+        return v
+
+
+@dataclasses.dataclass
+class Team:
+    """A team."""
+
+    title: str
+    lead: Person
+    members: list[Person] = dataclasses.field(default_factory=list)
+
+
+class Point(TypedDict):
+    x: float
+    y: float
+
+
+SEEN: list[object] = []
+
+
+@tool
+def register(person: Person, note: str = "") -> str:
+    """Register a person."""
+    SEEN.append(person)
+    return f"registered {person.name}"
+
+
+@tool
+def optionals(
+    counts: dict[str, int] | None = None,
+    tags: Optional[list[str]] = None,  # noqa: UP045 - the spelling users write
+    limit: int | None = None,
+    color: Color = Color.BLUE,
+    level: Level = Level.HIGH,
+    mode: Literal["fast", "slow"] = "fast",
+) -> str:
+    """Every kind of optional parameter."""
+    SEEN.append((counts, tags, limit, color, level, mode))
+    return "ok"
+
+
+@tool
+def fields(
+    n: int = Field(3, ge=1, le=5, description="how many"),
+    ratio: Annotated[float, Field(gt=0, lt=1)] = 0.5,
+    name: str = Field(description="who"),
+) -> str:
+    """pydantic Field as defaults and in Annotated."""
+    SEEN.append((n, ratio, name))
+    return "ok"
+
+
+@tool
+def nested(team: Team, points: list[Point], lookup: dict[str, Person] | None = None) -> str:
+    """Models nested in dataclasses, lists and dicts."""
+    SEEN.append((team, points, lookup))
+    return "ok"
+
+
+TOOLS = [register, optionals, fields, nested]
+
+
+def test_schemas_match_the_snapshots() -> None:
+    got = {t.name: t.parameters for t in TOOLS}
+    if os.environ.get("UPDATE_SNAPSHOTS") or not SNAPSHOTS.exists():
+        SNAPSHOTS.write_text(json.dumps(got, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert got == json.loads(SNAPSHOTS.read_text(encoding="utf-8"))
+
+
+def _properties(schema: object):  # type: ignore[no-untyped-def]
+    """Every (property schema) anywhere in a schema."""
+    if isinstance(schema, dict):
+        yield from (schema.get("properties") or {}).values()
+        for v in schema.values():
+            yield from _properties(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            yield from _properties(v)
+
+
+@pytest.mark.parametrize("t", TOOLS, ids=lambda t: t.name)
+def test_every_default_validates_against_its_own_schema(t: Tool) -> None:
+    checked = 0
+    for prop in _properties(t.parameters):
+        if isinstance(prop, dict) and "default" in prop:
+            jsonschema.validate(prop["default"], {k: v for k, v in prop.items() if k != "default"})
+            checked += 1
+    assert checked or t.name == "register" or t.name == "nested"
+
+
+def test_optional_and_enum_defaults() -> None:
+    props = optionals.parameters["properties"]
+    assert props["counts"]["default"] is None and optionals.validate({"counts": None}) == []
+    assert props["color"] == {"type": "string", "enum": ["red", "blue"], "default": "blue"}
+    assert props["level"]["default"] == 2
+    assert optionals.parameters.get("required") is None
+    SEEN.clear()
+    optionals.fn(**optionals.prepare({"color": "red", "level": 1}, ToolContext("c", "optionals", 0)))
+    assert SEEN[-1][3] is Color.RED and SEEN[-1][4] is Level.LOW
+
+
+def test_field_defaults_and_bounds() -> None:
+    props = fields.parameters["properties"]
+    assert props["n"] == {"default": 3, "description": "how many", "maximum": 5, "minimum": 1, "type": "integer"}
+    assert props["ratio"]["exclusiveMinimum"] == 0 and fields.parameters["required"] == ["name"]
+    assert fields.validate({"name": "a", "n": 9}) == ["n: 9 is greater than the maximum of 5"]
+    SEEN.clear()
+    fields.fn(**fields.prepare({"name": "a"}, ToolContext("c", "fields", 0)))
+    assert SEEN[-1] == (3, 0.5, "a")  # the Field's default, not the FieldInfo object
+
+
+def test_pydantic_instances_are_built_before_the_tool_runs() -> None:
+    SEEN.clear()
+    arguments = {
+        "team": {"title": "T", "lead": {"name": "Ann", "age": 40}, "members": [{"name": "Bo", "age": 3}]},
+        "points": [{"x": 1, "y": 2}],
+        "lookup": {"k": {"name": "Cy", "age": 9, "address": {"street": "Main", "zip": "12345"}}},
+    }
+    assert nested.validate(arguments) == []
+    nested.fn(**nested.prepare(arguments, ToolContext("c", "nested", 0)))
+    team, points, lookup = SEEN[-1]
+    assert isinstance(team, Team) and isinstance(team.lead, Person) and isinstance(team.members[0], Person)
+    assert points == [{"x": 1, "y": 2}]
+    assert isinstance(lookup["k"], Person) and isinstance(lookup["k"].address, Address)
+
+
+def test_pydantic_errors_go_back_to_the_model() -> None:
+    SEEN.clear()
+    model = ScriptedProvider(
+        [
+            call("register", person={"name": "ann", "age": 30}),  # the validator refuses it
+            call("register", person={"name": "Ann", "age": 30, "address": {"street": "x", "zip": "12"}}),
+            call("register", person={"name": "Ann", "age": 30}),
+            "done",
+        ]
+    )
+    result = Agent(model, tools=[register]).run("register Ann, 30")
+    checks = [e for e in result.events if isinstance(e, ValidationResult)]
+    assert "capital letter" in " ".join(checks[0].errors) and checks[0].errors[0].startswith("person.name")
+    assert "person.address.zip" in " ".join(checks[1].errors) or "address.zip" in " ".join(checks[1].errors)
+    assert checks[2].ok
+    assert [e.result for e in result.events if isinstance(e, ToolFinished)] == ["registered Ann"]
+    assert isinstance(SEEN[-1], Person) and SEEN[-1].color is Color.RED
+    assert "capital letter" in result.messages[2].content  # the model read why
