@@ -181,6 +181,8 @@ class ToolFinished(_EventBase):
     result: str
     error: str | None
     duration: float
+    #: Structured data the tool returned beside its text (an MCP tool's ``structuredContent``).
+    structured: Any = None
     kind: Literal["tool_finished"] = "tool_finished"
 
 

@@ -333,7 +333,8 @@ def _limit(tool: Tool, default: int | None) -> int | None:
 
 
 def _finished(depth: int, p: _Exec) -> ToolFinished:
-    return ToolFinished(depth, p.call.id, p.call.name, p.result, p.error, p.duration)
+    structured = p.ctx.structured if p.ctx is not None else None
+    return ToolFinished(depth, p.call.id, p.call.name, p.result, p.error, p.duration, structured)
 
 
 async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threaded: bool) -> _Exec:

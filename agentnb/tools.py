@@ -74,7 +74,7 @@ class ToolContext:
     'report (call call_1)'
     """
 
-    __slots__ = ("call_id", "name", "depth", "images", "direct")
+    __slots__ = ("call_id", "name", "depth", "images", "direct", "structured")
 
     def __init__(self, call_id: str, name: str, depth: int) -> None:
         self.call_id = call_id
@@ -82,6 +82,9 @@ class ToolContext:
         self.depth = depth
         self.images: list[Image] = []
         self.direct = False
+        #: Machine-readable data that came with the result (an MCP tool's ``structuredContent``),
+        #: kept on the ``ToolFinished`` event and in the transcript; the model reads the text.
+        self.structured: Any = None
 
     def attach_image(self, image: Any, mime: str = "image/png") -> None:
         """Queue an image (PNG/JPEG bytes or a PIL image) for the model's next turn."""

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from agentnb import Agent, tool
+from agentnb import Agent, load_transcript, tool
 from agentnb.errors import ToolDefinitionError, UserError
 from agentnb.events import AttachmentAdded, ToolFinished, ToolStarted, ValidationResult
 from agentnb.mcp import MCPError, MCPServer
@@ -143,7 +143,7 @@ def test_include_and_prefix(demo):
 # -- calls ---------------------------------------------------------------------------------
 
 
-def test_text_image_error_and_structured_results_reach_the_model(demo):
+def test_text_image_error_and_structured_results_reach_the_model(demo, tmp_path):
     model = ScriptedProvider(
         [
             call("echo", text="hi"),
@@ -170,6 +170,13 @@ def test_text_image_error_and_structured_results_reach_the_model(demo):
     assert {e.source for e in started} == {"mcp:demo_server"}
     invalid = [e for e in result.events if isinstance(e, ValidationResult) and e.errors]
     assert invalid and invalid[0].name == "add"
+    # structuredContent is kept beside the text, on the event and through a saved transcript.
+    (weather,) = [e for e in result.events if isinstance(e, ToolFinished) and e.name == "weather"]
+    assert weather.structured["temp_c"] == 12 and weather.structured["city"] == "Oslo"
+    path = tmp_path / "run.json"
+    result.save(path)
+    (again,) = [e for e in load_transcript(path).events if isinstance(e, ToolFinished) and e.name == "weather"]
+    assert again.structured == weather.structured
 
 
 def test_structured_content_is_the_result_when_there_is_no_text(demo):

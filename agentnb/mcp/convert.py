@@ -56,8 +56,9 @@ def result_text(result: Any, ctx: ToolContext | None) -> str:
     """The text the model reads for a ``CallToolResult``; images are attached through ``ctx``.
 
     Text blocks are the result. Image blocks (and image blobs) are attached, so the model sees
-    them on its next turn and the trace widget shows them. ``structuredContent`` is the result
-    when the server sent no text (servers are asked to send both). An ``isError`` result raises
+    them on its next turn and the trace widget shows them. ``structuredContent`` is kept
+    (``ToolFinished.structured``, saved with the transcript) and is the result's text when the
+    server sent no text (servers are asked to send both). An ``isError`` result raises
     :class:`MCPToolError` with the server's text, which the model reads.
     """
     parts: list[str] = []
@@ -83,8 +84,11 @@ def result_text(result: Any, ctx: ToolContext | None) -> str:
             else:
                 parts.append(f"[binary resource {res.uri} ({res.mime_type or 'unknown type'})]")
     structured = result.structured_content
-    if structured is not None and not has_text:
-        parts.append(json.dumps(structured, ensure_ascii=False))
+    if structured is not None:
+        if ctx is not None:
+            ctx.structured = structured  # kept on the ToolFinished event and in the transcript
+        if not has_text:
+            parts.append(json.dumps(structured, ensure_ascii=False))
     text = "\n".join(parts)
     if result.is_error:
         raise MCPToolError(text or "the server reported an error and gave no message")
