@@ -151,7 +151,7 @@ class AssistantMessage:
     content: str | None
     tool_calls: tuple[ToolCall, ...] = ()
     role: Literal["assistant"] = "assistant"
-    reasoning: tuple[dict[str, JSON], ...] = ()
+    reasoning: tuple[dict[str, JSON], ...] = field(default=(), repr=False)  # opaque: never shown
 
     def to_dict(self) -> dict[str, JSON]:
         d: dict[str, JSON] = {"role": "assistant", "content": self.content}
