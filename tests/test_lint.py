@@ -36,6 +36,7 @@ CORE = [
     "agentnb/validate.py",
     "agentnb/providers/__init__.py",
     "agentnb/providers/base.py",
+    "agentnb/providers/sdk_client.py",
 ]
 
 

@@ -63,6 +63,7 @@ CORE_MODULES = [
     "agentnb.rendering",
     "agentnb.providers",
     "agentnb.providers.base",
+    "agentnb.providers.sdk_client",
     "agentnb.providers.hf.constraint",
     "agentnb.providers.hf.steer",
     "agentnb.result",

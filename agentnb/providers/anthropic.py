@@ -16,10 +16,8 @@ AnthropicProvider('claude-sonnet-4-5')
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -36,6 +34,7 @@ from agentnb.messages import AssistantMessage, Image, SystemMessage, ToolMessage
 from agentnb.output import FINAL_TOOL, answer_from_final_tool, final_tool_description
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk, ToolCallChunk
 from agentnb.providers.openai import _cause, _Secret, _server_message, _without_userinfo
+from agentnb.providers.sdk_client import LoopBoundClient, sdk_options
 
 __all__ = ["AnthropicProvider"]
 
@@ -96,8 +95,7 @@ class AnthropicProvider(Provider):
         self.timeout = timeout
         self.settings = dict(settings or {})
         self._client_options = client_options
-        self._client: Any = None
-        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        self._clients = LoopBoundClient(self._make_client)
 
     def __repr__(self) -> str:
         if self.base_url is None:
@@ -106,30 +104,22 @@ class AnthropicProvider(Provider):
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the current client (optional; a new one opens on use)."""
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+        await self._clients.aclose()
 
     @property
     def client(self) -> Any:
         """The ``anthropic.AsyncAnthropic`` client for the running event loop (one per loop)."""
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if self._client is None or (self._client_loop is not None and self._client_loop() is not loop):
-            sdk = _sdk()
-            options = dict(self._client_options)
-            options.setdefault("http_client", sdk.DefaultAsyncHttpxClient())  # see OpenAIProvider.client
-            self._client = sdk.AsyncAnthropic(
-                api_key=self._key.value,
-                base_url=self.base_url,
-                max_retries=self.max_retries,
-                timeout=self.timeout,
-                **options,
-            )
-            self._client_loop = weakref.ref(loop) if loop is not None else None
-        return self._client
+        return self._clients.get()
+
+    def _make_client(self) -> Any:
+        sdk = _sdk()
+        return sdk.AsyncAnthropic(
+            api_key=self._key.value,
+            base_url=self.base_url,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            **sdk_options(sdk, self._client_options),
+        )
 
     # -- request ------------------------------------------------------------------------
 

@@ -17,10 +17,8 @@ OpenAIProvider('qwen2.5', base_url='http://localhost:11434/v1')
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import os
-import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
@@ -59,6 +57,7 @@ from agentnb.providers.openai_wire import (
     parse_completion,
     to_openai,
 )
+from agentnb.providers.sdk_client import LoopBoundClient, sdk_options
 from agentnb.providers.untooled.envelope import AnswerStream, looks_constrained, unwrap
 
 __all__ = ["OpenAIProvider", "parse_completion", "to_openai"]
@@ -170,11 +169,10 @@ class OpenAIProvider(RoutedSending, Provider):
         self.output_mode = output_mode
         self._output_note = ""  # why output_mode changed, for the next OutputMode event
         self._client_options = client_options
-        self._client: Any = None
+        self._clients = LoopBoundClient(self._make_client)
         # Messages are immutable and a run's transcript only grows, so each one is converted
         # once: id -> (message, wire form). Keeping the message alive keeps its id unique.
         self._wire: dict[int, tuple[Message, dict[str, Any]]] = {}
-        self._client_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
 
     def __repr__(self) -> str:
         extra = ", api='responses'" if self.api == "responses" else ""
@@ -186,39 +184,24 @@ class OpenAIProvider(RoutedSending, Provider):
 
     async def aclose(self) -> None:
         """Close the HTTP connections of the current client (optional; a new one opens on use)."""
-        if self._client is not None:
-            client, self._client = self._client, None
-            await client.close()
+        await self._clients.aclose()
 
     # -- the client ---------------------------------------------------------------------
 
     @property
     def client(self) -> Any:
-        """The ``openai.AsyncOpenAI`` client for the running event loop.
+        """The ``openai.AsyncOpenAI`` client for the running event loop (one per loop; see :mod:`.sdk_client`)."""
+        return self._clients.get()
 
-        An HTTP connection pool belongs to the event loop that opened it, and ``Agent.run``
-        drives each run on a fresh loop outside Jupyter, so a new loop gets a new client.
-        """
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        if self._client is None or (self._client_loop is not None and self._client_loop() is not loop):
-            sdk = _sdk()
-            options = dict(self._client_options)
-            # The SDK's own HTTP client schedules its close on whatever loop is running when it
-            # is garbage-collected: a client left behind by a finished Agent.run would then fail
-            # noisily ("Event loop is closed") inside the next run. The plain one does not.
-            options.setdefault("http_client", sdk.DefaultAsyncHttpxClient())
-            self._client = sdk.AsyncOpenAI(
-                api_key=self._key.value,
-                base_url=self.base_url,
-                max_retries=self.max_retries,
-                timeout=self.timeout,
-                **options,
-            )
-            self._client_loop = weakref.ref(loop) if loop is not None else None
-        return self._client
+    def _make_client(self) -> Any:
+        sdk = _sdk()
+        return sdk.AsyncOpenAI(
+            api_key=self._key.value,
+            base_url=self.base_url,
+            max_retries=self.max_retries,
+            timeout=self.timeout,
+            **sdk_options(sdk, self._client_options),
+        )
 
     # -- request ------------------------------------------------------------------------
 
