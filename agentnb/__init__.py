@@ -41,7 +41,6 @@ from agentnb.messages import (
 )
 from agentnb.printer import TextPrinter
 from agentnb.providers import Provider, get_provider
-from agentnb.providers.untooled import UnTooled
 from agentnb.result import RunResult
 from agentnb.tools import Tool, ToolContext, ToolExample, tool
 
@@ -81,6 +80,15 @@ __all__ = [
     "load_transcript",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # UnTooled (and its prompt template) loads on first use, keeping `import agentnb` light.
+    if name == "UnTooled":
+        from agentnb.providers.untooled import UnTooled
+
+        return UnTooled
+    raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 
 def load_transcript(path: str | os.PathLike[str]) -> RunResult:

@@ -31,7 +31,6 @@ from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished, RunStarted
 from agentnb.loop import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, run_loop
 from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
-from agentnb.output import output_spec
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
 from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
@@ -123,7 +122,7 @@ class Agent:
         self.max_result_chars = max_result_chars
         if not isinstance(max_output_retries, int) or max_output_retries < 0:
             raise UserError(f"max_output_retries must be a whole number >= 0, not {max_output_retries!r}")
-        self.output_spec = output_spec(output_type)
+        self.output_spec = _output_spec(output_type) if output_type is not None else None
         self.max_output_retries = max_output_retries
 
     @property
@@ -165,7 +164,7 @@ class Agent:
         ``run_result`` attribute.
         ``output_type`` overrides the agent's for this run.
         """
-        output = output_spec(output_type) if output_type is not None else self.output_spec
+        output = _output_spec(output_type) if output_type is not None else self.output_spec
         # _sink (arun's): events go to this callback instead of being yielded; only the result
         # is yielded. One generator hop less per event, and the same code path.
         state = RunState(self.messages_for(prompt, history))
@@ -420,3 +419,10 @@ def _run_in_thread(make: Callable[[], Awaitable[T]]) -> T:
     if "error" in box:
         raise box["error"]
     return box["result"]  # type: ignore[no-any-return]
+
+
+def _output_spec(output_type: Any) -> Any:
+    # agentnb.output (pydantic adapters, schemas) loads only for runs that ask for a value.
+    from agentnb.output import output_spec
+
+    return output_spec(output_type)

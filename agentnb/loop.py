@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
 from agentnb.errors import ModelBehaviorError
@@ -46,7 +46,6 @@ from agentnb.events import (
 )
 from agentnb.history import MessageView
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
-from agentnb.output import OutputSpec, output_step
 from agentnb.providers.base import Completion, Provider, Request, TextChunk
 from agentnb.toolrun import (
     DEFAULT_MAX_RESULT_CHARS,
@@ -57,6 +56,9 @@ from agentnb.toolrun import (
     exception_text,
 )
 from agentnb.tools import Tool, ToolContext, render_result
+
+if TYPE_CHECKING:
+    from agentnb.output import OutputSpec
 
 ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
 #: What the model reads when it calls a tool where none is offered (after the limit).
@@ -216,6 +218,8 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             # answer is an answer.
             state.stop_reason = "limit" if limited and (state.tool_calls or calls or asked_again) else "answer"
             if cfg.output is not None:  # structured output: validate, maybe ask for a repair
+                from agentnb.output import output_step  # only runs with an output_type
+
                 verdict, check, repair = output_step(
                     cfg.output, state.output, depth, cfg.max_output_retries - state.output_retries
                 )
