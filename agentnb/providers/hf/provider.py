@@ -131,13 +131,13 @@ class TransformersProvider(Provider):
         self.supports_constraints = constrained and importlib.util.find_spec("llguidance") is not None
         self.cache = PrefixCache(model, enabled=prefix_cache)
         self.eos_ids = _eos_ids(model, tokenizer)
-        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        self.vocab_size = _vocab_size(model)
         #: How the last constrained ``auto`` request was decided.
         self.last_decision: Decision | None = None
         self._lock = threading.Lock()
         self._table: TokenTable | None = None
         self._call_tools: tuple[Any, ...] = ()  # the tools the call being decoded may use
-        self._rankings: dict[tuple[tuple[str, ...], str], list[float]] = {}
+        self._rankings: dict[tuple[str, str], float] = {}  # (description, query) -> score
 
     # --- prompt ----------------------------------------------------------------------------
 
@@ -352,8 +352,10 @@ class TransformersProvider(Provider):
         if choice == "none" or not tools:
             return compiler.guide((), "text", output=output)
         single = not constraint.parallel and options.pick_tool_first
-        fits = self._fits(tools, pick) if single and pick is not None else None
         if choice != "auto":
+            # A call is required: only the tools' order matters, so no "no tool" row, and
+            # nothing to rank when one tool is on offer.
+            fits = self._fits(tools, pick, baseline=False) if single and pick and len(tools) > 1 else None
             tools = _best(tools, fits) if single else tools
             picked = tools[0].name if len(tools) == 1 else None
             self.last_decision = Decision("call", None, picked)
@@ -364,14 +366,16 @@ class TransformersProvider(Provider):
             return compiler.guide(tools, "call", parallel=constraint.parallel)
         import torch
 
+        # After tool results answering is the norm (and the request is the same one the tools
+        # already served, so their fit says nothing new): the share alone decides then.
+        by_fit = single and pick and "none" in pick and options.decide_by_fit and not after_results
+        fits = self._fits(tools, pick) if by_fit else None
         probs = torch.softmax(logits.float(), dim=-1)
         call = torch.from_numpy(compiler.guide(tools, "call").allowed()).to(probs.device)
         text = torch.from_numpy(compiler.guide(tools, "text").allowed()).to(probs.device)
         p_call, p_text = float(probs[call].sum()), float(probs[text & ~call].sum())
         share = p_call / (p_call + p_text) if p_call + p_text > 0 else 0.0
-        if after_results or fits is None or not pick or "none" not in pick or not options.decide_by_fit:
-            # After tool results answering is the norm (and the request is the same one the
-            # tools already served, so their fit says nothing new): the share alone decides.
+        if fits is None:
             mode = "call" if share >= options.call_threshold else "text"
             cmp = ">=" if mode == "call" else "<"
             when = "after tool results, " if after_results else ""
@@ -383,6 +387,8 @@ class TransformersProvider(Provider):
             why = verdict.reason
         picked = None
         if mode == "call":
+            if fits is None and single and pick and len(tools) > 1:
+                fits = self._fits(tools, pick, baseline=False)
             tools = _best(tools, fits) if single else tools
             picked = tools[0].name if len(tools) == 1 else None
         self.last_decision = Decision(mode, share, picked)
@@ -403,12 +409,15 @@ class TransformersProvider(Provider):
         # "answer" was weighed as prose; with an output schema the answer is its JSON value.
         return compiler.guide(tools, mode, parallel=constraint.parallel, output=output)
 
-    def _fits(self, tools: Sequence[Any], pick: dict[str, Any]) -> dict[str, float] | None:
-        """Each tool's fit to the request against no tool's, per request token (see :mod:`.decide`)."""
+    def _fits(self, tools: Sequence[Any], pick: dict[str, Any], baseline: bool = True) -> dict[str, float] | None:
+        """Each tool's fit to the request against no tool's, per request token (see :mod:`.decide`).
+
+        ``baseline=False`` leaves the "no tool" row out (the fits are then relative to 0).
+        """
         prompts = pick["prompts"]
         if any(t.name not in prompts for t in tools):
             return None
-        none = pick.get("none")
+        none = pick.get("none") if baseline else None
         descriptions = [prompts[t.name] for t in tools] + ([none] if none else [])
         scores = self.rank_tools(descriptions, pick["query"])
         baseline = scores[-1] if none else 0.0
@@ -425,9 +434,14 @@ class TransformersProvider(Provider):
         One batched forward pass, outside the prefix cache; the scores are remembered, so the
         later steps of a run (same request, same tools) do not pay for it again.
         """
-        key = (tuple(descriptions), query)
-        if key in self._rankings:
-            return self._rankings[key]
+        missing = [d for d in dict.fromkeys(descriptions) if (d, query) not in self._rankings]
+        if missing:
+            if len(self._rankings) + len(missing) > 256:
+                self._rankings.clear()
+            self._rankings.update(zip(((d, query) for d in missing), self._score(missing, query), strict=True))
+        return [self._rankings[d, query] for d in descriptions]
+
+    def _score(self, descriptions: Sequence[str], query: str) -> list[float]:
         import torch
 
         tok = self.tokenizer
@@ -440,11 +454,7 @@ class TransformersProvider(Provider):
         with torch.inference_mode():
             logits = self.model(input_ids=batch, use_cache=False).logits.float()
         logprobs = torch.log_softmax(logits[:, :-1], dim=-1).gather(2, batch[:, 1:].unsqueeze(-1)).squeeze(-1)
-        scores = [float(logprobs[i, len(head) - 1 : len(head) + len(asked) - 1].sum()) for i, head in enumerate(heads)]
-        if len(self._rankings) >= 64:
-            self._rankings.clear()
-        self._rankings[key] = scores
-        return scores
+        return [float(logprobs[i, len(head) - 1 : len(head) + len(asked) - 1].sum()) for i, head in enumerate(heads)]
 
     def _decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
@@ -492,6 +502,12 @@ def _fold_system(chat: list[dict[str, str]]) -> list[dict[str, str]]:
     if rest and rest[0]["role"] == "user":
         return [{"role": "user", "content": f"{system}\n\n{rest[0]['content']}"}, *rest[1:]]
     return [{"role": "user", "content": system}, *rest]
+
+
+def _vocab_size(model: Any) -> int:
+    """The number of logits the model gives (a quantized head's weight is a method)."""
+    weight = model.get_output_embeddings().weight
+    return int((weight() if callable(weight) else weight).shape[0])
 
 
 def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
