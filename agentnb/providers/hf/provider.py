@@ -319,7 +319,12 @@ class TransformersProvider(Provider):
 
             names = named_optionals(self._call_tools[0].parameters, source)
             named = NamedOptionals(names, table, options.copy_bias) if names else None
-        return Steering(table, bias, named)
+        repeats = None
+        if options.copy_bias:
+            from agentnb.providers.hf.lists import RepeatedItems
+
+            repeats = RepeatedItems(source, table, options.copy_bias)
+        return Steering(table, bias, named, repeats)
 
     def _grounding(self, guide: Any, options: GenerationOptions, results: Sequence[str]) -> Grounding | None:
         """The result bias for prose after tool results (:mod:`agentnb.providers.hf.ground`)."""
