@@ -37,6 +37,7 @@ def items(split: str, limit: int | None = None) -> list[tuple[str, str, str, lis
         "tasks": [(t["id"], t["query"], data["tools"], t["expected"]) for t in data["tasks"]],
         "fc": [(c["id"], c["query"], c["functions"], c["expected"]) for c in scoring.load_fc_cases()],
         "more": [(c["id"], c["query"], c["functions"], c["expected"]) for c in scoring.load_more_cases()],
+        "decision": [(c["id"], c["query"], c["functions"], c["expected"]) for c in scoring.load_decision_cases()],
     }
     out = []
     for name, rows in sets.items():
