@@ -25,6 +25,10 @@ the near misses (a circle's area asked with only a circle-circumference tool off
 the hard part: the tool's description explains such a request about as well as a request it
 serves.
 
+Measured with ``benchmarks/call_decision.py`` on the held-out half (209 requests): a call on
+86% of the requests that need a tool (115/134) and text on 84% of those no tool fits (63/75);
+the weights before (0.5/5.0/1.0, "no function fits" as the no-tool text): 92% and 72%.
+
 >>> d = decide(share=0.02, fits={"get_weather": 0.9, "add": -0.2})
 >>> d.action, d.tool_ranking[0][0]
 ('call', 'get_weather')
