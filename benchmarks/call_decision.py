@@ -3,9 +3,10 @@
 For every request of benchmarks/data (tasks.json, fc_cases.json, more_cases.json), the two
 measurements the provider makes before it writes anything (the first token's call share, and
 each tool's fit to the request against no tool; see agentnb/providers/hf/decide.py), then the
-decision with the default weights and, for comparison, the call share alone at 0.0015 (the rule
-before). Printed per half (even = tuning, odd = held out): the share of requests that need a
-tool that get a call, and of requests no offered tool fits that get text.
+decision with the default weights and, for comparison, the rule before it (weights 0.5/5.0/1.0
+against the older "no function fits" text) and the call share alone at 0.0015 (the first rule).
+Printed per half (even = tuning, odd = held out), over all sets and per set: the share of
+requests that need a tool that get a call, and of requests no offered tool fits that get text.
 
     .venv/bin/python benchmarks/call_decision.py [--split odd] [--jsonl rows.jsonl]
 """
@@ -37,6 +38,7 @@ def items(split: str, limit: int | None = None) -> list[tuple[str, str, str, lis
         "tasks": [(t["id"], t["query"], data["tools"], t["expected"]) for t in data["tasks"]],
         "fc": [(c["id"], c["query"], c["functions"], c["expected"]) for c in scoring.load_fc_cases()],
         "more": [(c["id"], c["query"], c["functions"], c["expected"]) for c in scoring.load_more_cases()],
+        "decision": [(c["id"], c["query"], c["functions"], c["expected"]) for c in scoring.load_decision_cases()],
     }
     out = []
     for name, rows in sets.items():
@@ -45,6 +47,18 @@ def items(split: str, limit: int | None = None) -> list[tuple[str, str, str, lis
             if split in ("all", half):
                 out.append((name, ident, query, functions, expected is not None, half))
     return out
+
+
+#: The ``[[pick_none]]`` text before decision_cases.json, for the previous rule's figures.
+PREVIOUS_NONE = 'Function: none\nDescription: No function fits; the assistant answers in plain text.\nExample request for this function: "'
+
+
+def previous_fits(provider, layer: UnTooled, query: str, functions: list) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Each tool's fit against the previous "no tool" text (the tools' scores come from the cache)."""
+    tools = [make_tool(f) for f in functions]
+    pick = layer.inner_request(Request([UserMessage(query)], tools, "auto")).settings["untooled_pick"]
+    fits = provider._fits(tools, {**pick, "none": PREVIOUS_NONE})
+    return dict(fits or {})
 
 
 def measure(provider, layer: UnTooled, query: str, functions: list) -> tuple[float, dict[str, float]]:  # type: ignore[no-untyped-def]
@@ -78,25 +92,28 @@ def main() -> None:
         share, fits = measure(provider, layer, query, functions)
         row = {"set": name, "id": ident, "half": half, "need": need, "share": share, "fits": fits}
         row["new"] = decide(share, fits).action == "call"
+        previous = previous_fits(provider, layer, query, functions)
+        row["previous"] = decide(share, previous, share_weight=0.5, fit_weight=5.0, bias=1.0).action == "call"
         row["old"] = share >= 0.0015
         rows.append(row)
         if args.jsonl:
             with args.jsonl.open("a") as f:
                 f.write(json.dumps(row) + "\n")
     for half in ("even", "odd"):
-        part = [r for r in rows if r["half"] == half]
-        if not part:
-            continue
-        need = [r for r in part if r["need"]]
-        none = [r for r in part if not r["need"]]
-        for rule in ("new", "old"):
-            called = sum(r[rule] for r in need)
-            text = sum(not r[rule] for r in none)
-            print(
-                f"{half:4s} {rule}: need a tool -> call {called}/{len(need)} "
-                f"({100 * called / max(1, len(need)):.0f}%)  no tool fits -> text {text}/{len(none)} "
-                f"({100 * text / max(1, len(none)):.0f}%)"
-            )
+        for name in ("all", "tasks", "fc", "more", "decision"):
+            part = [r for r in rows if r["half"] == half and name in ("all", r["set"])]
+            if not part:
+                continue
+            need = [r for r in part if r["need"]]
+            none = [r for r in part if not r["need"]]
+            for rule in ("new", "previous", "old"):
+                called = sum(r[rule] for r in need)
+                text = sum(not r[rule] for r in none)
+                print(
+                    f"{half:4s} {name:8s} {rule:8s}: need a tool -> call {called}/{len(need)} "
+                    f"({100 * called / max(1, len(need)):.0f}%)  no tool fits -> text {text}/{len(none)} "
+                    f"({100 * text / max(1, len(none)):.0f}%)"
+                )
     print(f"(load average {os.getloadavg()[0]:.1f})")
 
 

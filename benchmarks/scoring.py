@@ -101,6 +101,16 @@ def load_more_cases() -> list[dict[str, Any]]:
     return json.loads((DATA_DIR / "more_cases.json").read_text(encoding="utf-8"))["cases"]
 
 
+def load_decision_cases() -> list[dict[str, Any]]:
+    """Call-or-answer cases (``decision_cases.json``): half need a function, half no offered one fits.
+
+    >>> cases = load_decision_cases()
+    >>> sum(c["expected"] is None for c in cases) >= 80 and sum(c["expected"] is not None for c in cases) >= 80
+    True
+    """
+    return json.loads((DATA_DIR / "decision_cases.json").read_text(encoding="utf-8"))["cases"]
+
+
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 

@@ -27,6 +27,7 @@ naive = _load("naive_baseline")
 TASKS = scoring.load_tasks()
 CASES = scoring.load_fc_cases()
 MORE = scoring.load_more_cases()
+DECISION = scoring.load_decision_cases()
 TOOLS = TASKS["tools"]
 
 
@@ -34,7 +35,7 @@ def _items():
     """(id, functions, expected) for every request in both data files."""
     for task in TASKS["tasks"]:
         yield task["id"], TOOLS, task["expected"]
-    for case in [*CASES, *MORE]:
+    for case in [*CASES, *MORE, *DECISION]:
         yield case["id"], case["functions"], case["expected"]
 
 
@@ -63,6 +64,23 @@ def test_the_larger_set_has_every_kind_and_enough_agent_tasks() -> None:
     assert len(agent) >= 50 and len({t["query"] for t in agent}) == len(agent)
 
 
+def test_the_decision_set_has_enough_of_both_sides_in_each_half() -> None:
+    kinds = {"near", "chat", "knowledge", "math"}
+    assert all((c["expected"] is None) == (c["category"] == "no_tool") for c in DECISION)
+    assert {c["kind"] for c in DECISION if c["expected"] is None} == kinds
+    for half in (DECISION[0::2], DECISION[1::2]):
+        assert sum(c["expected"] is None for c in half) >= 35
+        assert sum(c["expected"] is not None for c in half) >= 35
+    for case in DECISION:
+        names = [f["name"] for f in case["functions"]]
+        assert 1 <= len(names) <= 4 and len(names) == len(set(names))
+        if case["expected"] is not None:
+            assert case["category"] == ("simple" if len(names) == 1 else "multiple"), case["id"]
+    # no request repeats one of the older sets
+    older = {t["query"].casefold() for t in TASKS["tasks"]} | {c["query"].casefold() for c in [*CASES, *MORE]}
+    assert not older & {c["query"].casefold() for c in DECISION}
+
+
 def test_ids_and_queries_are_unique() -> None:
     ids = [i for i, _, _ in _items()]
     assert len(ids) == len(set(ids))
@@ -80,7 +98,7 @@ def test_few_shot_examples_are_not_test_requests() -> None:
 
 
 def test_tool_sets_are_well_formed() -> None:
-    functions = [*TOOLS, *(f for c in CASES for f in c["functions"])]
+    functions = [*TOOLS, *(f for c in [*CASES, *DECISION] for f in c["functions"])]
     for fn in functions:
         assert fn["name"] and fn["description"], fn
         jsonschema.Draft202012Validator.check_schema(fn["parameters"])

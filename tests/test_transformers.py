@@ -311,3 +311,13 @@ def test_picking_the_tool_first_narrows_the_call(provider: TransformersProvider)
         request = Request([UserMessage("x")], settings=settings, constraint=OutputConstraint(TOOLS, "required"))
         names.add(json.loads(ask(provider, request).text or "")["name"])
     assert names == {t.name for t in TOOLS}
+
+
+def test_rank_tools_cache_stays_bounded_and_answers_when_full(provider: TransformersProvider) -> None:
+    heads = [f"Function: f{i}\nRequest: " for i in range(3)]
+    first = provider.rank_tools(heads[:2], "weather in Oslo")
+    # a full cache is emptied before new scores go in; the scores known before still answer
+    provider._rankings.update({(f"filler {i}", "other"): 0.0 for i in range(256 - len(provider._rankings))})
+    again = provider.rank_tools(heads, "weather in Oslo")
+    assert again[:2] == pytest.approx(first) and len(again) == 3
+    assert len(provider._rankings) <= 256

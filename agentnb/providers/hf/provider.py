@@ -439,12 +439,14 @@ class TransformersProvider(Provider):
         One batched forward pass, outside the prefix cache; the scores are remembered, so the
         later steps of a run (same request, same tools) do not pay for it again.
         """
-        missing = [d for d in dict.fromkeys(descriptions) if (d, query) not in self._rankings]
+        known = {d: self._rankings[d, query] for d in descriptions if (d, query) in self._rankings}
+        missing = [d for d in dict.fromkeys(descriptions) if d not in known]
         if missing:
-            if len(self._rankings) + len(missing) > 256:
+            known.update(zip(missing, self._score(missing, query), strict=True))
+            if len(self._rankings) + len(missing) > 256:  # bounded: forget the older requests
                 self._rankings.clear()
-            self._rankings.update(zip(((d, query) for d in missing), self._score(missing, query), strict=True))
-        return [self._rankings[d, query] for d in descriptions]
+            self._rankings.update(((d, query), known[d]) for d in missing)
+        return [known[d] for d in descriptions]
 
     def _score(self, descriptions: Sequence[str], query: str) -> list[float]:
         import torch
