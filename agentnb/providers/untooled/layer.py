@@ -55,6 +55,7 @@ from agentnb.providers.base import (
     collect,
 )
 from agentnb.providers.untooled.parse import load_json, parse_reply
+from agentnb.providers.untooled.repair import repair_calls
 from agentnb.tools import Tool
 
 TEMPLATE_FILE = Path(__file__).with_name("prompt.txt")
@@ -167,6 +168,8 @@ class UnTooled(Provider):
         template: a :class:`PromptTemplate` (default: ``prompt.txt``).
         parallel: tell the model it may answer with a JSON array of calls.
         constrain: set :attr:`Request.constraint` when ``inner`` supports constrained decoding.
+        repair: when a constrained call still fails its tool's schema, ask the model once more
+            with the errors before the loop sees it (:mod:`~agentnb.providers.untooled.repair`).
 
     >>> from agentnb import Agent, UnTooled, tool
     >>> from agentnb.testing import FunctionProvider
@@ -191,12 +194,14 @@ class UnTooled(Provider):
         template: PromptTemplate | None = None,
         parallel: bool = False,
         constrain: bool = True,
+        repair: bool = True,
     ) -> None:
         self.inner = inner
         self.name = f"untooled:{inner.name}"
         self.template = template or default_template()
         self.parallel = parallel
         self.constrain = constrain
+        self.repair = repair
         self.supports_streaming = inner.supports_streaming
         self._ids = itertools.count(1)
 
@@ -371,28 +376,36 @@ class UnTooled(Provider):
             return
         choice = request.tool_choice
         calls: tuple[ToolCall, ...]
+        # a backend that dropped the constraint (its server refused or ignored it) wrote freely
+        parsed_strict = inner.constraint is not None and not any(e.kind == "constraint_dropped" for e in events)
+        usage = result.usage
         if request.output is not None and not _looks_like_call(text, offered):
             prose, calls = text.strip() or None, ()  # the answer: a JSON value, checked by the loop
         else:
             prose, calls = parse_reply(
                 text,
                 offered,
-                # a backend that dropped the constraint (its server refused or ignored it) wrote freely
-                strict=inner.constraint is not None and not any(e.kind == "constraint_dropped" for e in result.events),
+                strict=parsed_strict,
                 default_tool=choice if choice in offered else None,
-                new_id=lambda: f"call_{next(self._ids)}",
+                new_id=self._new_id,
             )
+        if calls and self.repair and parsed_strict:
+            calls, fixes, used = await repair_calls(self, request, inner.messages, text, calls, self._new_id)
+            events, usage = (*events, *fixes), usage + used
         if not calls:
             assert gate is not None
             rest = gate.rest()
             if rest:
                 yield TextChunk(rest)
-            yield Completion(prose, (), result.usage, result.finish_reason, events)
+            yield Completion(prose, (), usage, result.finish_reason, events)
             return
         for i, c in enumerate(calls):
             raw = json.dumps(c.arguments, ensure_ascii=False) if c.arguments is not None else (c.raw_arguments or "")
             yield ToolCallChunk(i, c.id, c.name, raw)
-        yield Completion(prose, calls, result.usage, "tool_calls", events)
+        yield Completion(prose, calls, usage, "tool_calls", events)
+
+    def _new_id(self) -> str:
+        return f"call_{next(self._ids)}"
 
     def __repr__(self) -> str:
         return f"UnTooled({self.inner!r})"
