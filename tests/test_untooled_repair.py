@@ -231,3 +231,35 @@ def test_unconstrained_replies_and_repair_false_are_not_re_asked(server):
     assert not any(isinstance(e, CallRepair) for e in r.events) and CALLED == [0.5]
     assert [bool(e.errors) for e in r.events if isinstance(e, ValidationResult)] == [True, False]
     assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"trials": 10, "p": 0.5}]
+
+
+@tool
+def note(title: str, body: str) -> str:
+    """Save a note.
+
+    Args:
+        title: the note's title
+        body: the note's text
+    """
+    return f"saved {title!r}"
+
+
+def test_a_call_cut_off_by_the_token_limit_is_asked_again_with_short_strings(server):
+    cut = '{"name": "note", "arguments": {"title": "JFK-LAX-2025-17.48.36.99-JFK-LAX-2025'
+    server.script(text(cut), text('{"name": "note", "arguments": {"title": "Trip", "body": "LAX"}}'), text("Saved."))
+    r = Agent(provider(server), [note]).run("Note my trip to LAX")
+    assert r.error is None and r.output == "Saved."
+    fixes = [e for e in r.events if isinstance(e, CallRepair)]
+    assert len(fixes) == 1 and fixes[0].repaired and fixes[0].rejected is None
+    assert "cut off" in fixes[0].errors[0] and "strings of at most 32 characters" in fixes[0].detail
+    schema = server.bodies[1]["response_format"]["json_schema"]["schema"]["properties"]["arguments"]
+    assert schema["properties"]["title"]["maxLength"] == 32 and schema["properties"]["body"]["maxLength"] == 32
+    assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"title": "Trip", "body": "LAX"}]
+
+
+def test_a_raw_newline_inside_a_string_is_read_as_that_character(server):
+    # llama-cpp-python's grammar lets a model write control characters raw inside strings
+    server.script(text('{"name": "note", "arguments": {"title": "a\nb", "body": "x\ty"}}'), text("Saved."))
+    r = Agent(provider(server), [note]).run("Note it")
+    assert r.error is None and not any(isinstance(e, CallRepair) for e in r.events)
+    assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"title": "a\nb", "body": "x\ty"}]

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 
 #: Used when a custom prompt template has no ``[[repair]]`` section.
 DEFAULT_REPAIR = "That call is not valid:\n$errors\nReply with the corrected call to $name, as JSON."
+#: Longest string a re-ask of a call cut off by the token limit may write (if the tool allows).
+SHORT_STRING = 32
 #: Request settings that are hints for one UnTooled step; a re-ask sends none of them.
 _HINTS = ("untooled_after_tool_results", "untooled_results", "untooled_pick")
 
@@ -65,7 +67,12 @@ async def repair_calls(
     usage = Usage()
     for call in calls:
         tool = tools.get(call.name)
-        errors = tool.validate(call.arguments) if tool is not None and call.arguments is not None else []
+        if tool is None:
+            errors = []  # no such tool: the loop lists the real ones
+        elif call.arguments is None:  # cut off by the token limit (a constrained reply is JSON)
+            errors = [f"the call was cut off before its end ({call.parse_error or 'not valid JSON'})"]
+        else:
+            errors = tool.validate(call.arguments)
         if not errors:
             out.append(call)
             continue
@@ -119,12 +126,22 @@ async def _ask_again(
 
 def _narrowed_tool(tool: Tool, arguments: Any) -> tuple[Tool, list[str]]:
     """``tool`` with each argument that broke a bound the server skipped narrowed to values that
-    validate (:func:`~agentnb.providers.untooled.enforce.narrowed`), and notes saying which."""
+    validate (:func:`~agentnb.providers.untooled.enforce.narrowed`), and notes saying which.
+
+    For a call cut off by the token limit (``arguments`` None), every free string gets a
+    ``maxLength`` of :data:`SHORT_STRING`, so the new call has room to end.
+    """
     from agentnb.tools import Tool
 
     props = tool.parameters.get("properties") or {}
     changed: dict[str, Any] = {}
     notes: list[str] = []
+    if arguments is None:
+        for name, spec in props.items():
+            if isinstance(spec, dict) and spec.get("type") == "string" and _free(spec):
+                changed[name] = {**spec, "maxLength": min(spec.get("maxLength", SHORT_STRING), SHORT_STRING)}
+        if changed:
+            notes.append(f"strings of at most {SHORT_STRING} characters")
     for name, value in (arguments or {}).items():
         spec = props.get(name)
         if not isinstance(spec, dict) or _valid(spec, value):
@@ -143,3 +160,8 @@ def _valid(schema: dict[str, Any], value: Any) -> bool:
     import jsonschema
 
     return bool(jsonschema.validators.validator_for(schema)(schema).is_valid(value))
+
+
+def _free(spec: dict[str, Any]) -> bool:
+    """A string whose only limits are lengths that a shorter maximum keeps satisfiable."""
+    return not ({"enum", "const", "pattern", "format"} & spec.keys()) and spec.get("minLength", 0) <= SHORT_STRING
