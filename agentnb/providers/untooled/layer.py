@@ -36,7 +36,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from functools import cache
 from pathlib import Path
 from string import Template
@@ -54,6 +54,7 @@ from agentnb.providers.base import (
     ToolCallChunk,
     collect,
 )
+from agentnb.providers.untooled.gate import ProseGate, stray_calls
 from agentnb.providers.untooled.parse import load_json, parse_reply
 from agentnb.providers.untooled.repair import repair_calls
 from agentnb.tools import Tool
@@ -345,7 +346,7 @@ class UnTooled(Provider):
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         inner = self.inner_request(request)
         offered = [t.name for t in request.tools] if request.tool_choice != "none" else []
-        gate = _ProseGate() if offered else None
+        gate = ProseGate() if offered else None
         result: Completion | None = None
         pieces: list[str] = []
         async for item in self.inner.stream(inner):
@@ -371,7 +372,7 @@ class UnTooled(Provider):
             # A reply that is nothing but a call (a model imitating its earlier turns after the
             # limit) is reported as one, so the loop can ask once more for a text answer. With
             # an output_type the reply is JSON on purpose: it is the answer.
-            stray = () if request.output is not None else _stray_calls(text, lambda: f"call_{next(self._ids)}")
+            stray = () if request.output is not None else stray_calls(text, lambda: f"call_{next(self._ids)}")
             yield Completion(text or None, stray, result.usage, result.finish_reason, events)
             return
         choice = request.tool_choice
@@ -454,52 +455,3 @@ def _add_user(out: list[Message], content: str, join: str = "\n\n") -> None:
         out[-1] = UserMessage(out[-1].content + join + content, out[-1].images)
     else:
         out.append(UserMessage(content.lstrip("\n") if join == "" else content))
-
-
-class _ProseGate:
-    """Lets prose through as it streams, holding back anything that may turn out to be a call."""
-
-    def __init__(self) -> None:
-        self.buffer = ""
-        self.sent = 0
-        self.started = False  # prose has begun (leading whitespace skipped)
-        self.holding = False
-
-    def feed(self, piece: str) -> str:
-        self.buffer += piece
-        if self.holding:
-            return ""
-        s = self.buffer
-        if not self.started:
-            body = s.lstrip()
-            if not body:
-                return ""
-            if body[0] in "{[`":  # the reply may be a call: wait for all of it
-                self.holding = True
-                return ""
-            self.started = True
-            self.sent = len(s) - len(body)
-        stops = [i for i in (s.find("{", self.sent), s.find("```", self.sent)) if i >= 0]
-        if stops:  # a call may follow a preamble
-            self.holding = True
-            end = min(stops)
-        else:
-            end = len(s.rstrip("`"))  # a fence may be starting
-        out = s[self.sent : end]
-        self.sent = max(self.sent, end)
-        return out
-
-    def rest(self) -> str:
-        """What was held back, once the reply turned out to be prose."""
-        out = self.buffer[self.sent :]
-        self.sent = len(self.buffer)
-        return out.rstrip() if self.started else out.strip()
-
-
-def _stray_calls(text: str, new_id: Callable[[], str]) -> tuple[ToolCall, ...]:
-    """The calls a reply consists of when no tools were offered, else ``()``."""
-    stripped = text.strip()
-    if not stripped or stripped[0] not in "{[":
-        return ()
-    _, calls = parse_reply(stripped, [], strict=True, new_id=new_id)
-    return calls if calls and all(c.name and c.arguments is not None for c in calls) else ()
