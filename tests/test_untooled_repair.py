@@ -247,11 +247,12 @@ def note(title: str, body: str) -> str:
 def test_a_call_cut_off_by_the_token_limit_is_asked_again_with_short_strings(server):
     cut = '{"name": "note", "arguments": {"title": "JFK-LAX-2025-17.48.36.99-JFK-LAX-2025'
     server.script(text(cut), text('{"name": "note", "arguments": {"title": "Trip", "body": "LAX"}}'), text("Saved."))
-    r = Agent(provider(server), [note]).run("Note my trip to LAX")
+    r = Agent(provider(server, settings={"max_tokens": 40}), [note]).run("Note my trip to LAX")
     assert r.error is None and r.output == "Saved."
+    assert [b["max_tokens"] for b in server.bodies] == [40, 80, 40]  # room for the whole call, once
     fixes = [e for e in r.events if isinstance(e, CallRepair)]
     assert len(fixes) == 1 and fixes[0].repaired and fixes[0].rejected is None
-    assert "cut off" in fixes[0].errors[0] and "strings of at most 32 characters" in fixes[0].detail
+    assert "cut off" in fixes[0].errors[0] and "strings of at most 32 characters; max_tokens 80" in fixes[0].detail
     schema = server.bodies[1]["response_format"]["json_schema"]["schema"]["properties"]["arguments"]
     assert schema["properties"]["title"]["maxLength"] == 32 and schema["properties"]["body"]["maxLength"] == 32
     assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"title": "Trip", "body": "LAX"}]

@@ -105,6 +105,11 @@ async def _ask_again(
     messages = [*rendered, AssistantMessage(reply.strip()), UserMessage(repair_text(tool.name, errors, layer.template))]
     settings = {k: v for k, v in request.settings.items() if k not in _HINTS}
     target, notes = _narrowed_tool(tool, call.arguments)
+    if call.arguments is None:  # cut off: room for the whole call this time
+        limit = settings.get("max_tokens") or (getattr(layer.inner, "settings", None) or {}).get("max_tokens")
+        if isinstance(limit, int) and limit > 0:
+            settings["max_tokens"] = 2 * limit
+            notes.append(f"max_tokens {2 * limit}")
     again = Request(messages, (), "none", settings, OutputConstraint((target,), tool.name, False, None))
     try:
         result: Completion = await collect(layer.inner.stream(again))
@@ -129,7 +134,8 @@ def _narrowed_tool(tool: Tool, arguments: Any) -> tuple[Tool, list[str]]:
     validate (:func:`~agentnb.providers.untooled.enforce.narrowed`), and notes saying which.
 
     For a call cut off by the token limit (``arguments`` None), every free string gets a
-    ``maxLength`` of :data:`SHORT_STRING`, so the new call has room to end.
+    ``maxLength`` of :data:`SHORT_STRING` (and the re-ask twice the ``max_tokens``), so the
+    new call has room to end.
     """
     from agentnb.tools import Tool
 
