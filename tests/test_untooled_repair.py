@@ -264,3 +264,16 @@ def test_a_raw_newline_inside_a_string_is_read_as_that_character(server):
     r = Agent(provider(server), [note]).run("Note it")
     assert r.error is None and not any(isinstance(e, CallRepair) for e in r.events)
     assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"title": "a\nb", "body": "x\ty"}]
+
+
+def test_a_call_after_a_fallback_to_json_object_is_still_read_as_constrained_and_repaired(server):
+    # llama-cpp-python refuses json_schema; the reply to the json_object retry is constrained too
+    refusal = "Input should be 'text' or 'json_object' ('body', 'response_format', 'type')"
+    server.script(error(500, refusal, retry_after_ms=1), text(BAD), text(GOOD), text('{"answer": "0.5"}'))
+    r = Agent(provider(server), [binomial]).run("10 flips, p?")
+    assert r.error is None and CALLED == [0.5]
+    assert [type(e).__name__ for e in r.events if isinstance(e, ConstraintDropped | CallRepair)] == [
+        "ConstraintDropped",
+        "CallRepair",
+    ]
+    assert server.bodies[2]["response_format"]["type"] == "json_object"

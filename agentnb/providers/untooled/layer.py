@@ -377,8 +377,10 @@ class UnTooled(Provider):
             return
         choice = request.tool_choice
         calls: tuple[ToolCall, ...]
-        # a backend that dropped the constraint (its server refused or ignored it) wrote freely
-        parsed_strict = inner.constraint is not None and not any(e.kind == "constraint_dropped" for e in events)
+        # a backend that dropped the constraint (its server refused or ignored it) wrote freely;
+        # one that only fell back to another shape (json_schema -> json_object) still constrains
+        dropped = any(e.kind == "constraint_dropped" for e in events)
+        parsed_strict = inner.constraint is not None and (not dropped or self.inner.supports_constraints)
         usage = result.usage
         if request.output is not None and not _looks_like_call(text, offered):
             prose, calls = text.strip() or None, ()  # the answer: a JSON value, checked by the loop
