@@ -116,7 +116,7 @@ async def _ask_again(
     except Exception as exc:  # the server failed on the re-ask: the loop gets the first call
         return call, report(False, f"the re-ask failed ({type(exc).__name__}); the call goes on as it was"), Usage()
     inner_events = result.events
-    if any(e.kind == "constraint_dropped" for e in result.events):
+    if any(e.kind == "constraint_dropped" for e in result.events) and not layer.inner.supports_constraints:
         return call, report(False, "the server stopped constraining replies; the call goes on as it was"), result.usage
     _, new = parse_reply(result.text or "", [tool.name], strict=True, default_tool=tool.name, new_id=new_id)
     second = next((c for c in new if c.name == tool.name and c.arguments is not None), None)
