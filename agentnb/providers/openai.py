@@ -101,7 +101,8 @@ class OpenAIProvider(RoutedSending, Provider):
         rank_tools: on the untooled route, when a call is required among several tools, pick
             the tool first from the server's prompt log-probabilities (``/v1/completions`` with
             ``echo``), as the in-process backend does (:mod:`~agentnb.providers.openai_rank`).
-            One extra request per tool and step: cheap on vLLM, slow on llama-cpp-python.
+            One extra request per tool and step. Not useful on llama-cpp-python 0.3.36, whose
+            echoed log-probabilities are shifted by a token (see docs/native.md).
         output_mode: how a run's ``output_type`` is asked for on the native route:
             ``"response_format"`` (a ``json_schema`` response format, strict where the schema
             allows; the default) or ``"tool"`` (a final-answer tool the model calls with the
