@@ -13,7 +13,8 @@ asks for one such score per tool (cached per request and description), keeps the
 alone in the envelope, and reports a :class:`~agentnb.events.CallDecision` with the ranking.
 A server without the endpoint, or one whose reply has no prompt log-probabilities, is not asked
 again (a :class:`~agentnb.events.ConstraintDropped` event, once) and the envelope keeps every
-tool.
+tool. Measured against llama-cpp-python 0.3.36 it did not help: its echoed log-probabilities
+look shifted by one token (docs/native.md, "Picking the tool first").
 
 >>> query_logprob({"tokens": ["A", ":", " hi", " there", "!"], "token_logprobs": [None, -1.0, -2.0, -0.5, -3.0],
 ...                "text_offset": [0, 1, 2, 5, 11]}, head=2, end=11)
