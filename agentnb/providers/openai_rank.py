@@ -14,7 +14,7 @@ alone in the envelope, and reports a :class:`~agentnb.events.CallDecision` with 
 A server without the endpoint, or one whose reply has no prompt log-probabilities, is not asked
 again (a :class:`~agentnb.events.ConstraintDropped` event, once) and the envelope keeps every
 tool. Measured against llama-cpp-python 0.3.36 it did not help: its echoed log-probabilities
-look shifted by one token (docs/native.md, "Picking the tool first").
+are shifted by one token (docs/native.md, "Picking the tool first").
 
 >>> query_logprob({"tokens": ["A", ":", " hi", " there", "!"], "token_logprobs": [None, -1.0, -2.0, -0.5, -3.0],
 ...                "text_offset": [0, 1, 2, 5, 11]}, head=2, end=11)
