@@ -255,6 +255,26 @@ class ConstraintDropped(_EventBase):
 
 
 @dataclass(frozen=True, slots=True)
+class CallRepair(_EventBase):
+    """A constrained call broke its tool's schema (the server's grammar left a keyword out), so
+    the provider asked the model once more, with the errors, before the loop saw the call.
+
+    ``rejected`` are the arguments that failed; ``repaired`` says whether the model's new call
+    validates. Either way the call the loop gets is one the model wrote (still invalid: the
+    loop reports it back as usual); ``detail`` says what happened in words.
+    """
+
+    depth: int
+    provider: str
+    name: str
+    rejected: dict[str, Any] | None
+    errors: tuple[str, ...]
+    repaired: bool
+    detail: str = ""
+    kind: Literal["call_repair"] = "call_repair"
+
+
+@dataclass(frozen=True, slots=True)
 class OutputMode(_EventBase):
     """How a provider asks for structured output (``output_type``): reported by the provider.
 
@@ -324,6 +344,7 @@ Event: TypeAlias = (
     | RunFinished
     | RouteSwitched
     | ConstraintDropped
+    | CallRepair
 )
 
 EVENT_TYPES: dict[str, type] = {

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 from agentnb.events import (
     AttachmentAdded,
     CallDecision,
+    CallRepair,
     ConstraintDropped,
     DedupDecision,
     DirectOutput,
@@ -107,6 +108,11 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} {p}: switched to {r} tool calling from now on ({shorten(why, width)})"
         case ConstraintDropped(provider=p, mechanism=m, reason=why):
             return f"{d} {p}: no longer sends {m} ({shorten(why, width)})"
+        case CallRepair(provider=p, name=n, errors=errs, repaired=ok, detail=x):
+            head = "repaired" if ok else "not repaired"
+            return (
+                f"{d} {p}: call to {n} broke its schema ({shorten('; '.join(errs), width)}); asked again: {head}, {x}"
+            )
         case FinalAnswer(text=t):
             return f"answer: {t}"
         case OutputMode(mode=m, detail=x):

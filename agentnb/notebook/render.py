@@ -20,6 +20,7 @@ from typing import Any
 
 from agentnb.events import (
     CallDecision,
+    CallRepair,
     ConstraintDropped,
     DirectOutput,
     LimitReached,
@@ -415,5 +416,13 @@ def _note_html(n: object) -> str:
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">{escape(n.mechanism)} dropped</span> '
             f'<span class="anb-m">{escape(n.provider)}: {escape(n.reason)}</span></div>'
+        )
+    if isinstance(n, CallRepair):
+        cls, head = ("anb-ok", "call repaired") if n.repaired else ("anb-warn", "call not repaired")
+        rejected = escape(json.dumps(n.rejected, ensure_ascii=False))
+        return (
+            f'<div class="anb-block anb-note"><span class="{cls}">{head}</span> '
+            f'<span class="anb-m"><code>{escape(n.name)}</code> {rejected} broke its schema: '
+            f"{escape('; '.join(n.errors))}; asked again once: {escape(n.detail)}</span></div>"
         )
     return ""

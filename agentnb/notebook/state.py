@@ -351,4 +351,5 @@ _FOLD: dict[str, Any] = {
     "call_decision": _decision,
     "route_switched": _note,
     "constraint_dropped": _note,
+    "call_repair": _note,
 }

@@ -42,6 +42,7 @@ from agentnb.providers.openai_errors import (
     _without_userinfo,
 )
 from agentnb.providers.openai_output import final_output, refuses_output, structured_output
+from agentnb.providers.openai_rank import ToolRanker
 from agentnb.providers.openai_route import (
     RoutedSending,
     RouteState,
@@ -97,6 +98,11 @@ class OpenAIProvider(RoutedSending, Provider):
             ``response_format``. True tries ``json_schema`` then ``json_object``; one of those
             names uses only that; False sends none. A server that refuses or ignores it is no
             longer asked (a :class:`~agentnb.events.ConstraintDropped` event).
+        rank_tools: on the untooled route, when a call is required among several tools, pick
+            the tool first from the server's prompt log-probabilities (``/v1/completions`` with
+            ``echo``), as the in-process backend does (:mod:`~agentnb.providers.openai_rank`).
+            One extra request per tool and step. Not useful on llama-cpp-python 0.3.36, whose
+            echoed log-probabilities are shifted by a token (see docs/native.md).
         output_mode: how a run's ``output_type`` is asked for on the native route:
             ``"response_format"`` (a ``json_schema`` response format, strict where the schema
             allows; the default) or ``"tool"`` (a final-answer tool the model calls with the
@@ -133,6 +139,7 @@ class OpenAIProvider(RoutedSending, Provider):
         api: str = "chat",
         tool_calling: ToolCalling = "auto",
         constrain: bool | str = True,
+        rank_tools: bool = False,
         **client_options: Any,
     ) -> None:
         sdk = _sdk()  # fail now, with the extra to install, rather than at the first call
@@ -145,6 +152,7 @@ class OpenAIProvider(RoutedSending, Provider):
         # The Responses API path does not take our response_format envelope.
         self._route = RouteState(check_tool_calling(tool_calling), constrain if api == "chat" else False)
         self._untooled: Provider | None = None
+        self._ranker = ToolRanker(rank_tools)
         self.name = model
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
@@ -258,11 +266,13 @@ class OpenAIProvider(RoutedSending, Provider):
             from agentnb.providers import openai_responses
 
             return await openai_responses.complete(self, request)
+        request, ranked = await self._ranker.narrow(self, request)
         kwargs = self.build_request(request)
         failure: ProviderError | None = None
         switch = None
         try:
             response, notes = await self._send(kwargs, request)
+            notes = (*ranked, *notes)
         except _sdk().OpenAIError as exc:
             switch = self._switch_for(exc, request)
             failure = None if switch is not None else self._error(exc)
@@ -301,6 +311,7 @@ class OpenAIProvider(RoutedSending, Provider):
             async for item in openai_responses.stream(self, request):
                 yield item
             return
+        request, ranked = await self._ranker.narrow(self, request)
         kwargs = self.build_request(request)
         kwargs["stream"] = True
         if self.stream_usage:
@@ -309,6 +320,7 @@ class OpenAIProvider(RoutedSending, Provider):
         switch = None
         try:
             stream, notes = await self._send(kwargs, request)
+            notes = (*ranked, *notes)
         except _sdk().OpenAIError as exc:
             switch = self._switch_for(exc, request)
             failure = None if switch is not None else self._error(exc)

@@ -35,6 +35,7 @@ from agentnb.events import ConstraintDropped, RouteSwitched
 from agentnb.messages import AssistantMessage, ToolMessage
 from agentnb.providers.base import OutputConstraint, Provider, Request
 from agentnb.providers.openai_wire import as_sent
+from agentnb.providers.untooled.enforce import enforceable
 from agentnb.providers.untooled.envelope import ANSWER_SCHEMA, envelope_schema
 
 ToolCalling = Literal["auto", "native", "untooled"]
@@ -130,6 +131,7 @@ class RouteState:
             schema = envelope_schema(constraint)
         if schema is None:
             return None
+        schema = enforceable(schema)  # bounds the server's grammar converter would skip, where exact
         if self.formats[0] == "json_object":
             return {"type": "json_object", "schema": schema}
         return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
@@ -381,6 +383,7 @@ def check_client_options(sdk: Any, options: dict[str, Any]) -> None:
         "api",
         "tool_calling",
         "constrain",
+        "rank_tools",
     ]
     hints = []
     for name in unknown:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from functools import cache
 from pathlib import Path
 from string import Template
@@ -54,7 +54,9 @@ from agentnb.providers.base import (
     ToolCallChunk,
     collect,
 )
+from agentnb.providers.untooled.gate import ProseGate, stray_calls
 from agentnb.providers.untooled.parse import load_json, parse_reply
+from agentnb.providers.untooled.repair import repair_calls
 from agentnb.tools import Tool
 
 TEMPLATE_FILE = Path(__file__).with_name("prompt.txt")
@@ -167,6 +169,8 @@ class UnTooled(Provider):
         template: a :class:`PromptTemplate` (default: ``prompt.txt``).
         parallel: tell the model it may answer with a JSON array of calls.
         constrain: set :attr:`Request.constraint` when ``inner`` supports constrained decoding.
+        repair: when a constrained call still fails its tool's schema, ask the model once more
+            with the errors before the loop sees it (:mod:`~agentnb.providers.untooled.repair`).
 
     >>> from agentnb import Agent, UnTooled, tool
     >>> from agentnb.testing import FunctionProvider
@@ -191,12 +195,14 @@ class UnTooled(Provider):
         template: PromptTemplate | None = None,
         parallel: bool = False,
         constrain: bool = True,
+        repair: bool = True,
     ) -> None:
         self.inner = inner
         self.name = f"untooled:{inner.name}"
         self.template = template or default_template()
         self.parallel = parallel
         self.constrain = constrain
+        self.repair = repair
         self.supports_streaming = inner.supports_streaming
         self._ids = itertools.count(1)
 
@@ -340,7 +346,7 @@ class UnTooled(Provider):
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         inner = self.inner_request(request)
         offered = [t.name for t in request.tools] if request.tool_choice != "none" else []
-        gate = _ProseGate() if offered else None
+        gate = ProseGate() if offered else None
         result: Completion | None = None
         pieces: list[str] = []
         async for item in self.inner.stream(inner):
@@ -366,33 +372,43 @@ class UnTooled(Provider):
             # A reply that is nothing but a call (a model imitating its earlier turns after the
             # limit) is reported as one, so the loop can ask once more for a text answer. With
             # an output_type the reply is JSON on purpose: it is the answer.
-            stray = () if request.output is not None else _stray_calls(text, lambda: f"call_{next(self._ids)}")
+            stray = () if request.output is not None else stray_calls(text, lambda: f"call_{next(self._ids)}")
             yield Completion(text or None, stray, result.usage, result.finish_reason, events)
             return
         choice = request.tool_choice
         calls: tuple[ToolCall, ...]
+        # a backend that dropped the constraint (its server refused or ignored it) wrote freely;
+        # one that only fell back to another shape (json_schema -> json_object) still constrains
+        dropped = any(e.kind == "constraint_dropped" for e in events)
+        parsed_strict = inner.constraint is not None and (not dropped or self.inner.supports_constraints)
+        usage = result.usage
         if request.output is not None and not _looks_like_call(text, offered):
             prose, calls = text.strip() or None, ()  # the answer: a JSON value, checked by the loop
         else:
             prose, calls = parse_reply(
                 text,
                 offered,
-                # a backend that dropped the constraint (its server refused or ignored it) wrote freely
-                strict=inner.constraint is not None and not any(e.kind == "constraint_dropped" for e in result.events),
+                strict=parsed_strict,
                 default_tool=choice if choice in offered else None,
-                new_id=lambda: f"call_{next(self._ids)}",
+                new_id=self._new_id,
             )
+        if calls and self.repair and parsed_strict:
+            calls, fixes, used = await repair_calls(self, request, inner.messages, text, calls, self._new_id)
+            events, usage = (*events, *fixes), usage + used
         if not calls:
             assert gate is not None
             rest = gate.rest()
             if rest:
                 yield TextChunk(rest)
-            yield Completion(prose, (), result.usage, result.finish_reason, events)
+            yield Completion(prose, (), usage, result.finish_reason, events)
             return
         for i, c in enumerate(calls):
             raw = json.dumps(c.arguments, ensure_ascii=False) if c.arguments is not None else (c.raw_arguments or "")
             yield ToolCallChunk(i, c.id, c.name, raw)
-        yield Completion(prose, calls, result.usage, "tool_calls", events)
+        yield Completion(prose, calls, usage, "tool_calls", events)
+
+    def _new_id(self) -> str:
+        return f"call_{next(self._ids)}"
 
     def __repr__(self) -> str:
         return f"UnTooled({self.inner!r})"
@@ -441,52 +457,3 @@ def _add_user(out: list[Message], content: str, join: str = "\n\n") -> None:
         out[-1] = UserMessage(out[-1].content + join + content, out[-1].images)
     else:
         out.append(UserMessage(content.lstrip("\n") if join == "" else content))
-
-
-class _ProseGate:
-    """Lets prose through as it streams, holding back anything that may turn out to be a call."""
-
-    def __init__(self) -> None:
-        self.buffer = ""
-        self.sent = 0
-        self.started = False  # prose has begun (leading whitespace skipped)
-        self.holding = False
-
-    def feed(self, piece: str) -> str:
-        self.buffer += piece
-        if self.holding:
-            return ""
-        s = self.buffer
-        if not self.started:
-            body = s.lstrip()
-            if not body:
-                return ""
-            if body[0] in "{[`":  # the reply may be a call: wait for all of it
-                self.holding = True
-                return ""
-            self.started = True
-            self.sent = len(s) - len(body)
-        stops = [i for i in (s.find("{", self.sent), s.find("```", self.sent)) if i >= 0]
-        if stops:  # a call may follow a preamble
-            self.holding = True
-            end = min(stops)
-        else:
-            end = len(s.rstrip("`"))  # a fence may be starting
-        out = s[self.sent : end]
-        self.sent = max(self.sent, end)
-        return out
-
-    def rest(self) -> str:
-        """What was held back, once the reply turned out to be prose."""
-        out = self.buffer[self.sent :]
-        self.sent = len(self.buffer)
-        return out.rstrip() if self.started else out.strip()
-
-
-def _stray_calls(text: str, new_id: Callable[[], str]) -> tuple[ToolCall, ...]:
-    """The calls a reply consists of when no tools were offered, else ``()``."""
-    stripped = text.strip()
-    if not stripped or stripped[0] not in "{[":
-        return ()
-    _, calls = parse_reply(stripped, [], strict=True, new_id=new_id)
-    return calls if calls and all(c.name and c.arguments is not None for c in calls) else ()

@@ -100,7 +100,9 @@ def load_json(text: str, *, prefix_only: bool = False) -> tuple[Any, str | None]
     """
     if too_deep(text):
         return None, depth_error()
-    decoder = json.JSONDecoder()
+    # strict=False: a raw newline or tab inside a string is read as that character (JSON wants
+    # it escaped; llama-cpp-python's grammar lets a model write it raw).
+    decoder = json.JSONDecoder(strict=False)
     first_error = None
     for candidate in _repairs(text) if len(text) <= MAX_SCAN else (text,):
         try:
