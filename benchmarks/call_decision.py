@@ -3,8 +3,9 @@
 For every request of benchmarks/data (tasks.json, fc_cases.json, more_cases.json), the two
 measurements the provider makes before it writes anything (the first token's call share, and
 each tool's fit to the request against no tool; see agentnb/providers/hf/decide.py), then the
-decision with the default weights and, for comparison, the rule before it (weights 0.5/5.0/1.0
-against the older "no function fits" text) and the call share alone at 0.0015 (the first rule).
+decision with the default weights and, for comparison, a refit on the larger data (weights
+1.0/3.6/2.3 against a broader "no tool" text; not used, see decide.py) and the call share alone at
+0.0015 (the first rule).
 Printed per half (even = tuning, odd = held out), over all sets and per set: the share of
 requests that need a tool that get a call, and of requests no offered tool fits that get text.
 
@@ -49,15 +50,15 @@ def items(split: str, limit: int | None = None) -> list[tuple[str, str, str, lis
     return out
 
 
-#: The ``[[pick_none]]`` text before decision_cases.json, for the previous rule's figures.
-PREVIOUS_NONE = 'Function: none\nDescription: No function fits; the assistant answers in plain text.\nExample request for this function: "'
+#: The broader ``[[pick_none]]`` text of the refit rule.
+REFIT_NONE = 'Function: none\nDescription: General conversation, knowledge questions and anything the functions above cannot do.\nExample request for this function: "'
 
 
-def previous_fits(provider, layer: UnTooled, query: str, functions: list) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """Each tool's fit against the previous "no tool" text (the tools' scores come from the cache)."""
+def refit_fits(provider, layer: UnTooled, query: str, functions: list) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    """Each tool's fit against the refit's "no tool" text (the tools' scores come from the cache)."""
     tools = [make_tool(f) for f in functions]
     pick = layer.inner_request(Request([UserMessage(query)], tools, "auto")).settings["untooled_pick"]
-    fits = provider._fits(tools, {**pick, "none": PREVIOUS_NONE})
+    fits = provider._fits(tools, {**pick, "none": REFIT_NONE})
     return dict(fits or {})
 
 
@@ -92,8 +93,8 @@ def main() -> None:
         share, fits = measure(provider, layer, query, functions)
         row = {"set": name, "id": ident, "half": half, "need": need, "share": share, "fits": fits}
         row["new"] = decide(share, fits).action == "call"
-        previous = previous_fits(provider, layer, query, functions)
-        row["previous"] = decide(share, previous, share_weight=0.5, fit_weight=5.0, bias=1.0).action == "call"
+        refit = refit_fits(provider, layer, query, functions)
+        row["refit"] = decide(share, refit, share_weight=1.0, fit_weight=3.6, bias=2.3).action == "call"
         row["old"] = share >= 0.0015
         rows.append(row)
         if args.jsonl:
@@ -106,7 +107,7 @@ def main() -> None:
                 continue
             need = [r for r in part if r["need"]]
             none = [r for r in part if not r["need"]]
-            for rule in ("new", "previous", "old"):
+            for rule in ("new", "refit", "old"):
                 called = sum(r[rule] for r in need)
                 text = sum(not r[rule] for r in none)
                 print(
