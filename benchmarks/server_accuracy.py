@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import scoring
-from untooled_accuracy import make_tool, print_summary
+from untooled_accuracy import make_tool, print_summary, scored_call
 
 from agentnb.messages import UserMessage
 from agentnb.providers.base import Request
@@ -84,15 +84,8 @@ def ask(layer: Any, case: dict[str, Any], choice: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     completion = asyncio.run(layer.complete(Request([UserMessage(case["query"])], tools, choice)))
     seconds = time.perf_counter() - t0
-    attempt = predicted = None
     repairs = [e for e in completion.events if e.kind == "call_repair"]
-    if completion.tool_calls:
-        call = completion.tool_calls[0]
-        if call.arguments is not None:
-            attempt = {"name": call.name, "arguments": call.arguments}
-            tool = next((t for t in tools if t.name == call.name), None)
-            if tool is not None and not tool.validate(call.arguments):
-                predicted = attempt
+    attempt, predicted = scored_call(completion, tools)
     return {
         "id": case["id"],
         "expected": case["expected"],

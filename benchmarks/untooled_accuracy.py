@@ -108,18 +108,25 @@ def run_naive(provider: Any, item: dict[str, Any]) -> dict[str, Any]:
     return {"predicted": detail["call"], "attempt": detail["attempt"], "text": completion.text}
 
 
+def scored_call(completion: Any, tools: list[Tool]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The reply's first call as written (``attempt``), and as the loop would run it (``predicted``).
+
+    ``predicted`` is None unless the call names a known tool with arguments that validate: the
+    loop runs nothing else.
+    """
+    if not completion.tool_calls or completion.tool_calls[0].arguments is None:
+        return None, None
+    call = completion.tool_calls[0]
+    attempt = {"name": call.name, "arguments": call.arguments}
+    tool = next((t for t in tools if t.name == call.name), None)
+    return attempt, (attempt if tool is not None and not tool.validate(call.arguments) else None)
+
+
 def run_untooled(layer: UnTooled, item: dict[str, Any], tools: list[Tool]) -> dict[str, Any]:
     request = Request([UserMessage(item["query"])], tools, item.get("choice", "auto"))
     layer.inner.last_decision = None  # type: ignore[attr-defined]
     completion = asyncio.run(layer.complete(request))
-    attempt = predicted = None
-    if completion.tool_calls:
-        call = completion.tool_calls[0]
-        if call.arguments is not None:
-            attempt = {"name": call.name, "arguments": call.arguments}
-            tool = next((t for t in tools if t.name == call.name), None)
-            if tool is not None and not tool.validate(call.arguments):
-                predicted = attempt  # the loop runs only known tools with valid arguments
+    attempt, predicted = scored_call(completion, tools)
     decision = getattr(layer.inner, "last_decision", None)
     share = decision.call_share if decision is not None else None
     return {"predicted": predicted, "attempt": attempt, "text": completion.text, "call_share": share}

@@ -9,6 +9,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
+from typing import IO
 
 import pytest
 
@@ -25,18 +26,7 @@ def running(cmd: Sequence[str], url: str, *, env: dict[str, str] | None = None, 
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(list(cmd), env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
-            deadline = time.monotonic() + timeout
-            while True:
-                if proc.poll() is not None:
-                    log.seek(0)
-                    pytest.fail(f"{cmd[0]} exited ({proc.returncode}):\n{log.read().decode()[-3000:]}")
-                try:
-                    urllib.request.urlopen(f"{url}/models", timeout=2).close()
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        pytest.fail(f"{' '.join(cmd[:3])} did not come up within {timeout:g} s")
-                    time.sleep(0.3)
+            wait_until_up(proc, url, log, " ".join(cmd[:3]), timeout)
             yield url
         finally:
             proc.terminate()
@@ -45,3 +35,19 @@ def running(cmd: Sequence[str], url: str, *, env: dict[str, str] | None = None, 
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def wait_until_up(proc: subprocess.Popen[bytes], url: str, log: IO[bytes], name: str, timeout: float = 180) -> None:
+    """Wait until ``url``/models answers; fail the test (with the server's log) if it exits or times out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            log.seek(0)
+            pytest.fail(f"{name} exited ({proc.returncode}):\n{log.read().decode()[-3000:]}")
+        try:
+            urllib.request.urlopen(f"{url}/models", timeout=2).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                pytest.fail(f"{name} did not come up within {timeout:g} s")
+            time.sleep(0.3)

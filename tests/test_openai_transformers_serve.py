@@ -12,17 +12,13 @@ import importlib.util
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
 
 import pytest
+from server_process import free_port, running
 
 from agentnb import Agent, tool
 from agentnb.events import ModelResponse, TextDelta
@@ -121,12 +117,6 @@ def converted_model() -> Path:
     return CACHE
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def serve_url() -> Iterator[str]:
     for module in ("fastapi", "uvicorn"):
@@ -138,33 +128,8 @@ def serve_url() -> Iterator[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     cmd = [exe, "serve", str(folder), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
     url = f"http://127.0.0.1:{port}/v1"
-    with tempfile.TemporaryFile() as log:
-        proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            wait_until_up(proc, url, log)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
-def wait_until_up(proc: subprocess.Popen[bytes], url: str, log: IO[bytes], timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        if proc.poll() is not None:
-            log.seek(0)
-            pytest.fail(f"transformers serve exited ({proc.returncode}):\n{log.read().decode()[-3000:]}")
-        try:
-            urllib.request.urlopen(f"{url}/models", timeout=2).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                pytest.fail(f"transformers serve did not come up within {timeout:g} s")
-            time.sleep(0.5)
+    with running(cmd, url, env=env, timeout=120):
+        yield url
 
 
 @tool
