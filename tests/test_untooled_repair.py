@@ -170,7 +170,9 @@ def test_a_call_that_breaks_its_schema_is_asked_again_once_and_the_user_sees_it(
     state = TraceState()
     for e in r.events:
         state.add(e)
-    assert "call repaired" in depth_html(state.depths[0]) and "1.5" in depth_html(state.depths[0])
+    html = depth_html(state.depths[0])
+    assert "call repaired" in html and "1.5" in html
+    assert html.index("call repaired") < html.index("Tool call")  # the re-ask came before the call ran
 
 
 def test_a_call_still_invalid_after_the_re_ask_goes_to_the_loop_as_today(server):

@@ -178,11 +178,19 @@ def _call_mark(c: CallView, ended: str | None = None) -> str:
     return " …"
 
 
+#: Notes a provider reports in ``Completion.events``, before the model call's reply.
+_PROVIDER_NOTES = (RouteSwitched, ConstraintDropped, CallRepair, ReasoningSummary)
+
+
 def depth_html(v: DepthView, preview: int = 400, pause: Pause | None = None) -> str:
     """One depth: its model call, its tool calls, notes (the final answer is shown once, below)."""
+    # What the provider reported while it answered (a route switch, a re-asked call...) happened
+    # before this depth's tool calls ran: shown under the model call, above the calls.
+    notes = [n for n in v.notes if not isinstance(n, StepDecision)]
     out = ['<div class="anb">', _model_html(v, pause)]
+    out += [_note_html(n) for n in notes if isinstance(n, _PROVIDER_NOTES)]
     out += [_call_html(c, preview, v.ended, pause) for c in v.calls.values()]
-    out += [_note_html(n) for n in v.notes if not isinstance(n, StepDecision)]
+    out += [_note_html(n) for n in notes if not isinstance(n, _PROVIDER_NOTES)]
     if v.output is not None:
         out.append(output_html(v.output))
     if v.dropped:
