@@ -35,15 +35,15 @@ class ToolChoice:
         """The model's log-odds of "yes" against "no" as the next token after ``question``.
 
         ``question`` shares the prompt's prefix (the conversation), so the prefix cache runs
-        only the question's tokens; the cache then goes back to holding ``prompt`` (its last
-        few tokens are run again), ready for the reply.
+        only the question's tokens; the cache then goes back to standing for ``prompt`` (the
+        few tokens after the shared prefix run with the reply's first token).
         """
         import math
 
         import torch
 
         logits = self.cache.prefill(question)
-        self.cache.prefill(prompt)
+        self.cache.rewind(prompt)
         probs = torch.softmax(logits.float(), dim=-1)
         yes, no = _answer_ids(self.tokenizer)
         return math.log(float(probs[yes].sum()) + 1e-9) - math.log(float(probs[no].sum()) + 1e-9)
