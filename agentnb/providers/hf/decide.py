@@ -59,9 +59,11 @@ FIT_WEIGHT = 2.88
 MISSING_WEIGHT = -3.73
 AGREE_WEIGHT = 1.15
 BIAS = 2.15
-#: The yes/no log-odds are clipped to +-this (measured: -1.05 to 1.09 on benchmarks/data), which
-#: bounds how far the answer can move the score, so it is asked only when that could matter.
-AGREE_RANGE = 1.5
+#: The yes/no log-odds are clipped to +-this (measured: -1.05 to 1.09 on benchmarks/data, 90% of
+#: them within +-0.55), which bounds how far the answer can move the score, so it is asked only
+#: when that could matter: on 132 of the 419 requests of benchmarks/data (1.5 would ask on 194 and
+#: decide every one of them the same).
+AGREE_RANGE = 1.0
 #: The question the model answers yes or no, as one more user turn after the conversation.
 PROBE = "Is there a function above that does exactly what I asked? Answer yes or no."
 #: Shares below this count as this (log10 of 0 is not a number).
