@@ -12,7 +12,7 @@ import json
 import pytest
 
 from agentnb import Agent, UserError, get_provider, tool
-from agentnb.events import ConstraintDropped, RouteSwitched, ToolFinished, ToolStarted
+from agentnb.events import ConstraintDropped, RouteSwitched, ToolFinished
 from agentnb.notebook.render import depth_html
 from agentnb.notebook.state import TraceState
 from agentnb.printer import TextPrinter
@@ -315,7 +315,7 @@ def test_the_envelope_requires_optional_parameters_the_request_names_and_numbers
     assert book.parameters["required"] == ["origin", "budget"]  # the tool itself is unchanged
     user = next(m["content"] for m in first["messages"] if m["role"] == "user")
     assert "budget $2,500\n(The same with plain numbers: Fly me from OSL for 2 passengers, budget $2500)" in user
-    # UnTooled's hints for the backend never go out in the body
+    # after the result: the answer step keeps the hint on the request it repeats, and no tool is required
     second = server.bodies[1]
     assert "untooled_pick" not in second and "untooled_results" not in second
 
@@ -330,36 +330,3 @@ def test_a_request_without_such_numbers_gets_no_hint_and_without_names_nothing_i
         "budget",
     ]
     assert "plain numbers" not in json.dumps(first["messages"])
-
-
-@tool
-def roi(cost: float, current_value: float) -> float:
-    """Return on investment, in percent."""
-    return (current_value - cost) / cost * 100
-
-
-def test_a_number_copied_short_is_asked_for_once_more_visibly(server):
-    from agentnb.events import CallRepair
-
-    p = provider(server, tool_calling="untooled")
-    server.script(text('{"name": "roi", "arguments": {"cost": 250, "current_value": 3100}}'))
-    server.script(text('{"name": "roi", "arguments": {"cost": 2500, "current_value": 3100}}'))
-    server.script(text('{"answer": "24%."}'))
-    r = Agent(p, [roi], tool_choice="required").run("Bought shares for $2,500, they're worth $3,100 now. ROI?")
-    assert r.error is None and r.output == "24%."
-    assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"cost": 2500, "current_value": 3100}]
-    [repair] = [e for e in r.events if isinstance(e, CallRepair)]
-    assert repair.rejected == {"cost": 250, "current_value": 3100} and repair.repaired
-    assert repair.errors == ("cost: 250 is not a number in the request, which writes $2,500 (2500)",)
-    again = server.bodies[1]
-    assert again["messages"][-1]["content"].startswith("Check that call:\n- cost: 250 is not a number")
-    arguments = again["response_format"]["json_schema"]["schema"]["properties"]["arguments"]["properties"]
-    assert arguments["cost"]["enum"] == [2500, 250]  # the model chooses; agentnb writes no value
-    assert "enum" not in arguments["current_value"]
-
-
-def test_a_number_the_request_holds_by_itself_is_not_asked_about(server):
-    p = provider(server, tool_calling="untooled")
-    server.script(text('{"name": "roi", "arguments": {"cost": 10, "current_value": 12}}'), text('{"answer": "20%."}'))
-    r = Agent(p, [roi], tool_choice="required").run("Paid 10 and $1,000 fees, now worth 12. ROI?")
-    assert r.error is None and len(server.bodies) == 2  # no re-ask

@@ -16,13 +16,6 @@ a schema and a prompt, so the server route says the same things there:
   When the request holds such numbers, UnTooled (with ``value_hints``) adds the request once
   more with them as plain digits, under the request itself, for the model to copy from.
 
-* **A number copied short is asked for again** (:func:`short_numbers`): a value whose digits
-  begin a number the request writes with separators or a scale ("$2,500" read as ``250``,
-  "$250k" as ``250``), and that the request does not hold on its own, is reported back
-  to the model once, with the number as written and in plain digits
-  (:mod:`agentnb.providers.untooled.repair`). The model writes the new call; agentnb changes no
-  value itself.
-
 >>> plain_numbers("Monthly payment on a $250k mortgage at 6.5% over 30 years?")
 'Monthly payment on a $250000 mortgage at 6.5% over 30 years?'
 >>> plain_numbers("Bill is 64 dollars") is None
@@ -35,12 +28,11 @@ True
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from agentnb.providers.hf.optional import named_optionals
-from agentnb.providers.hf.steer import _GROUPED, _SCALED, numeric_forms
+from agentnb.providers.hf.steer import numeric_forms
 from agentnb.tools import Tool
 
 
@@ -69,65 +61,3 @@ def plain_numbers(text: str) -> str | None:
     as digits; None when it has no such number."""
     plain = numeric_forms(text)[-1]
     return plain if plain != text else None
-
-
-class ShortNumber(NamedTuple):
-    """An argument whose number begins a longer number of the request (see :func:`short_numbers`)."""
-
-    name: str
-    value: int | float
-    written: str  # as the request writes it: "$2,500", "250k"
-    plain: int | float  # the same in plain digits: 2500, 250000
-
-
-#: A number in text, with what may make it longer: thousands groups, decimals, a scale word.
-_WRITTEN = re.compile(
-    r"\$?\d[\d,]*(?:\.\d+)?(?:\s*(?:thousand|million|billion|trillion)\b|(?:k|K|M|bn|B)\b)?"
-)
-_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.]*\d)")
-
-
-def short_numbers(arguments: Any, query: str) -> list[ShortNumber]:
-    """The top-level number arguments that look like a number of ``query`` copied short.
-
-    A value counts when the request writes a number with thousands separators or a scale
-    ("$2,500", "250k", "2 million"), the value's digits begin that number's plain digits
-    but it is a smaller number, and the value does not occur in the request by itself.
-
-    >>> short_numbers({"cost": 250, "current_value": 3100}, "Bought for $2,500, worth $3,100 now")
-    [ShortNumber(name='cost', value=250, written='$2,500', plain=2500)]
-    >>> short_numbers({"principal": 10, "years": 10}, "I put $10,000 in for 10 years")  # 10 is there
-    []
-    >>> short_numbers({"rate": 0.05}, "$10,000 at 5%")
-    []
-    """
-    if not isinstance(arguments, dict):
-        return []
-    alone = {float(m.group()) for m in _NUMBER.finditer(_GROUPED.sub("", _SCALED.sub(" ", query)))}
-    written = []
-    for m in _WRITTEN.finditer(query):
-        text = m.group().strip().rstrip(",")
-        if not (_GROUPED.search(text) or _SCALED.search(text.lstrip("$"))):
-            continue
-        plain = numeric_forms(text.lstrip("$"))[-1]
-        try:
-            value = float(plain)
-        except ValueError:
-            continue
-        written.append((text, value))
-    out = []
-    for name, value in arguments.items():
-        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0 or float(value) in alone:
-            continue
-        digits = _digits(value)
-        for text, plain in written:
-            if value < plain and _digits(plain).startswith(digits):
-                out.append(ShortNumber(name, value, text, int(plain) if plain.is_integer() else plain))
-                break
-    return out
-
-
-def _digits(value: float) -> str:
-    """A number's significant digits: 2.5 -> "25", 2500 -> "25", 0.25 -> "25"."""
-    text = f"{value:f}".replace(".", "").strip("0")
-    return text or "0"

@@ -57,7 +57,7 @@ from agentnb.providers.base import (
 from agentnb.providers.untooled.gate import ProseGate, stray_calls
 from agentnb.providers.untooled.hints import plain_numbers
 from agentnb.providers.untooled.parse import load_json, parse_reply
-from agentnb.providers.untooled.repair import recheck_numbers, repair_calls
+from agentnb.providers.untooled.repair import repair_calls
 from agentnb.tools import Tool
 
 TEMPLATE_FILE = Path(__file__).with_name("prompt.txt")
@@ -174,10 +174,8 @@ class UnTooled(Provider):
             with the errors before the loop sees it (:mod:`~agentnb.providers.untooled.repair`).
         value_hints: when the user's latest request holds numbers a JSON number cannot copy
             ("$10,000", "250k"), add it once more with them as plain digits (the template's
-            ``[[numbers]]`` section; :func:`~agentnb.providers.untooled.hints.plain_numbers`),
-            and with ``repair``, ask once more about a number a call copied short ("250" for
-            "$2,500"; :func:`~agentnb.providers.untooled.repair.recheck_numbers`). The server
-            route turns this on; the in-process backend steers the digits instead.
+            ``[[numbers]]`` section; :func:`~agentnb.providers.untooled.hints.plain_numbers`).
+            The server route turns this on; the in-process backend steers the digits instead.
 
     >>> from agentnb import Agent, UnTooled, tool
     >>> from agentnb.testing import FunctionProvider
@@ -417,9 +415,6 @@ class UnTooled(Provider):
         if calls and self.repair and parsed_strict:
             calls, fixes, used = await repair_calls(self, request, inner.messages, text, calls, self._new_id)
             events, usage = (*events, *fixes), usage + used
-            if self.value_hints and not fixes:
-                calls, fixes, used = await recheck_numbers(self, request, inner.messages, text, calls, self._new_id)
-                events, usage = (*events, *fixes), usage + used
         if not calls:
             assert gate is not None
             rest = gate.rest()

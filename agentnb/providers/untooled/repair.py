@@ -8,11 +8,6 @@ that one tool. The model's new call replaces the old one only when it validates;
 :class:`~agentnb.events.CallRepair` event says what was rejected and why, so the user sees it.
 Argument values are never changed here: every call the loop gets was written by the model.
 
-On the server route (``UnTooled(value_hints=True)``) a call that validates is also checked for
-numbers copied short (:func:`~agentnb.providers.untooled.hints.short_numbers`: ``250`` for
-"$2,500"); such a call is asked for once more the same way, that argument offered as either
-the model's value or the request's number in plain digits.
-
 >>> print(repair_text("p", ["p: 1.5 is greater than the maximum of 1"]))
 That call is not valid:
 - p: 1.5 is greater than the maximum of 1
@@ -28,7 +23,6 @@ from agentnb.events import CallRepair
 from agentnb.messages import AssistantMessage, Message, ToolCall, Usage, UserMessage
 from agentnb.providers.base import Completion, OutputConstraint, Request, collect
 from agentnb.providers.untooled.enforce import narrowed
-from agentnb.providers.untooled.hints import short_numbers
 from agentnb.providers.untooled.parse import parse_reply
 
 if TYPE_CHECKING:
@@ -37,23 +31,20 @@ if TYPE_CHECKING:
 
 #: Used when a custom prompt template has no ``[[repair]]`` section.
 DEFAULT_REPAIR = "That call is not valid:\n$errors\nReply with the corrected call to $name, as JSON."
-#: Used when a custom prompt template has no ``[[recheck]]`` section.
-DEFAULT_RECHECK = "Check that call:\n$errors\nReply with the call to $name, as JSON."
 #: Longest string a re-ask of a call cut off by the token limit may write (if the tool allows).
 SHORT_STRING = 32
 #: Request settings that are hints for one UnTooled step; a re-ask sends none of them.
 _HINTS = ("untooled_after_tool_results", "untooled_results", "untooled_pick")
 
 
-def repair_text(name: str, errors: Sequence[str], template: Any = None, section: str = "repair") -> str:
-    """What the model is told about its invalid call (``section="recheck"``: its doubtful values)."""
+def repair_text(name: str, errors: Sequence[str], template: Any = None) -> str:
+    """What the model is told about its invalid call."""
     lines = "\n".join(f"- {e}" for e in errors)
-    if template is not None and section in template.sections:
-        return str(template.fill(section, name=name, errors=lines))
+    if template is not None and "repair" in template.sections:
+        return str(template.fill("repair", name=name, errors=lines))
     from string import Template
 
-    default = DEFAULT_RECHECK if section == "recheck" else DEFAULT_REPAIR
-    return Template(default).substitute(name=name, errors=lines)
+    return Template(DEFAULT_REPAIR).substitute(name=name, errors=lines)
 
 
 async def repair_calls(
@@ -93,43 +84,6 @@ async def repair_calls(
     return tuple(out), tuple(events), usage
 
 
-async def recheck_numbers(
-    layer: UnTooled,
-    request: Request,
-    rendered: Sequence[Message],
-    reply: str,
-    calls: tuple[ToolCall, ...],
-    new_id: Callable[[], str],
-) -> tuple[tuple[ToolCall, ...], tuple[Any, ...], Usage]:
-    """``calls`` with each valid one that holds a number copied short asked for once more."""
-    query = next((m.content for m in reversed(request.messages) if isinstance(m, UserMessage) and m.content), "")
-    tools = {t.name: t for t in request.tools}
-    out: list[ToolCall] = []
-    events: list[Any] = []
-    usage = Usage()
-    for call in calls:
-        tool = tools.get(call.name)
-        short = short_numbers(call.arguments, query) if tool is not None and call.arguments is not None else []
-        if tool is None or not short or tool.validate(call.arguments):
-            out.append(call)
-            continue
-        props = tool.parameters.get("properties") or {}
-        choices: dict[str, Any] = {}
-        errors = []
-        for s in short:
-            errors.append(f"{s.name}: {s.value} is not a number in the request, which writes {s.written} ({s.plain})")
-            spec = props.get(s.name)
-            if isinstance(spec, dict) and _valid(spec, s.plain):
-                choices[s.name] = {**spec, "enum": [s.plain, s.value]}
-        fixed, event, used = await _ask_again(
-            layer, request, rendered, reply, call, tool, errors, new_id, choices=choices, section="recheck"
-        )
-        out.append(fixed)
-        events.extend(event)
-        usage = usage + used
-    return tuple(out), tuple(events), usage
-
-
 async def _ask_again(
     layer: UnTooled,
     request: Request,
@@ -139,9 +93,6 @@ async def _ask_again(
     tool: Tool,
     errors: list[str],
     new_id: Callable[[], str],
-    *,
-    choices: dict[str, Any] | None = None,
-    section: str = "repair",
 ) -> tuple[ToolCall, list[Any], Usage]:
     inner_events: tuple[Any, ...] = ()
 
@@ -151,16 +102,9 @@ async def _ask_again(
         event = CallRepair(0, layer.inner.name, call.name, call.arguments, tuple(errors), repaired, detail)
         return [*inner_events, event]
 
-    told = repair_text(tool.name, errors, layer.template, section)
-    messages = [*rendered, AssistantMessage(reply.strip()), UserMessage(told)]
+    messages = [*rendered, AssistantMessage(reply.strip()), UserMessage(repair_text(tool.name, errors, layer.template))]
     settings = {k: v for k, v in request.settings.items() if k not in _HINTS}
     target, notes = _narrowed_tool(tool, call.arguments)
-    if choices:
-        from agentnb.tools import Tool
-
-        props = {**(target.parameters.get("properties") or {}), **choices}
-        target = Tool(tool.name, tool.description, {**target.parameters, "properties": props})
-        notes.append("; ".join(f"{k}: {' or '.join(map(str, v['enum']))}" for k, v in choices.items()))
     if call.arguments is None:  # cut off: room for the whole call this time
         limit = settings.get("max_tokens") or (getattr(layer.inner, "settings", None) or {}).get("max_tokens")
         if isinstance(limit, int) and limit > 0:
@@ -182,8 +126,6 @@ async def _ask_again(
     if still:
         detail = "the new call is still invalid (" + "; ".join(still) + "); the loop reports it to the model"
         return ToolCall(call.id, tool.name, second.arguments), report(False, detail), result.usage
-    if second.arguments == call.arguments:
-        return call, report(True, "the model wrote the same call again"), result.usage
     return ToolCall(call.id, tool.name, second.arguments), report(True, "the new call validates"), result.usage
 
 
