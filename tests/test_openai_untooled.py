@@ -297,7 +297,7 @@ def book(origin: str, budget: float, passengers: int = 1, pets: bool = False) ->
     return "booked"
 
 
-def test_the_envelope_requires_optional_parameters_the_request_names_and_numbers_are_hinted(server):
+def test_the_envelope_requires_optional_parameters_the_request_names(server):
     p = provider(server, tool_calling="untooled")
     server.script(text('{"name": "book", "arguments": {"origin": "OSL", "budget": 2500, "passengers": 2}}'))
     server.script(text('{"answer": "Booked."}'))
@@ -313,14 +313,12 @@ def test_the_envelope_requires_optional_parameters_the_request_names_and_numbers
     assert book_schema["properties"]["arguments"]["required"] == ["origin", "budget", "passengers"]
     assert set(book_schema["properties"]["arguments"]["properties"]) == {"origin", "budget", "passengers", "pets"}
     assert book.parameters["required"] == ["origin", "budget"]  # the tool itself is unchanged
-    user = next(m["content"] for m in first["messages"] if m["role"] == "user")
-    assert "budget $2,500\n(The same with plain numbers: Fly me from OSL for 2 passengers, budget $2500)" in user
     # after the result: the answer step keeps the hint on the request it repeats, and no tool is required
     second = server.bodies[1]
     assert "untooled_pick" not in second and "untooled_results" not in second
 
 
-def test_a_request_without_such_numbers_gets_no_hint_and_without_names_nothing_is_required(server):
+def test_without_names_nothing_is_required(server):
     p = provider(server, tool_calling="untooled")
     server.script(text('{"name": "book", "arguments": {"origin": "OSL", "budget": 300}}'), text('{"answer": "Ok."}'))
     Agent(p, [book], tool_choice="required").run("Fly me from OSL, at most 300 dollars")
@@ -329,4 +327,3 @@ def test_a_request_without_such_numbers_gets_no_hint_and_without_names_nothing_i
         "origin",
         "budget",
     ]
-    assert "plain numbers" not in json.dumps(first["messages"])

@@ -252,8 +252,7 @@ class RoutedSending:
             from agentnb.providers.untooled import UnTooled
 
             # The layer sends this provider requests without tools: those go out as plain chat.
-            # A server cannot steer digits as the in-process backend does: numbers are hinted.
-            self._untooled = UnTooled(self, value_hints=True)
+            self._untooled = UnTooled(self)
         return self._untooled
 
     async def _send(self, kwargs: dict[str, Any], request: Request) -> tuple[Any, tuple[Any, ...]]:

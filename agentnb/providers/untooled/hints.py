@@ -1,8 +1,8 @@
-"""Request-aware help for a call constrained by a server, where the in-process route steers tokens.
+"""Request-aware help for a server's constrained call, where the in-process route steers tokens.
 
 The in-process backend nudges a call toward the user's own values as it decodes it
 (:mod:`agentnb.providers.hf.steer`, :mod:`agentnb.providers.hf.optional`). A server only takes
-a schema and a prompt, so the server route says the same things there:
+a schema and a prompt, so the server route says what it can there:
 
 * **Named optional parameters become required** in the schema sent for that request
   (:func:`require_named`): when the request names an optional parameter ("for 2 passengers",
@@ -11,15 +11,11 @@ a schema and a prompt, so the server route says the same things there:
   (:func:`~agentnb.providers.hf.optional.named_optionals`). Only ``required`` grows: every value
   the tool accepts for that parameter is still allowed, and the call is validated against the
   tool's own schema as always.
-* **Numbers written out** (:func:`plain_numbers`): a JSON number cannot hold "$10,000" or
-  "250k", so a model copying it writes ``10`` or ``250`` and the grammar ends the number there.
-  When the request holds such numbers, UnTooled (with ``value_hints``) adds the request once
-  more with them as plain digits, under the request itself, for the model to copy from.
 
->>> plain_numbers("Monthly payment on a $250k mortgage at 6.5% over 30 years?")
-'Monthly payment on a $250000 mortgage at 6.5% over 30 years?'
->>> plain_numbers("Bill is 64 dollars") is None
-True
+Numbers were tried too and did not help SmolLM2-135M behind llama-cpp-python: with the request
+shown again in plain digits ("$250000" for "$250k") it still wrote ``250``, and asked once more
+about a number copied short, it wrote the same call again (docs/native.md).
+
 >>> schema = {"type": "object", "required": ["origin"], "properties": {"origin": {"type": "string"},
 ...     "passengers": {"type": "integer"}, "pets": {"type": "boolean"}}}
 >>> require_named(schema, "From Oslo for 2 passengers")["required"]
@@ -32,7 +28,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentnb.providers.hf.optional import named_optionals
-from agentnb.providers.hf.steer import numeric_forms
 from agentnb.tools import Tool
 
 
@@ -54,10 +49,3 @@ def tighten(tools: Sequence[Tool], query: str) -> tuple[Tool, ...]:
         schema = require_named(tool.parameters, query)
         out.append(tool if schema is tool.parameters else Tool(tool.name, tool.description, schema))
     return tuple(out)
-
-
-def plain_numbers(text: str) -> str | None:
-    """``text`` with thousands separators dropped and scale words ("250k", "2 million") written
-    as digits; None when it has no such number."""
-    plain = numeric_forms(text)[-1]
-    return plain if plain != text else None

@@ -55,7 +55,6 @@ from agentnb.providers.base import (
     collect,
 )
 from agentnb.providers.untooled.gate import ProseGate, stray_calls
-from agentnb.providers.untooled.hints import plain_numbers
 from agentnb.providers.untooled.parse import load_json, parse_reply
 from agentnb.providers.untooled.repair import repair_calls
 from agentnb.tools import Tool
@@ -172,10 +171,6 @@ class UnTooled(Provider):
         constrain: set :attr:`Request.constraint` when ``inner`` supports constrained decoding.
         repair: when a constrained call still fails its tool's schema, ask the model once more
             with the errors before the loop sees it (:mod:`~agentnb.providers.untooled.repair`).
-        value_hints: when the user's latest request holds numbers a JSON number cannot copy
-            ("$10,000", "250k"), add it once more with them as plain digits (the template's
-            ``[[numbers]]`` section; :func:`~agentnb.providers.untooled.hints.plain_numbers`).
-            The server route turns this on; the in-process backend steers the digits instead.
 
     >>> from agentnb import Agent, UnTooled, tool
     >>> from agentnb.testing import FunctionProvider
@@ -201,10 +196,8 @@ class UnTooled(Provider):
         parallel: bool = False,
         constrain: bool = True,
         repair: bool = True,
-        value_hints: bool = False,
     ) -> None:
         self.inner = inner
-        self.value_hints = value_hints
         self.name = f"untooled:{inner.name}"
         self.template = template or default_template()
         self.parallel = parallel
@@ -266,7 +259,6 @@ class UnTooled(Provider):
             out.append(SystemMessage(system))
         results: list[str] = []
         question = ""  # the latest user request; repeated after results, which helps small models
-        last_user = max((i for i, m in enumerate(messages) if isinstance(m, UserMessage)), default=-1)
 
         def flush_results() -> None:
             if results:
@@ -274,7 +266,7 @@ class UnTooled(Provider):
                 _add_user(out, t.fill(section, results="\n".join(results), question=question))
                 results.clear()
 
-        for i, m in enumerate(messages):
+        for m in messages:
             if isinstance(m, ToolMessage):
                 section = "error_result" if m.is_error else "result"
                 results.append(t.fill(section, name=m.name, content=m.content))
@@ -283,8 +275,7 @@ class UnTooled(Provider):
             if isinstance(m, UserMessage):
                 if not m.images:
                     question = m.content
-                hint = self._numbers_hint(m.content) if i == last_user and request.tools else ""
-                _add_user(out, m.content + hint + (t.fill("image") if m.images else ""))
+                _add_user(out, m.content + (t.fill("image") if m.images else ""))
             elif isinstance(m, AssistantMessage):
                 out.append(AssistantMessage(self._assistant_text(m)))
             elif isinstance(m, SystemMessage):
@@ -296,17 +287,6 @@ class UnTooled(Provider):
         elif request.tools and choice not in ("auto", "none", "required"):
             _add_user(out, t.fill("named", name=choice), join="")
         return out
-
-    def _numbers_hint(self, text: str) -> str:
-        """The ``[[numbers]]`` line for a request with numbers a call cannot copy as written."""
-        if not self.value_hints:
-            return ""
-        plain = plain_numbers(text)
-        if plain is None:
-            return ""
-        if "numbers" in self.template.sections:
-            return self.template.fill("numbers", text=plain)
-        return f"\n(The same with plain numbers: {plain})"
 
     def _assistant_text(self, m: AssistantMessage) -> str:
         """An earlier reply as the model would have written it."""
