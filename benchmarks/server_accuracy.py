@@ -153,6 +153,7 @@ def main() -> None:
         "prompt logprobs), named (optional parameters the request names made required)",
     )
     parser.add_argument("--out", default=None, help="write every case's reply to this JSON file")
+    parser.add_argument("--url", default=None, help="use this running llama-cpp-python server (.../v1) instead of starting one")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     args.without = set(filter(None, args.without.split(",")))
@@ -163,7 +164,9 @@ def main() -> None:
         sets = {k: [c for c in v if c["id"] in wanted] for k, v in sets.items()}
     variants = args.variants.split(",")
     proc = url = None
-    if any(v.startswith("server") for v in variants):
+    if args.url:
+        url = args.url
+    elif any(v.startswith("server") for v in variants):
         proc, url = start_server(args.threads)
     dump: dict[str, Any] = {}
     try:
