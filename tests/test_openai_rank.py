@@ -18,7 +18,7 @@ from agentnb import Agent, tool
 from agentnb.errors import UserError
 from agentnb.events import CallDecision, ConstraintDropped, ToolStarted
 from agentnb.providers import OpenAIProvider
-from agentnb.providers.openai_rank import PROBE, TOP_K
+from agentnb.providers.openai_rank import PROBE, TOP_K, query_logprob
 from agentnb.testing import ScriptedServer
 from agentnb.testing.server import text
 
@@ -247,3 +247,27 @@ def test_by_default_a_server_without_prompt_logprobs_costs_one_request_and_no_ev
 def test_rank_tools_takes_true_false_or_auto():
     with pytest.raises(UserError, match="rank_tools"):
         OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", rank_tools="yes")
+
+
+def test_shifted_reading_recovers_a_value_a_same_text_twin_overwrote():
+    # measured on llama-cpp-python 0.3.36 (SmolLM2, "10, 12, 23"): after ",", the space token is
+    # the top choice (in-process: -0.13), but a less likely token that also reads " " came later
+    # in its top 400 and overwrote it (-10.87), so " -" looked best
+    data = {
+        "tokens": ["1", "2", ",", " ", "2"],
+        "text_offset": [0, 1, 2, 3, 4],
+        "top_logprobs": [
+            None,
+            {",": -0.5, ".": -1.5},
+            {" ": -10.87, " -": -2.5, " and": -3.0, ",": -0.4},  # "," is the token's own entry
+            {"2": -1.8, "1": -2.0},
+            {},
+        ],
+    }
+    value = query_logprob(data, head=3, end=5, shifted=True)
+    # " ": at most what " -" and " and" leave of the mass, at least " -": log(1 - e^-2.5 - e^-3) = -0.1414
+    assert value == pytest.approx(-0.1414 - 1.8, abs=1e-3)
+    # no overwrite: read as it is; not among the alternatives: the least of them
+    assert query_logprob(data, head=4, end=5, shifted=True) == -1.8
+    missing = {**data, "tokens": ["1", "2", ",", " x", "2"]}
+    assert query_logprob(missing, head=3, end=4, shifted=True) == -3.0

@@ -191,17 +191,42 @@ def query_logprob(logprobs: Any, head: int, end: int, *, shifted: bool = False) 
         for i, offset in enumerate(offsets[: len(tokens)]):
             if not head <= offset < end or i == 0 or i > len(tops) or not isinstance(tops[i - 1], dict):
                 continue
-            before = tops[i - 1]
-            # the previous token's own value is in there too (llama-cpp-python adds it): not a bound
-            rivals = [v for k, v in before.items() if k != tokens[i - 1]] or list(before.values())
-            if rivals:
-                picked.append(before.get(tokens[i], min(rivals)))
+            value = _looked_up(tops[i - 1], tokens[i], tokens[i - 1])
+            if value is not None:
+                picked.append(value)
     else:
         values = logprobs.get("token_logprobs") or []
         picked = [v for o, v in zip(offsets, values, strict=False) if head <= o < end and v is not None]
     if not picked or not all(isinstance(v, int | float) and math.isfinite(v) for v in picked):
         raise ValueError("the reply has no log-probabilities for the echoed prompt")
     return float(sum(picked))
+
+
+def _looked_up(alternatives: dict[str, float], token: str, own: str) -> float | None:
+    """``token``'s log-probability among a position's top ``alternatives`` (text -> value,
+    best first), where ``own`` is the entry llama-cpp-python adds for the token at that position.
+
+    Not among them: the least of them (an upper bound). Several tokens can read as the same
+    text (llama-cpp-python keys the alternatives by text, and a later, less likely one
+    overwrites the value of an earlier one): an entry smaller than the one after it was
+    overwritten, and is read as the most its place allows, the entry before it or what the
+    others leave of the probability mass.
+    """
+    ranked = [(k, v) for k, v in alternatives.items() if k != own or k == token]
+    if not ranked:
+        return None
+    keys = [k for k, _ in ranked]
+    values = [v for _, v in ranked]
+    if token not in keys:
+        rivals = [v for k, v in ranked if k != own]
+        return min(rivals or values)
+    j = keys.index(token)
+    value = values[j]
+    if j + 1 < len(values) and value < values[j + 1]:  # overwritten by a less likely twin
+        rest = 1.0 - sum(math.exp(v) for m, v in enumerate(values) if m != j)
+        ceiling = math.log(rest) if rest > 0 else values[j + 1]
+        value = max(values[j + 1], min(ceiling, values[j - 1] if j > 0 else 0.0))
+    return value
 
 
 def _short(text: str, width: int = 160) -> str:
