@@ -51,7 +51,10 @@ def fake_logprobs(prompt: str, convention: str) -> dict:
     cut = prompt.rfind('"') + 1 if '"' in prompt else len(prompt)
     query = -1.0 if "Multiply" in prompt[:cut] else -5.0
     true = [query if cut <= o < len(prompt) else -0.5 for o in offsets]
-    tops = [{t: v, " zzz": -3.0} for t, v in zip(tokens, true, strict=True)]
+    # best first, as servers list them
+    tops = [
+        dict(sorted({t: v, " zzz": -3.0}.items(), key=lambda kv: -kv[1])) for t, v in zip(tokens, true, strict=True)
+    ]
     if convention == "aligned":
         values: list = [None, *true[1:]]
         shown: list = [None, *tops[1:]]
