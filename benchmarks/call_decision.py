@@ -65,7 +65,7 @@ def refit_fits(provider, layer: UnTooled, query: str, functions: list) -> dict[s
 def measure(provider, layer: UnTooled, query: str, functions: list) -> tuple[float, dict[str, float]]:  # type: ignore[no-untyped-def]
     import torch
 
-    from agentnb.providers.hf.provider import _compiler
+    from agentnb.providers.hf.choose import _compiler
 
     tools = [make_tool(f) for f in functions]
     inner = layer.inner_request(Request([UserMessage(query)], tools, "auto"))
