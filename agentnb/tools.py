@@ -382,8 +382,10 @@ class Tool:
 
 def _pydantic_field(default: Any) -> Any:
     """``default`` when it is a pydantic ``Field(...)`` (pydantic is not imported to find out)."""
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is not None and isinstance(default, pydantic.fields.FieldInfo):
+    # ``pydantic.fields`` itself: ``import pydantic`` alone does not load it (its attributes load
+    # lazily), and a Field(...) default can only exist once it is loaded.
+    fields = sys.modules.get("pydantic.fields")
+    if fields is not None and isinstance(default, fields.FieldInfo):
         return default
     return None
 

@@ -1,13 +1,13 @@
 """How ``tool_choice="auto"`` decides on the embedded model: call or answer, per half of the data.
 
-For every request of benchmarks/data (tasks.json, fc_cases.json, more_cases.json), the two
-measurements the provider makes before it writes anything (the first token's call share, and
-each tool's fit to the request against no tool; see agentnb/providers/hf/decide.py), then the
-decision with the default weights and, for comparison, a refit on the larger data (weights
-1.0/3.6/2.3 against a broader "no tool" text; not used, see decide.py) and the call share alone at
-0.0015 (the first rule).
-Printed per half (even = tuning, odd = held out), over all sets and per set: the share of
-requests that need a tool that get a call, and of requests no offered tool fits that get text.
+For every request of benchmarks/data (tasks.json, fc_cases.json, more_cases.json,
+decision_cases.json), the measurements the provider makes before it writes anything (the first
+token's call share, each tool's fit to the request against no tool, whether the best tool needs a
+number the request lacks, and the model's yes/no to "is there a function above that does exactly
+what I asked?"; see agentnb/providers/hf/decide.py), then the decision by the rule in use, by the
+previous rule (share and fit only, weights 0.5/5/1) and by the call share alone at 0.0015 (the
+first rule). Printed per half (even = tuning, odd = held out), over all sets and per set: the share
+of requests that need a tool that get a call, and of requests no offered tool fits that get text.
 
     .venv/bin/python benchmarks/call_decision.py [--split odd] [--jsonl rows.jsonl]
 """
@@ -29,7 +29,7 @@ from untooled_accuracy import make_tool
 
 from agentnb.messages import UserMessage
 from agentnb.providers.base import Request
-from agentnb.providers.hf.decide import decide
+from agentnb.providers.hf.decide import PROBE, decide, lacks_numbers
 from agentnb.providers.untooled import UnTooled
 
 
@@ -50,32 +50,25 @@ def items(split: str, limit: int | None = None) -> list[tuple[str, str, str, lis
     return out
 
 
-#: The broader ``[[pick_none]]`` text of the refit rule.
-REFIT_NONE = 'Function: none\nDescription: General conversation, knowledge questions and anything the functions above cannot do.\nExample request for this function: "'
-
-
-def refit_fits(provider, layer: UnTooled, query: str, functions: list) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """Each tool's fit against the refit's "no tool" text (the tools' scores come from the cache)."""
-    tools = [make_tool(f) for f in functions]
-    pick = layer.inner_request(Request([UserMessage(query)], tools, "auto")).settings["untooled_pick"]
-    fits = provider._fits(tools, {**pick, "none": REFIT_NONE})
-    return dict(fits or {})
-
-
-def measure(provider, layer: UnTooled, query: str, functions: list) -> tuple[float, dict[str, float]]:  # type: ignore[no-untyped-def]
+def measure(provider, layer: UnTooled, query: str, functions: list) -> tuple[float, dict[str, float], bool, float]:  # type: ignore[no-untyped-def]
+    """The call share, the tools' fits, whether the best needs a number the request lacks, the yes/no."""
     import torch
 
     from agentnb.providers.hf.choose import _compiler
 
     tools = [make_tool(f) for f in functions]
     inner = layer.inner_request(Request([UserMessage(query)], tools, "auto"))
-    logits = provider.cache.prefill(provider.encode(inner.messages))
+    prompt = provider.encode(inner.messages)
+    logits = provider.cache.prefill(prompt)
     compiler = _compiler(provider.tokenizer, provider.vocab_size, provider.eos_ids)
     probs = torch.softmax(logits.float(), dim=-1)
     call = torch.from_numpy(compiler.guide(tools, "call").allowed())
     text = torch.from_numpy(compiler.guide(tools, "text").allowed())
     p_call, p_text = float(probs[call].sum()), float(probs[text & ~call].sum())
-    return p_call / (p_call + p_text), provider._fits(tools, inner.settings["untooled_pick"])
+    fits = provider._fits(tools, inner.settings["untooled_pick"])
+    best = max(tools, key=lambda t: fits[t.name])
+    agree = provider._ask(provider.encode([*inner.messages, UserMessage(PROBE)]), prompt)
+    return p_call / (p_call + p_text), fits, lacks_numbers(best.parameters, query), agree
 
 
 def main() -> None:
@@ -90,11 +83,12 @@ def main() -> None:
     layer = UnTooled(provider)
     rows = []
     for name, ident, query, functions, need, half in items(args.split, args.limit):
-        share, fits = measure(provider, layer, query, functions)
+        share, fits, missing, agree = measure(provider, layer, query, functions)
         row = {"set": name, "id": ident, "half": half, "need": need, "share": share, "fits": fits}
-        row["new"] = decide(share, fits).action == "call"
-        refit = refit_fits(provider, layer, query, functions)
-        row["refit"] = decide(share, refit, share_weight=1.0, fit_weight=3.6, bias=2.3).action == "call"
+        row.update(missing=missing, agree=agree)
+        row["new"] = decide(share, fits, missing_numbers=missing, agree=agree).action == "call"
+        previous = decide(share, fits, share_weight=0.5, fit_weight=5.0, bias=1.0)
+        row["previous"] = previous.action == "call"
         row["old"] = share >= 0.0015
         rows.append(row)
         if args.jsonl:
@@ -107,7 +101,7 @@ def main() -> None:
                 continue
             need = [r for r in part if r["need"]]
             none = [r for r in part if not r["need"]]
-            for rule in ("new", "refit", "old"):
+            for rule in ("new", "previous", "old"):
                 called = sum(r[rule] for r in need)
                 text = sum(not r[rule] for r in none)
                 print(

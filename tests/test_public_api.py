@@ -115,3 +115,19 @@ def test_unknown_provider_spec_is_a_clear_user_error() -> None:
         agentnb.Agent("gpt4")
     with pytest.raises(agentnb.UserError, match="names no model"):
         agentnb.get_provider("openai:")
+
+
+def test_a_tool_can_be_defined_after_a_bare_import_pydantic() -> None:
+    """``import pydantic`` alone leaves ``pydantic.fields`` unloaded; defining a tool must not trip on it."""
+    code = (
+        "import pydantic\n"
+        "from agentnb import tool\n"
+        "@tool\n"
+        "def add(a: int, b: int = 2) -> int:\n"
+        "    '''Add.'''\n"
+        "    return a + b\n"
+        "print(add(1))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "3"

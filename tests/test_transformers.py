@@ -321,3 +321,24 @@ def test_rank_tools_cache_stays_bounded_and_answers_when_full(provider: Transfor
     again = provider.rank_tools(heads, "weather in Oslo")
     assert again[:2] == pytest.approx(first) and len(again) == 3
     assert len(provider._rankings) <= 256
+
+
+def test_after_a_detour_the_cache_stands_for_the_prompt_again(tiny: tuple[object, object]) -> None:
+    """rewind() crops to the shared prefix; the rest runs with the next feed, same logits as fresh."""
+    import torch
+
+    from agentnb.providers.hf.cache import PrefixCache
+
+    model, _ = tiny
+    prompt, detour, token = [5, 6, 7, 8, 9, 10], [5, 6, 7, 20, 21, 22, 23], 11
+    cache = PrefixCache(model)
+    cache.prefill(prompt)
+    cache.prefill(detour)
+    cache.rewind(prompt)
+    assert cache.ids == [5, 6, 7]  # the rest of the prompt waits for the next feed
+    after = cache.feed([token])
+    assert cache.ids == [*prompt, token]
+    fresh = PrefixCache(model, enabled=False).prefill([*prompt, token])
+    assert torch.allclose(after, fresh, atol=1e-4)
+    cache.rewind([99, 98])  # nothing shared: starts over
+    assert cache.ids == [] and torch.allclose(cache.feed([97]), PrefixCache(model).prefill([99, 98, 97]), atol=1e-4)

@@ -139,3 +139,43 @@ def test_loading_is_announced_once_with_its_duration() -> None:
     lines = [ln for ln in out.stderr.splitlines() if ln.startswith("agentnb:")]
     assert lines[0] == "agentnb: loading the model SmolLM2-135M-Instruct…"
     assert lines[1].startswith("agentnb: model loaded in ") and "CPU thread" in lines[1] and len(lines) == 2
+
+
+@tool
+def calculate_bmi(weight_kg: float, height_m: float) -> float:
+    """Body mass index from weight and height.
+
+    Args:
+        weight_kg: weight in kilograms
+        height_m: height in metres
+    """
+    return round(weight_kg / height_m**2, 1)
+
+
+def test_a_question_on_a_tools_topic_that_it_cannot_compute_gets_text(local) -> None:  # type: ignore[no-untyped-def]
+    from agentnb.events import CallDecision
+
+    result = Agent(local, tools=[calculate_bmi], settings=SETTINGS).run("Is BMI a good measure of health?")
+    why = next(e for e in result.events if isinstance(e, CallDecision))
+    assert result.tool_calls == 0 and why.action == "answer"
+    assert "calculate_bmi needs a number the request lacks" in why.reason
+    computed = Agent(local, tools=[calculate_bmi], settings=SETTINGS).run("My BMI? I weigh 70 kg and I am 1.75 m tall.")
+    first = next(e for e in computed.events if isinstance(e, CallDecision))
+    assert first.action == "call" and "lacks" not in first.reason
+    started = next(e for e in computed.events if isinstance(e, ToolStarted))
+    assert started.arguments == {"weight_kg": 70, "height_m": 1.75}
+
+
+def test_asking_the_model_leaves_the_reply_as_it_would_be_without_the_prefix_cache(local) -> None:  # type: ignore[no-untyped-def]
+    """The yes/no question runs through the prefix cache; the reply after it must not notice."""
+    from agentnb.events import CallDecision
+    from agentnb.providers.hf import TransformersProvider
+
+    fresh = TransformersProvider((local.model, local.tokenizer), prefix_cache=False)
+    replies = []
+    for provider in (local, fresh):
+        result = Agent(provider, tools=[get_weather, add], settings=SETTINGS).run("Is it cold in Oslo?")
+        why = next(e for e in result.events if isinstance(e, CallDecision))
+        replies.append((why.reason, [(e.name, e.arguments) for e in result.events if isinstance(e, ToolStarted)]))
+    assert "the model leans" in replies[0][0]  # the question was asked (the request is near the line)
+    assert replies[0] == replies[1]

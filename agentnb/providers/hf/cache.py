@@ -37,6 +37,8 @@ class PrefixCache:
         self.enabled = enabled
         self.ids: list[int] = []
         self._cache: Any = None
+        #: Tokens of the sequence the cache stands for that the next :meth:`feed` runs first.
+        self._pending: list[int] = []
         #: Tokens taken from the cache (not recomputed) by the last :meth:`prefill`.
         self.reused = 0
         # transformers 5.2x calls the argument ``cache``; earlier versions ``past_key_values``.
@@ -46,11 +48,27 @@ class PrefixCache:
     def reset(self) -> None:
         self.ids = []
         self._cache = None
+        self._pending = []
+
+    def rewind(self, prompt: list[int]) -> None:
+        """Stand for ``prompt`` again after a detour (the auto decision's yes/no question).
+
+        The cache is cropped to the prefix it shares with ``prompt``; the rest of ``prompt``
+        runs together with the next :meth:`feed`'s tokens, in the same forward pass, so going
+        back costs nothing by itself.
+        """
+        keep = common_prefix(self.ids, prompt) if self._cache is not None else 0
+        if keep == 0:
+            self.reset()
+        elif keep < len(self.ids):
+            self._crop(keep)
+        self._pending = list(prompt[keep:])
 
     def prefill(self, prompt: list[int]) -> Any:
         """Make the cache hold ``prompt``; return the logits for the token after it."""
         if not prompt:
             raise ValueError("cannot generate from an empty prompt")
+        self._pending = []
         keep = common_prefix(self.ids, prompt) if self.enabled and self._cache is not None else 0
         keep = min(keep, len(prompt) - 1)  # at least one token must run to give logits
         if keep == 0:
@@ -67,6 +85,7 @@ class PrefixCache:
 
         if self._cache is None:
             self._cache = DynamicCache(config=self.model.config)
+        tokens, self._pending = self._pending + list(tokens), []
         device = self.model.device
         try:
             with torch.inference_mode():

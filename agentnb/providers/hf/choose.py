@@ -10,12 +10,12 @@ well each explains the request (:meth:`ToolChoice.rank_tools`) and lets only the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from agentnb.events import CallDecision
 from agentnb.providers.base import OutputConstraint
-from agentnb.providers.hf.decide import decide
+from agentnb.providers.hf.decide import decide, lacks_numbers
 from agentnb.providers.hf.options import Decision, GenerationOptions
 
 
@@ -29,6 +29,24 @@ class ToolChoice:
     last_decision: Decision | None
     _call_tools: tuple[Any, ...]
     _rankings: dict[tuple[str, str], float]
+    cache: Any
+
+    def _ask(self, question: list[int], prompt: list[int]) -> float:
+        """The model's log-odds of "yes" against "no" as the next token after ``question``.
+
+        ``question`` shares the prompt's prefix (the conversation), so the prefix cache runs
+        only the question's tokens; the cache then goes back to standing for ``prompt`` (the
+        few tokens after the shared prefix run with the reply's first token).
+        """
+        import math
+
+        import torch
+
+        logits = self.cache.prefill(question)
+        self.cache.rewind(prompt)
+        probs = torch.softmax(logits.float(), dim=-1)
+        yes, no = _answer_ids(self.tokenizer)
+        return math.log(float(probs[yes].sum()) + 1e-9) - math.log(float(probs[no].sum()) + 1e-9)
 
     def _guide(
         self,
@@ -38,7 +56,13 @@ class ToolChoice:
         pick: dict[str, Any] | None = None,
         after_results: bool = False,
         notes: list[Any] | None = None,
+        ask: Callable[[], float] | None = None,
     ) -> Any:
+        """The guide for this reply: the branch (call or answer) and, for a call, the tools.
+
+        ``ask`` measures the model's yes/no to :data:`~agentnb.providers.hf.decide.PROBE`
+        (used under ``auto`` only where it could change the verdict).
+        """
         tools: Sequence[Any] = constraint.tools
         choice = constraint.tool_choice
         if choice not in ("auto", "required", "none"):
@@ -78,7 +102,14 @@ class ToolChoice:
             verdict = None
             why = f"{when}call share {share:.2g} {cmp} {options.call_threshold:g}"
         else:
-            verdict = decide(share, fits, threshold=options.call_score_threshold)
+            best = max(tools, key=lambda t: fits[t.name])
+            verdict = decide(
+                share,
+                fits,
+                missing_numbers=lacks_numbers(best.parameters, pick["query"]),
+                agree=ask if options.ask_model else None,
+                threshold=options.call_score_threshold,
+            )
             mode = "call" if verdict.action == "call" else "text"
             why = verdict.reason
         picked = None
@@ -178,3 +209,19 @@ def _compiler(tokenizer: Any, vocab_size: int, eos_ids: frozenset[int]) -> Any:
         entry = (tokenizer, GrammarCompiler(tokenizer, vocab_size, sorted(eos_ids)))
         _COMPILERS[id(tokenizer)] = entry
     return entry[1]
+
+
+_ANSWERS: dict[int, tuple[Any, list[int], list[int]]] = {}
+
+
+def _answer_ids(tokenizer: Any) -> tuple[list[int], list[int]]:
+    """The first token of each way to write "yes" and "no" (per tokenizer, remembered)."""
+    entry = _ANSWERS.get(id(tokenizer))
+    if entry is None or entry[0] is not tokenizer:
+
+        def first(words: tuple[str, ...]) -> list[int]:
+            return sorted({tokenizer.encode(w, add_special_tokens=False)[0] for w in words})
+
+        entry = (tokenizer, first(("Yes", "yes", " Yes", " yes", "YES")), first(("No", "no", " No", " no", "NO")))
+        _ANSWERS[id(tokenizer)] = entry
+    return entry[1], entry[2]

@@ -67,6 +67,9 @@ class GenerationOptions:
     #: (:mod:`agentnb.providers.hf.decide`), when UnTooled sent the tools' descriptions; off,
     #: the call share alone decides (``call_threshold``).
     decide_by_fit: bool = True
+    #: ... and, where it could change the verdict, from the model's yes/no to "is there a
+    #: function above that does exactly what I asked?" (:data:`~agentnb.providers.hf.decide.PROBE`).
+    ask_model: bool = True
     #: A call when the decision score is at least this (raise it to call less often).
     call_score_threshold: float = 0.0
     #: Logit bonus for call tokens that copy a span of the user's last message into an argument

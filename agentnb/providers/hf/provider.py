@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import threading
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ from agentnb.errors import UserError
 from agentnb.messages import Message, Usage, UserMessage
 from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk, collect
 from agentnb.providers.hf.choose import ToolChoice
+from agentnb.providers.hf.decide import PROBE
 from agentnb.providers.hf.loading import _require_hf, load_model
 from agentnb.providers.hf.options import (
     AFTER_RESULTS_HINT,
@@ -175,6 +176,9 @@ class TransformersProvider(ToolChoice, Provider):
         stop = threading.Event()
         notes: list[Any] = []  # the provider's decisions, as events for the loop
 
+        def probe() -> list[int]:  # the conversation plus the yes/no question of the auto decision
+            return self.encode([*request.messages, UserMessage(PROBE)])
+
         def put(item: Any) -> None:
             try:
                 loop.call_soon_threadsafe(queue.put_nowait, item)
@@ -186,7 +190,9 @@ class TransformersProvider(ToolChoice, Provider):
             # replies from sharing the KV cache at once.
             try:
                 with self._lock:
-                    tokens = self.tokens(prompt, constraint, options, pick, source, results, after_results, notes)
+                    tokens = self.tokens(
+                        prompt, constraint, options, pick, source, results, after_results, notes, probe
+                    )
                     for token in tokens:
                         put(token)
                         if stop.is_set():
@@ -240,20 +246,23 @@ class TransformersProvider(ToolChoice, Provider):
         results: Sequence[str] = (),
         after_results: bool = False,
         notes: list[Any] | None = None,
+        probe: Callable[[], list[int]] | None = None,
     ) -> Iterator[int]:
         """Decode a reply to ``prompt`` token by token (blocking; call from a worker thread).
 
         ``pick`` (from UnTooled's :data:`PICK_HINT`) lets a call choose its tool first;
         ``source`` (the user's last message) is what a call's argument values may copy;
         ``results`` (the tool results just read) what prose may copy. Decisions (why it
-        called or answered) are appended to ``notes`` as events.
+        called or answered) are appended to ``notes`` as events; ``probe`` gives the prompt of
+        the yes/no question the ``auto`` decision may ask (:data:`~agentnb.providers.hf.decide.PROBE`).
         """
         import torch
 
         logits = self.cache.prefill(prompt)
         guide = None
         if constraint is not None:
-            guide = self._guide(constraint, logits, options, pick, after_results, notes)
+            ask = (lambda: self._ask(probe(), prompt)) if probe is not None else None
+            guide = self._guide(constraint, logits, options, pick, after_results, notes, ask)
         generator = None
         if options.temperature > 0:
             generator = torch.Generator(device="cpu")
