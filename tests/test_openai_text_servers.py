@@ -21,7 +21,15 @@ import pytest
 from server_process import free_port, running
 
 from agentnb import Agent, tool
-from agentnb.events import CallRepair, ConstraintDropped, ModelRequest, RouteSwitched, ToolStarted, ValidationResult
+from agentnb.events import (
+    CallDecision,
+    CallRepair,
+    ConstraintDropped,
+    ModelRequest,
+    RouteSwitched,
+    ToolStarted,
+    ValidationResult,
+)
 from agentnb.providers import OpenAIProvider
 
 pytestmark = pytest.mark.slow
@@ -117,6 +125,27 @@ def test_llama_cpp_server_bounded_parameters_validate(llama_cpp_url):
     fixes = [e for e in r.events if isinstance(e, CallRepair)]
     assert len(fixes) == 1 and fixes[0].repaired and fixes[0].rejected["p"] > 1  # what was measured here
     assert "p: numbers 0 to 1" in fixes[0].detail
+
+
+def test_llama_cpp_server_ranks_the_tools_from_its_shifted_echo(llama_cpp_url):
+    # llama-cpp-python 0.3.36 gives each echoed prompt token the log-probability of the row after
+    # it (SmolLM2 has no BOS token): one probe per provider finds that, and the ranking reads
+    # each token's value among the previous token's alternatives (agentnb.providers.openai_rank)
+    settings = {**SETTINGS, "max_tokens": 96}
+    p = OpenAIProvider("smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=settings, timeout=300)
+    tools = [get_weather, binomial_probability]
+    agent = Agent(p, tools, max_tool_calls=1, tool_choice="required")
+    r = agent.run("If I flip a fair coin 10 times, what's the chance of exactly 3 heads?")
+    assert r.error is None, r.error
+    assert p._ranker.convention == "shifted" and p._ranker.works
+    [decision] = [e for e in r.events if isinstance(e, CallDecision)]
+    assert decision.tool == "binomial_probability" and {n for n, _ in decision.ranking} == {t.name for t in tools}
+    assert [e.name for e in r.events if isinstance(e, ToolStarted)] == ["binomial_probability"]
+    weather = agent.run("What is the weather in Oslo right now?")
+    assert weather.error is None, weather.error
+    [decision] = [e for e in weather.events if isinstance(e, CallDecision)]
+    assert decision.tool == "get_weather"
+    assert [e.arguments for e in weather.events if isinstance(e, ToolStarted)] == [{"city": "Oslo"}]
 
 
 @pytest.fixture(scope="module")

@@ -100,9 +100,11 @@ class OpenAIProvider(RoutedSending, Provider):
             longer asked (a :class:`~agentnb.events.ConstraintDropped` event).
         rank_tools: on the untooled route, when a call is required among several tools, pick
             the tool first from the server's prompt log-probabilities (``/v1/completions`` with
-            ``echo``), as the in-process backend does (:mod:`~agentnb.providers.openai_rank`).
-            One extra request per tool and step. Not useful on llama-cpp-python 0.3.36, whose
-            echoed log-probabilities are shifted by a token (see docs/native.md).
+            ``echo``), as the in-process backend does (:mod:`~agentnb.providers.openai_rank`):
+            one extra request per tool and step, and once per provider a probe that reads how
+            the server aligns its echoed log-probabilities. ``"auto"`` (default): where the
+            server gives them, silently not where it does not; True: the same, and a
+            :class:`~agentnb.events.ConstraintDropped` event when it cannot; False: never.
         output_mode: how a run's ``output_type`` is asked for on the native route:
             ``"response_format"`` (a ``json_schema`` response format, strict where the schema
             allows; the default) or ``"tool"`` (a final-answer tool the model calls with the
@@ -139,7 +141,7 @@ class OpenAIProvider(RoutedSending, Provider):
         api: str = "chat",
         tool_calling: ToolCalling = "auto",
         constrain: bool | str = True,
-        rank_tools: bool = False,
+        rank_tools: bool | str = "auto",
         **client_options: Any,
     ) -> None:
         sdk = _sdk()  # fail now, with the extra to install, rather than at the first call

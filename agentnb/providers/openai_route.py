@@ -42,7 +42,7 @@ ToolCalling = Literal["auto", "native", "untooled"]
 TOOL_CALLING: tuple[str, ...] = ("auto", "native", "untooled")
 #: Request settings UnTooled adds for backends that ``understand_untooled_hints``; never sent.
 AFTER_RESULTS_HINT = "untooled_after_tool_results"
-HINTS = frozenset({AFTER_RESULTS_HINT, "untooled_pick"})
+HINTS = frozenset({AFTER_RESULTS_HINT, "untooled_pick", "untooled_results"})
 #: Told to the model when its reply is constrained to the envelope and may be a text answer.
 ENVELOPE_NOTE = '\nTo answer in plain text instead, reply with only {"answer": "<your answer>"}.'
 #: ``response_format`` shapes, in the order they are tried.
