@@ -204,18 +204,6 @@ class LimitReached(_EventBase):
 
 
 @dataclass(frozen=True, slots=True)
-class ToolsWithdrawn(_EventBase):
-    """Every call of the last step repeated one already made (each got its earlier result back),
-    so the loop offers no tools from now on and the model answers from the results it has;
-    ``names`` are the repeated tools.
-    """
-
-    depth: int
-    names: tuple[str, ...]
-    kind: Literal["tools_withdrawn"] = "tools_withdrawn"
-
-
-@dataclass(frozen=True, slots=True)
 class DirectOutput(_EventBase):
     depth: int
     call_id: str
@@ -348,7 +336,6 @@ Event: TypeAlias = (
     | ToolFinished
     | AttachmentAdded
     | LimitReached
-    | ToolsWithdrawn
     | DirectOutput
     | ReasoningSummary
     | FinalAnswer

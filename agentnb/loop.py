@@ -41,7 +41,6 @@ from agentnb.events import (
     ToolCallRequested,
     ToolFinished,
     ToolStarted,
-    ToolsWithdrawn,
     UnknownTool,
     ValidationResult,
 )
@@ -240,7 +239,6 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         budget = cfg.max_tool_calls - state.tool_calls
         plans: list[ToolMessage | _Exec | int] = []  # int: a repeat of plans[int] in this turn
         in_turn: dict[str, int] = {}
-        repeats = 0  # calls not run because they repeat an earlier one
         for i, call in enumerate(calls):
             yield ToolCallRequested(depth, call.id, call.name, call.arguments)
             if i >= budget:
@@ -274,7 +272,6 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             seen = earlier is not None or fp in in_turn
             action: DedupAction = "execute" if not seen else ("allow_repeat" if tool.allow_repeat else "skip")
             yield DedupDecision(depth, call.id, call.name, fp, seen, action)
-            repeats += action == "skip"
             if action != "skip":
                 in_turn.setdefault(fp, len(plans))
                 plans.append(_Exec(len(plans), call, tool, arguments, fp))
@@ -331,11 +328,6 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             return
         if state.tool_calls >= cfg.max_tool_calls:
             yield LimitReached(depth, cfg.max_tool_calls, state.tool_calls)
-        elif repeats == len(calls) and choice != "none":
-            # Nothing new was asked: the model is going round in circles. It has every result
-            # it asked for, so from now on it answers (the depth limit would get there later).
-            choice = "none"
-            yield ToolsWithdrawn(depth, tuple(dict.fromkeys(c.name for c in calls)))
         depth += 1
 
 

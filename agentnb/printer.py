@@ -35,7 +35,6 @@ from agentnb.events import (
     ToolCallRequested,
     ToolFinished,
     ToolStarted,
-    ToolsWithdrawn,
     UnknownTool,
     ValidationResult,
 )
@@ -101,10 +100,6 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} {n} attached an image ({img.mime}, {len(img.data)} bytes)"
         case LimitReached(max_tool_calls=m):
             return f"{d} tool-call limit ({m}) reached: the model must answer now"
-        case ToolsWithdrawn(names=n):
-            return (
-                f"{d} every call repeated an earlier one ({', '.join(n)}): no tools from now on, the model must answer"
-            )
         case DirectOutput(name=n):
             return f"{d} {n} returned the final answer directly"
         case ReasoningSummary(text=t):

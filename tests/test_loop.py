@@ -478,27 +478,3 @@ def test_ctrl_c_while_a_cell_waits_cancels_the_run() -> None:
         loop.close()
     assert result.stop_reason == "cancelled"
     assert [m.role for m in result.messages] == ["user", "assistant", "tool"]
-
-
-def test_a_step_that_only_repeats_earlier_calls_withdraws_the_tools() -> None:
-    from agentnb.events import ModelRequest, ToolsWithdrawn
-    from agentnb.printer import format_event
-
-    model = ScriptedProvider([call("add", a=1, b=2), call("add", a=1, b=2), "3"])
-    result = Agent(model, tools=[add]).run("1+2?")
-    assert result.output == "3" and result.stop_reason == "answer"
-    withdrawn = [e for e in result.events if isinstance(e, ToolsWithdrawn)]
-    assert [(e.depth, e.names) for e in withdrawn] == [(1, ("add",))]
-    offered = [e.tools for e in result.events if isinstance(e, ModelRequest)]
-    assert offered == [("add",), ("add",), ()]  # the third request offers nothing: the model answers
-    assert model.requests[2].tool_choice == "none"
-    assert format_event(withdrawn[0]) is not None and "no tools from now on" in format_event(withdrawn[0])
-
-
-def test_a_step_with_one_new_call_keeps_the_tools() -> None:
-    from agentnb.events import ToolsWithdrawn
-
-    model = ScriptedProvider([call("add", a=1, b=2), [call("add", a=1, b=2), call("add", a=2, b=2)], "ok"])
-    result = Agent(model, tools=[add]).run("go")
-    assert not [e for e in result.events if isinstance(e, ToolsWithdrawn)]
-    assert model.requests[2].tools  # still offered

@@ -27,7 +27,6 @@ from agentnb.events import (
     ReasoningSummary,
     RouteSwitched,
     StepDecision,
-    ToolsWithdrawn,
 )
 from agentnb.notebook.blocks import CSS, copyable
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
@@ -405,12 +404,6 @@ def _note_html(n: object) -> str:
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">tool-call limit reached</span> '
             f'<span class="anb-m">{n.tool_calls}/{n.max_tool_calls}: the model must answer in text now</span></div>'
-        )
-    if isinstance(n, ToolsWithdrawn):
-        return (
-            f'<div class="anb-block anb-note"><span class="anb-warn">tools withdrawn</span> '
-            f'<span class="anb-m">every call repeated an earlier one ({escape(", ".join(n.names))}): '
-            f"the model must answer in text now</span></div>"
         )
     if isinstance(n, ReasoningSummary):
         return (

@@ -343,7 +343,6 @@ _FOLD: dict[str, Any] = {
     "step_decision": _step,
     "attachment": _attachment,
     "limit_reached": _note,
-    "tools_withdrawn": _note,
     "direct_output": _note,
     "reasoning_summary": _note,
     "final_answer": _final,
