@@ -54,7 +54,7 @@ def measure(provider, layer: UnTooled, query: str, functions: list) -> tuple[flo
     """The call share, the tools' fits, whether the best needs a number the request lacks, the yes/no."""
     import torch
 
-    from agentnb.providers.hf.choose import _compiler
+    from agentnb.providers.hf.choose import _best, _compiler
 
     tools = [make_tool(f) for f in functions]
     inner = layer.inner_request(Request([UserMessage(query)], tools, "auto"))
@@ -66,7 +66,7 @@ def measure(provider, layer: UnTooled, query: str, functions: list) -> tuple[flo
     text = torch.from_numpy(compiler.guide(tools, "text").allowed())
     p_call, p_text = float(probs[call].sum()), float(probs[text & ~call].sum())
     fits = provider._fits(tools, inner.settings["untooled_pick"])
-    best = max(tools, key=lambda t: fits[t.name])
+    best = _best(tools, fits)[0]
     agree = provider._ask(provider.encode([*inner.messages, UserMessage(PROBE)]), prompt)
     return p_call / (p_call + p_text), fits, lacks_numbers(best.parameters, query), agree
 

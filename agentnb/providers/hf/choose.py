@@ -102,7 +102,7 @@ class ToolChoice:
             verdict = None
             why = f"{when}call share {share:.2g} {cmp} {options.call_threshold:g}"
         else:
-            best = max(tools, key=lambda t: fits[t.name])
+            best = _best(tools, fits)[0]
             verdict = decide(
                 share,
                 fits,
