@@ -8,9 +8,12 @@ Shared by :mod:`agentnb.providers.openai` and the other HTTP providers; no SDK i
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["_Secret", "_cause", "_never_connected", "_server_message", "_without_userinfo"]
+from agentnb.errors import AuthenticationError, ModelNotFoundError, ProviderError, RateLimitError, ServerError
+
+__all__ = ["_Secret", "_cause", "_never_connected", "_server_message", "_without_userinfo", "classify"]
 
 
 class _Secret:
@@ -70,3 +73,35 @@ def _without_userinfo(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def classify(
+    sdk: Any, exc: Exception, streaming: bool, *, where: str, model: str, retries: int, timeout: float
+) -> ProviderError:
+    """The typed agentnb error for an ``openai`` SDK exception, with the server's own message.
+
+    ``where``: the server (its base URL, or "the OpenAI API"); ``streaming``: chunks had arrived.
+    """
+    message = _server_message(exc)
+    if isinstance(exc, sdk.APIStatusError):
+        status = exc.status_code
+        if status in (401, 403):
+            return AuthenticationError(f"{where} rejected the API key ({status}): {message}", status=status)
+        if status == 404:
+            hint = "check the model name, and that base_url ends in /v1"
+            return ModelNotFoundError(f"model {model!r} not found at {where} (404): {message} ({hint})", status=status)
+        retried = f"after {retries} retries ({status}): {message}"
+        if status == 429:
+            return RateLimitError(f"rate limited by {where} {retried}", status=status)
+        if status >= 500:
+            return ServerError(f"{where} failed {retried}", status=status)
+        return ProviderError(f"{where} refused the request ({status}): {message}", status=status)
+    if isinstance(exc, sdk.APITimeoutError):
+        return ProviderError(f"{where} did not answer within {timeout:g} s")
+    if isinstance(exc, sdk.APIConnectionError):
+        if streaming:  # chunks had arrived
+            return ProviderError(f"the connection to {where} broke mid-stream: {_cause(exc)}")
+        if _never_connected(exc):
+            return ProviderError(f"could not connect to {where} ({_cause(exc)}); is the server running?")
+        return ProviderError(f"the connection to {where} broke before the response was complete: {_cause(exc)}")
+    return ProviderError(f"{where}: {message}")
