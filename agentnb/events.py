@@ -275,6 +275,27 @@ class CallRepair(_EventBase):
 
 
 @dataclass(frozen=True, slots=True)
+class CallSteered(_EventBase):
+    """A call was decoded token by token on a server, with the in-process steering
+    (:mod:`agentnb.providers.openai_steer`): the server proposed each token and its
+    alternatives; agentnb kept the grammar and favoured copies of the request.
+
+    ``requests``: the server requests it took; ``tokens``: the tokens read; ``changed``: the
+    places where steering chose another alternative than the server's own token (each one
+    started a new request); ``detail`` names them.
+    """
+
+    depth: int
+    provider: str
+    name: str
+    requests: int
+    tokens: int
+    changed: int
+    detail: str = ""
+    kind: Literal["call_steered"] = "call_steered"
+
+
+@dataclass(frozen=True, slots=True)
 class OutputMode(_EventBase):
     """How a provider asks for structured output (``output_type``): reported by the provider.
 
@@ -345,6 +366,7 @@ Event: TypeAlias = (
     | RouteSwitched
     | ConstraintDropped
     | CallRepair
+    | CallSteered
 )
 
 EVENT_TYPES: dict[str, type] = {

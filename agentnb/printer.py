@@ -15,6 +15,7 @@ from agentnb.events import (
     AttachmentAdded,
     CallDecision,
     CallRepair,
+    CallSteered,
     ConstraintDropped,
     DedupDecision,
     DirectOutput,
@@ -113,6 +114,9 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return (
                 f"{d} {p}: call to {n} broke its schema ({shorten('; '.join(errs), width)}); asked again: {head}, {x}"
             )
+        case CallSteered(provider=p, name=n, requests=r, tokens=t, changed=c, detail=x):
+            how = f"steering chose {c} of {t} tokens" + (f" ({shorten(x, width)})" if x else "")
+            return f"{d} {p}: call to {n} steered token by token in {r} request{'s' if r != 1 else ''}; {how}"
         case FinalAnswer(text=t):
             return f"answer: {t}"
         case OutputMode(mode=m, detail=x):

@@ -142,6 +142,8 @@ def echo(request):
 
 
 def provider(url: str, **options) -> OpenAIProvider:
+    # steering (tests/test_openai_steer.py) would add its own /v1/completions requests
+    options.setdefault("steer", False)
     return OpenAIProvider("m", base_url=url, tool_calling="untooled", max_retries=0, timeout=20, **options)
 
 

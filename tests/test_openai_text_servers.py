@@ -24,6 +24,7 @@ from agentnb import Agent, tool
 from agentnb.events import (
     CallDecision,
     CallRepair,
+    CallSteered,
     ConstraintDropped,
     ModelRequest,
     RouteSwitched,
@@ -112,9 +113,12 @@ binomial_probability.parameters["properties"]["p"].update(minimum=0, maximum=1)
 def test_llama_cpp_server_bounded_parameters_validate(llama_cpp_url):
     # llama-cpp-python's grammar skips minimum/maximum. trials (1..50) goes out as an enum; p's
     # bounds cannot, and SmolLM2 writes p=1.5 here: the call is asked for again, once, with p
-    # narrowed to values that validate, and the loop gets a call that validates.
+    # narrowed to values that validate, and the loop gets a call that validates. (Without
+    # steering: a steered call keeps the bounds itself; see the next test.)
     settings = {**SETTINGS, "max_tokens": 96}
-    p = OpenAIProvider("smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=settings, timeout=300)
+    p = OpenAIProvider(
+        "smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=settings, timeout=300, steer=False
+    )
     agent = Agent(p, [binomial_probability], max_tool_calls=1, tool_choice="required")
     r = agent.run("If I flip a fair coin 10 times, what's the chance of exactly 3 heads?")
     assert r.error is None, r.error
@@ -125,6 +129,47 @@ def test_llama_cpp_server_bounded_parameters_validate(llama_cpp_url):
     fixes = [e for e in r.events if isinstance(e, CallRepair)]
     assert len(fixes) == 1 and fixes[0].repaired and fixes[0].rejected["p"] > 1  # what was measured here
     assert "p: numbers 0 to 1" in fixes[0].detail
+
+
+def test_llama_cpp_server_steered_calls_keep_bounds_and_copy_the_request(llama_cpp_url):
+    # steer="auto" (the default): a required call is decoded token by token from the server's
+    # streamed alternatives, under the call's grammar (bounds included) and the copy bias
+    settings = {**SETTINGS, "max_tokens": 96}
+    p = OpenAIProvider("smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=settings, timeout=300)
+    agent = Agent(p, [binomial_probability], max_tool_calls=1, tool_choice="required")
+    r = agent.run("If I flip a fair coin 10 times, what's the chance of exactly 3 heads?")
+    assert r.error is None, r.error
+    assert p._steering.works and p._steering.template.name == "chatml"
+    [steered] = [e for e in r.events if isinstance(e, CallSteered)]
+    assert steered.name == "binomial_probability" and steered.requests >= 1
+    assert not any(isinstance(e, CallRepair) for e in r.events)  # nothing to repair: p stayed within 0..1
+    [ran] = [e.arguments for e in r.events if isinstance(e, ToolStarted)]
+    assert 1 <= ran["trials"] <= 50 and ran["successes"] >= 0 and 0 <= ran["p"] <= 1
+    # SmolLM2 on its own writes 250 for "$250k" here (steer=False); steered, the value is copied
+    loan = Agent(p, [loan_monthly_payment], max_tool_calls=1, tool_choice="required")
+    r = loan.run("Monthly payment on a $250k mortgage at 6.5% over 30 years?")
+    assert r.error is None, r.error
+    [ran] = [e.arguments for e in r.events if isinstance(e, ToolStarted)]
+    assert ran == {"principal": 250000, "annual_rate_percent": 6.5, "years": 30}
+    plain = OpenAIProvider("smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=settings, steer=False)
+    r = Agent(plain, [loan_monthly_payment], max_tool_calls=1, tool_choice="required").run(
+        "Monthly payment on a $250k mortgage at 6.5% over 30 years?"
+    )
+    [ran] = [e.arguments for e in r.events if isinstance(e, ToolStarted)]
+    assert ran["principal"] != 250000  # what was measured here: 250
+
+
+@tool
+def loan_monthly_payment(principal: float, annual_rate_percent: float, years: int) -> float:
+    """Monthly payment of a fixed-rate loan.
+
+    Args:
+        principal: The amount borrowed.
+        annual_rate_percent: The yearly interest rate in percent.
+        years: The term in years.
+    """
+    rate, months = annual_rate_percent / 1200, years * 12
+    return round(principal * rate / (1 - (1 + rate) ** -months), 2)
 
 
 def test_llama_cpp_server_ranks_the_tools_from_its_shifted_echo(llama_cpp_url):

@@ -97,8 +97,9 @@ def test_every_event_kind_is_shown() -> None:
     # step_decision comes from the debugger (tests/test_debugger.py checks its rendering);
     # reasoning_summary from the OpenAI Responses route (tests/test_openai_responses.py); the
     # route and constraint events from OpenAIProvider's untooled route (tests/test_openai_untooled.py),
-    # call_repair from its re-ask of a call that broke its schema (tests/test_untooled_repair.py).
-    others = {"step_decision", "reasoning_summary", "route_switched", "constraint_dropped", "call_repair"}
+    # call_repair from its re-ask of a call that broke its schema (tests/test_untooled_repair.py),
+    # call_steered from a call decoded token by token on a server (tests/test_openai_steer.py).
+    others = {"step_decision", "reasoning_summary", "route_switched", "constraint_dropped", "call_repair", "call_steered"}
     assert seen | others == set(EVENT_TYPES)
 
     assert w.status == "answer"

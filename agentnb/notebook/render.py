@@ -21,6 +21,7 @@ from typing import Any
 from agentnb.events import (
     CallDecision,
     CallRepair,
+    CallSteered,
     ConstraintDropped,
     DirectOutput,
     LimitReached,
@@ -179,7 +180,7 @@ def _call_mark(c: CallView, ended: str | None = None) -> str:
 
 
 #: Notes a provider reports in ``Completion.events``, before the model call's reply.
-_PROVIDER_NOTES = (RouteSwitched, ConstraintDropped, CallRepair, ReasoningSummary)
+_PROVIDER_NOTES = (RouteSwitched, ConstraintDropped, CallRepair, CallSteered, ReasoningSummary)
 
 
 def depth_html(v: DepthView, preview: int = 400, pause: Pause | None = None) -> str:
@@ -424,6 +425,14 @@ def _note_html(n: object) -> str:
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">{escape(n.mechanism)} dropped</span> '
             f'<span class="anb-m">{escape(n.provider)}: {escape(n.reason)}</span></div>'
+        )
+    if isinstance(n, CallSteered):
+        plural = "s" if n.requests != 1 else ""
+        changed = f"steering chose {n.changed} of {n.tokens} tokens" + (f": {n.detail}" if n.detail else "")
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-ok">call steered</span> '
+            f'<span class="anb-m"><code>{escape(n.name)}</code> decoded token by token on {escape(n.provider)} '
+            f"in {n.requests} request{plural}; {escape(changed)}</span></div>"
         )
     if isinstance(n, CallRepair):
         cls, head = ("anb-ok", "call repaired") if n.repaired else ("anb-warn", "call not repaired")

@@ -352,4 +352,5 @@ _FOLD: dict[str, Any] = {
     "route_switched": _note,
     "constraint_dropped": _note,
     "call_repair": _note,
+    "call_steered": _note,
 }

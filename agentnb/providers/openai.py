@@ -23,23 +23,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentnb.errors import (
-    AuthenticationError,
-    MissingDependencyError,
-    ModelNotFoundError,
-    ProviderError,
-    RateLimitError,
-    ServerError,
-    UserError,
-)
+from agentnb.errors import MissingDependencyError, ProviderError, UserError
 from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk
 from agentnb.providers.openai_errors import (
-    _cause,
-    _never_connected,
     _Secret,
     _server_message,
     _without_userinfo,
+    classify,
 )
 from agentnb.providers.openai_output import final_output, refuses_output, structured_output
 from agentnb.providers.openai_rank import ToolRanker
@@ -51,6 +42,7 @@ from agentnb.providers.openai_route import (
     check_tool_calling,
     rejects_tools,
 )
+from agentnb.providers.openai_steer import ServerSteering
 from agentnb.providers.openai_wire import (
     _tool_call_chunk,
     _usage,
@@ -142,6 +134,8 @@ class OpenAIProvider(RoutedSending, Provider):
         tool_calling: ToolCalling = "auto",
         constrain: bool | str = True,
         rank_tools: bool | str = "auto",
+        steer: bool | str = "auto",
+        chat_template: str | None = None,
         **client_options: Any,
     ) -> None:
         sdk = _sdk()  # fail now, with the extra to install, rather than at the first call
@@ -155,6 +149,7 @@ class OpenAIProvider(RoutedSending, Provider):
         self._route = RouteState(check_tool_calling(tool_calling), constrain if api == "chat" else False)
         self._untooled: Provider | None = None
         self._ranker = ToolRanker(rank_tools)
+        self._steering = ServerSteering(steer, chat_template)
         self.name = model
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
@@ -269,6 +264,9 @@ class OpenAIProvider(RoutedSending, Provider):
 
             return await openai_responses.complete(self, request)
         request, ranked = await self._ranker.narrow(self, request)
+        steered = await self._steering.completion(self, request, ranked)
+        if steered is not None:
+            return steered
         kwargs = self.build_request(request)
         failure: ProviderError | None = None
         switch = None
@@ -299,6 +297,9 @@ class OpenAIProvider(RoutedSending, Provider):
             if not looks_constrained(text, _tool_names(request), any_value=_wants_value(request)):
                 notes += (self._ignored(),)
             completion = dataclasses.replace(completion, text=unwrap(text) if text else completion.text)
+            steered = await self._steering.after_envelope(self, request, completion.text or "", notes)
+            if steered is not None:
+                return steered
         completion = dataclasses.replace(completion, events=(*notes, *completion.events)) if notes else completion
         return self._finish_output(request, completion)
 
@@ -314,6 +315,10 @@ class OpenAIProvider(RoutedSending, Provider):
                 yield item
             return
         request, ranked = await self._ranker.narrow(self, request)
+        steered = await self._steering.completion(self, request, ranked)
+        if steered is not None:
+            yield steered
+            return
         kwargs = self.build_request(request)
         kwargs["stream"] = True
         if self.stream_usage:
@@ -376,6 +381,10 @@ class OpenAIProvider(RoutedSending, Provider):
                 notes += (self._ignored(),)
             if text:
                 assembler.add(TextChunk(unwrap(text)))
+                steered = await self._steering.after_envelope(self, request, unwrap(text), notes)
+                if steered is not None:
+                    yield steered
+                    return
         yield self._finish_output(request, assembler.finish(usage, finish, notes))
 
     def _refused_output(self, request: Request, kwargs: dict[str, Any], message: str) -> bool:
@@ -410,32 +419,10 @@ class OpenAIProvider(RoutedSending, Provider):
         return error if text == str(error) else type(error)(text, status=error.status)
 
     def _classify(self, exc: Exception, streaming: bool) -> ProviderError:
-        sdk = _sdk()
         where = self.base_url or "the OpenAI API"
-        message = _server_message(exc)
-        if isinstance(exc, sdk.APIStatusError):
-            status = exc.status_code
-            if status in (401, 403):
-                return AuthenticationError(f"{where} rejected the API key ({status}): {message}", status=status)
-            if status == 404:
-                hint = "check the model name, and that base_url ends in /v1"
-                text = f"model {self.model!r} not found at {where} (404): {message} ({hint})"
-                return ModelNotFoundError(text, status=status)
-            retried = f"after {self.max_retries} retries ({status}): {message}"
-            if status == 429:
-                return RateLimitError(f"rate limited by {where} {retried}", status=status)
-            if status >= 500:
-                return ServerError(f"{where} failed {retried}", status=status)
-            return ProviderError(f"{where} refused the request ({status}): {message}", status=status)
-        if isinstance(exc, sdk.APITimeoutError):
-            return ProviderError(f"{where} did not answer within {self.timeout:g} s")
-        if isinstance(exc, sdk.APIConnectionError):
-            if streaming:  # chunks had arrived
-                return ProviderError(f"the connection to {where} broke mid-stream: {_cause(exc)}")
-            if _never_connected(exc):
-                return ProviderError(f"could not connect to {where} ({_cause(exc)}); is the server running?")
-            return ProviderError(f"the connection to {where} broke before the response was complete: {_cause(exc)}")
-        return ProviderError(f"{where}: {message}")
+        return classify(
+            _sdk(), exc, streaming, where=where, model=self.model, retries=self.max_retries, timeout=self.timeout
+        )
 
 
 # -- helpers ------------------------------------------------------------------------------

@@ -384,6 +384,8 @@ def check_client_options(sdk: Any, options: dict[str, Any]) -> None:
         "tool_calling",
         "constrain",
         "rank_tools",
+        "steer",
+        "chat_template",
     ]
     hints = []
     for name in unknown:

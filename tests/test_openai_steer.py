@@ -1,0 +1,277 @@
+"""OpenAIProvider(steer=...): a required call decoded token by token on a server, with the
+in-process steering, from ``/v1/completions``'s streamed alternatives.
+
+Against a small real HTTP server on 127.0.0.1 that plays a model (:class:`StepServer`): it
+counts prompt tokens the same way on both endpoints for ChatML (so the template check passes),
+and on ``/v1/completions`` it streams a fixed draft call one character-token at a time, with
+alternatives, the way llama.cpp's servers stream ``logprobs``. The real llama-cpp-python server
+is in tests/test_openai_text_servers.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from agentnb import Agent, tool
+from agentnb.errors import UserError
+from agentnb.events import CallSteered, ToolStarted
+from agentnb.notebook.render import _note_html as note_html
+from agentnb.printer import format_event
+from agentnb.providers import OpenAIProvider
+from agentnb.providers.chat_templates import TEMPLATES
+from agentnb.providers.hf.constraint import grammar_for
+from agentnb.providers.openai_steer import TOP, ByteGuide, Steerer, choose
+from agentnb.testing import ScriptedServer
+from agentnb.testing.server import text
+
+
+@tool
+def loan_payment(principal: float, years: int) -> float:
+    """Monthly payment of a loan."""
+    return round(principal / (12 * years), 2)
+
+
+QUERY = "Monthly payment on a $250k loan over 30 years?"
+#: What the fake model writes: the principal copied short, as SmolLM2 does ("250" for "$250k").
+DRAFT = '{"name": "loan_payment", "arguments": {"principal": 250, "years": 30}}'
+SHORT = DRAFT[: DRAFT.index("250") + 3]
+
+
+def count(text: str) -> int:
+    """The fake tokenizer's count: special tokens and words."""
+    return len(re.findall(r"<\|[a-z_]+\|>|\S+", text))
+
+
+def model(written: str) -> list[tuple[str, dict[str, float]]]:
+    """The fake model's greedy continuation of ``written`` (the reply so far), a character per
+    token, each with its alternatives: the draft's own character first, then a "0" or a "}"."""
+    if DRAFT.startswith(written):
+        rest = DRAFT[len(written) :]
+    elif written.startswith(SHORT) and written[len(SHORT) :].isdigit():
+        rest = DRAFT[len(SHORT) :]  # once the number went on, the call goes on as drafted
+    else:
+        rest = ""
+    out = []
+    for ch in rest:
+        top = {ch: -0.2, "0": -1.5, "}": -2.5}
+        top[ch] = -0.2
+        out.append((ch, dict(sorted(top.items(), key=lambda kv: -kv[1]))))
+    return out
+
+
+class StepServer:
+    """``/v1/chat/completions``: a prompt-token count (the template check), else the queued
+    replies; ``/v1/completions``: a count, or the fake model's tokens streamed with
+    ``logprobs`` (:func:`model`)."""
+
+    def __init__(self, template: str = "chatml") -> None:
+        self.template = TEMPLATES[template]
+        self.chats: list[dict] = []
+        self.completions: list[dict] = []
+        self.replies: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if self.path.endswith("/chat/completions"):
+                    outer.chats.append(body)
+                    if body.get("max_tokens") == 1:  # the template check
+                        n = count(outer.template.render(body["messages"]))
+                        self.send_json(outer.body("chat.completion", n, message={"role": "assistant", "content": "x"}))
+                    elif body.get("stream"):
+                        reply = outer.chunk("chat.completion.chunk", delta={"content": outer.replies.pop(0)})
+                        self.sse([reply, outer.chunk("chat.completion.chunk", delta={}, finish_reason="stop")])
+                    else:
+                        content = outer.replies.pop(0)
+                        self.send_json(
+                            outer.body("chat.completion", 9, message={"role": "assistant", "content": content})
+                        )
+                    return
+                outer.completions.append(body)
+                if not body.get("stream"):
+                    self.send_json(outer.body("text_completion", count(body["prompt"]), text="x"))
+                    return
+                written = body["prompt"].split("<|im_start|>assistant\n")[-1]
+                tokens = model(written)[: body["max_tokens"]]
+                chunks = [
+                    outer.chunk("text_completion", text=t, logprobs={"tokens": [t], "top_logprobs": [top]})
+                    for t, top in tokens
+                ]
+                self.sse([*chunks, outer.chunk("text_completion", text="", finish_reason="length")])
+
+            def sse(self, chunks: list[dict]) -> None:
+                lines = [*(f"data: {json.dumps(c)}" for c in chunks), "data: [DONE]"]
+                data = ("\n\n".join(lines) + "\n\n").encode()
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                try:
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client closed the stream where steering changed a token
+
+            def send_json(self, payload: dict) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @staticmethod
+    def body(kind: str, prompt_tokens: int, **choice: object) -> dict:
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 1, "total_tokens": prompt_tokens + 1}
+        return {"id": "x", "object": kind, "created": 0, "model": "m", "usage": usage,
+                "choices": [{"index": 0, "finish_reason": "stop", **choice}]}  # fmt: skip
+
+    @staticmethod
+    def chunk(kind: str, **choice: object) -> dict:
+        return {"id": "x", "object": kind, "created": 0, "model": "m",
+                "choices": [{"index": 0, "finish_reason": None, **choice}]}  # fmt: skip
+
+    def __enter__(self) -> StepServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    with StepServer() as s:
+        yield s
+
+
+def provider(url: str, **options) -> OpenAIProvider:
+    return OpenAIProvider("m", base_url=url, tool_calling="untooled", max_retries=0, timeout=20, **options)
+
+
+def run(p: OpenAIProvider, query: str = QUERY):
+    return Agent(p, [loan_payment], tool_choice="required", max_tool_calls=1).run(query)
+
+
+def test_a_required_call_is_steered_onto_the_request_and_says_so(server):
+    server.replies.append("About 694 a month.")
+    r = run(provider(server.url))
+    assert r.error is None and r.output == "About 694 a month."
+    # the model wrote 250; steering took the alternative "0" three times along "$250k" -> 250000
+    assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"principal": 250000, "years": 30}]
+    steered = [e for e in r.events if isinstance(e, CallSteered)]
+    assert len(steered) == 1
+    e = steered[0]
+    assert (e.name, e.changed, e.requests) == ("loan_payment", 3, 4)
+    assert e.detail == "principal: '0' not ','; principal: '0' not ','; principal: '0' not ','"
+    # the name and the first key were forced (not read); then "250", three changes, and the rest
+    assert e.tokens == 3 + 1 + 1 + 1 + len(', "years": 30}}')
+    # the template was checked once (a one-token chat and a one-token completion), then every
+    # decoding request streamed alternatives, without a repetition penalty
+    steps = [b for b in server.completions if b.get("stream")]
+    assert len(steps) == 4 and all(b["logprobs"] == TOP and b["repeat_penalty"] == 1.0 for b in steps)
+    assert [b.get("max_tokens") for b in server.chats] == [1, None]  # the check, then the answer
+    assert "response_format" not in server.chats[1]
+    # each request went on from the call written so far, in the server's template
+    assert steps[1]["prompt"].endswith("<|im_start|>assistant\n" + SHORT + "0")
+    assert format_event(e).strip() == (
+        f"[0] m: call to loan_payment steered token by token in 4 requests; steering chose 3 of 21 tokens ({e.detail})"
+    )
+    assert "call steered" in note_html(e) and "loan_payment" in note_html(e)
+
+
+def test_the_template_is_checked_once_per_provider(server):
+    server.replies += ["A.", "B."]
+    p = provider(server.url)
+    run(p)
+    run(p, "And a $250k loan over 30 years?")
+    assert sum(b.get("max_tokens") == 1 for b in server.chats) == 1
+
+
+def test_steer_false_asks_for_the_call_as_usual(server):
+    server.replies += [DRAFT, "About 0.69 a month."]
+    r = run(provider(server.url, steer=False))
+    assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"principal": 250, "years": 30}]
+    assert not server.completions and not any(isinstance(e, CallSteered) for e in r.events)
+    assert "response_format" in server.chats[0]
+
+
+def test_a_server_whose_token_counts_match_no_template_is_asked_as_usual():
+    with StepServer("phi3") as s:  # the chat endpoint counts like phi3, which is not tried first
+        s.replies += [DRAFT, "A."]
+        p = provider(s.url, chat_template="chatml")
+        r = run(p)
+        assert r.error is None and [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [
+            {"principal": 250, "years": 30}
+        ]
+        assert not any(isinstance(e, CallSteered) for e in r.events)
+        assert p._steering.works is False and "template" in p._steering.failure
+        s.replies += [DRAFT, "B."]
+        before = (len(s.chats), len(s.completions))
+        run(p)  # not tried again: just the two chat requests of the run
+        assert (len(s.chats), len(s.completions)) == (before[0] + 2, before[1])
+
+
+def test_without_a_completions_endpoint_nothing_is_lost():
+    # agentnb.testing's scripted server has no /v1/completions: the first request of the check
+    # fails, before any chat request is spent on it
+    with ScriptedServer() as s:
+        s.script(text(DRAFT), text("Done."))
+        r = run(provider(s.url))
+        assert r.error is None and r.output == "Done."
+        assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"principal": 250, "years": 30}]
+        assert len(s.requests) == 2
+
+
+def test_options_are_checked_at_construction():
+    with pytest.raises(UserError, match="steer must be True, False or 'auto'"):
+        OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", steer="yes")
+    with pytest.raises(UserError, match="chat_template must be one of"):
+        OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", chat_template="vicuna")
+
+
+def test_choose_keeps_to_the_grammar_and_favours_copies():
+    guide = ByteGuide(grammar_for([loan_payment], "call"))
+    assert guide.forced() == '{"name": "loan_payment", "arguments": {"principal": '
+    guide.take(guide.forced() + "25")
+    written = '{"name": "loan_payment", "arguments": {"principal": 25'
+    steer = Steerer("a $250k loan", [loan_payment])
+    # the server's own token "}" is likelier, but "0" goes on along "250000"
+    assert choose(guide, steer, written, ",", {",": -0.2, "0": -1.5}) == "0"
+    # a token the grammar refuses is never taken, however likely ("x" is no digit, and the
+    # call needs "years" before it closes)
+    assert choose(guide, steer, written, "x", {"x": -0.1, "}": -0.2, ",": -3.0}) == ","
+    assert choose(guide, steer, written, "x", {"x": -0.1, " a": -0.2}) is None
+    # without a request to copy from, the likeliest allowed token wins
+    assert choose(guide, Steerer("", [loan_payment]), written, ",", {",": -0.2, "0": -1.5}) == ","
+
+
+def test_under_auto_the_envelope_decides_and_a_call_is_decoded_again_steered(server):
+    # the envelope says "call loan_payment" (with 250); the call is decoded again, steered
+    server.replies += [DRAFT, "About 1389 a month."]
+    r = Agent(provider(server.url), [loan_payment], max_tool_calls=1).run(QUERY)
+    assert r.error is None and r.output == "About 1389 a month."
+    assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"principal": 250000, "years": 30}]
+    assert [e.changed for e in r.events if isinstance(e, CallSteered)] == [3]
+    assert "response_format" in server.chats[0]  # the envelope, then the template check, then the answer
+    assert [b.get("max_tokens") for b in server.chats] == [None, 1, None]
+
+
+def test_under_auto_an_answer_is_not_decoded_again(server):
+    server.replies += ['{"answer": "I need the rate first."}']
+    r = Agent(provider(server.url), [loan_payment], max_tool_calls=1).run(QUERY)
+    assert r.error is None and r.output == "I need the rate first."
+    assert not server.completions and len(server.chats) == 1
