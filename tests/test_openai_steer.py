@@ -19,13 +19,13 @@ import pytest
 
 from agentnb import Agent, tool
 from agentnb.errors import UserError
-from agentnb.events import CallSteered, ToolStarted
+from agentnb.events import CallSteered, ConstraintDropped, ToolStarted
 from agentnb.notebook.render import _note_html as note_html
 from agentnb.printer import format_event
 from agentnb.providers import OpenAIProvider
 from agentnb.providers.chat_templates import TEMPLATES
 from agentnb.providers.hf.constraint import grammar_for
-from agentnb.providers.openai_steer import TOP, ByteGuide, Steerer, choose
+from agentnb.providers.openai_steer import TOP, ByteGuide, Steerer, _alternatives, choose
 from agentnb.testing import ScriptedServer
 from agentnb.testing.server import text
 
@@ -49,7 +49,11 @@ def count(text: str) -> int:
 
 def model(written: str) -> list[tuple[str, dict[str, float]]]:
     """The fake model's greedy continuation of ``written`` (the reply so far), a character per
-    token, each with its alternatives: the draft's own character first, then a "0" or a "}"."""
+    token, each with its alternatives: the draft's own character first, then a "0" or a "}".
+    A query about "Zürich" gets the token ``""`` where the name starts (llama-cpp-python's
+    text for part of a character written over several tokens)."""
+    if written.endswith('"city": "'):
+        return [("", {"": -0.1})]
     if DRAFT.startswith(written):
         rest = DRAFT[len(written) :]
     elif written.startswith(SHORT) and written[len(SHORT) :].isdigit():
@@ -275,3 +279,35 @@ def test_under_auto_an_answer_is_not_decoded_again(server):
     r = Agent(provider(server.url), [loan_payment], max_tool_calls=1).run(QUERY)
     assert r.error is None and r.output == "I need the rate first."
     assert not server.completions and len(server.chats) == 1
+
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"Sunny in {city}."
+
+
+def test_a_character_the_stream_cannot_give_leaves_that_call_to_the_usual_request(server):
+    server.replies += ['{"name": "weather", "arguments": {"city": "Zürich"}}', "Sunny.", DRAFT, "A."]
+    p = provider(server.url)
+    r = Agent(p, [weather], tool_choice="required", max_tool_calls=1).run("Weather in Zürich?")
+    assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"city": "Zürich"}]
+    assert not any(isinstance(e, CallSteered) for e in r.events) and "response_format" in server.chats[-2]
+    # steering stays on for the next call
+    r = run(p)
+    assert [e.changed for e in r.events if isinstance(e, CallSteered)] == [3]
+
+
+def test_steer_true_says_when_the_server_cannot():
+    with ScriptedServer() as s:
+        s.script(text(DRAFT), text("Done."))
+        r = run(provider(s.url, steer=True))
+        assert r.error is None and r.output == "Done."
+        dropped = [e for e in r.events if isinstance(e, ConstraintDropped)]
+        assert [e.mechanism for e in dropped] == ["token-by-token steering"]
+        assert "response_format" in dropped[0].reason
+
+
+def test_alternatives_in_the_chat_form_are_read_too():
+    assert _alternatives([{"token": "a", "logprob": -0.5}, {"token": "b", "logprob": -1.0}]) == {"a": -0.5, "b": -1.0}
+    assert _alternatives({"a": -0.5}) == {"a": -0.5} and _alternatives(None) == {}

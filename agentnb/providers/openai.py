@@ -267,6 +267,7 @@ class OpenAIProvider(RoutedSending, Provider):
         steered = await self._steering.completion(self, request, ranked)
         if steered is not None:
             return steered
+        ranked += self._steering.drain()
         kwargs = self.build_request(request)
         failure: ProviderError | None = None
         switch = None
@@ -300,6 +301,7 @@ class OpenAIProvider(RoutedSending, Provider):
             steered = await self._steering.after_envelope(self, request, completion.text or "", notes)
             if steered is not None:
                 return steered
+            notes += self._steering.drain()
         completion = dataclasses.replace(completion, events=(*notes, *completion.events)) if notes else completion
         return self._finish_output(request, completion)
 
@@ -319,6 +321,7 @@ class OpenAIProvider(RoutedSending, Provider):
         if steered is not None:
             yield steered
             return
+        ranked += self._steering.drain()
         kwargs = self.build_request(request)
         kwargs["stream"] = True
         if self.stream_usage:
@@ -385,6 +388,7 @@ class OpenAIProvider(RoutedSending, Provider):
                 if steered is not None:
                     yield steered
                     return
+                notes += self._steering.drain()
         yield self._finish_output(request, assembler.finish(usage, finish, notes))
 
     def _refused_output(self, request: Request, kwargs: dict[str, Any], message: str) -> bool:

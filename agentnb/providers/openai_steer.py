@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentnb.errors import UserError
-from agentnb.events import CallSteered
+from agentnb.events import CallSteered, ConstraintDropped
 from agentnb.providers.base import Completion, OutputConstraint, Request, Usage
 
 #: Alternatives asked for per token (vLLM's default ``max_logprobs`` is 20).
@@ -225,6 +225,7 @@ class ServerSteering:
         self.template: Any = None
         self.works: bool | None = None
         self.failure = ""
+        self.notes: list[Any] = []
 
     def applies(self, request: Request) -> bool:
         c = request.constraint
@@ -285,13 +286,25 @@ class ServerSteering:
             if self.template is None:
                 self.template = await self._template(provider)
             result = await self._decode(provider, request, messages)
-        except Exception as exc:  # the server cannot: never again on this provider
-            self.works = False
-            self.failure = f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        except UnreadableTokenError:
+            return None  # this call only: the server's stream lost a character
+        except Exception as exc:
+            if self.works:  # it worked before: a passing failure, this call only
+                return None
+            self.works = False  # the server cannot: never again on this provider
+            self.failure = provider._key.redact(f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+            if self.enabled is True:
+                reason = f"{self.failure}; calls are asked for with response_format"
+                self.notes.append(ConstraintDropped(0, provider.name, "token-by-token steering", reason))
             return None
         if result is not None:
             self.works = True
         return result
+
+    def drain(self) -> tuple[Any, ...]:
+        """The events steering has to report (once), emptied."""
+        out, self.notes = tuple(self.notes), []
+        return out
 
     async def _template(self, provider: Any) -> Any:
         from agentnb.providers.chat_templates import find_template
@@ -361,7 +374,9 @@ class ServerSteering:
                     continue
                 for own, top in zip(logprobs.tokens or [], logprobs.top_logprobs or [], strict=False):
                     read += 1
-                    pick = choose(guide, steerer, written + taken, own, dict(top or {}))
+                    if not own or "\ufffd" in own:
+                        raise UnreadableTokenError(own)
+                    pick = choose(guide, steerer, written + taken, own, _alternatives(top))
                     if pick is None:
                         return read, None, taken
                     guide.take(pick)
@@ -371,6 +386,26 @@ class ServerSteering:
                     if guide.done:
                         return read, None, taken
         return read, None, taken
+
+
+class UnreadableTokenError(Exception):
+    """The server streamed a token whose text it could not give: part of a character written
+    over several tokens (llama-cpp-python sends ``""`` for each part, and the character never
+    comes), so the call cannot be followed here."""
+
+
+def _alternatives(top: Any) -> dict[str, float]:
+    """A position's alternatives as text -> log-probability, from the legacy form (a dict) or
+    the chat form (a list of ``{"token", "logprob"}``)."""
+    if isinstance(top, dict):
+        return dict(top)
+    out: dict[str, float] = {}
+    for item in top or ():
+        token = item.get("token") if isinstance(item, dict) else getattr(item, "token", None)
+        value = item.get("logprob") if isinstance(item, dict) else getattr(item, "logprob", None)
+        if isinstance(token, str) and isinstance(value, int | float):
+            out.setdefault(token, float(value))
+    return out
 
 
 _KEY = re.compile(r'"([^"\\]+)": ')
