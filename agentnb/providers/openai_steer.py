@@ -33,12 +33,15 @@ log-probabilities, no template the server agrees with, an alternative list with 
 grammar allows, more than :data:`MAX_ROUNDS` rounds), the call is asked for the usual way
 (``response_format``) and nothing is lost; a server that fails is not tried again.
 
->>> guide = ByteGuide('start: call\\ncall: %json {"type": "object", "properties": {"x": {"type": "integer"}}, '
-...                   '"required": ["x"], "additionalProperties": false}\\n')
+>>> from agentnb.providers.hf.constraint import grammar_for
+>>> from agentnb.tools import Tool
+>>> f = Tool("f", "F.", {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]})
+>>> guide = ByteGuide(grammar_for([f], "call"))
 >>> guide.forced()
-'{"x": '
->>> guide.take('{"x": '); guide.usable("12}"), guide.usable("1a"), guide.usable("}\\n")
-('12}', None, None)
+'{"name": "f", "arguments": {"x": '
+>>> guide.take(guide.forced() + "12")
+>>> guide.usable("3"), guide.usable("a"), guide.usable("}}\\n")  # the last: only "}}" ends the call
+('3', None, '}}')
 """
 
 from __future__ import annotations

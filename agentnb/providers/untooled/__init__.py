@@ -1,13 +1,13 @@
 """UnTooled: tool calling simulated in the prompt, for models that can only write text.
 
-The layer (:mod:`.layer`), the reply parser (:mod:`.parse`) and the prompt template
-(``prompt.txt``) live here; any text-only :class:`~agentnb.providers.Provider` can be wrapped.
+The layer (:mod:`.layer`), the reply parser (:mod:`.parse`) and the prompt (:mod:`.prompt`,
+its template ``prompt.txt``) live here; any text-only :class:`~agentnb.providers.Provider` can be wrapped.
 """
 
-from agentnb.providers.untooled.layer import (
+from agentnb.providers.untooled.layer import UnTooled
+from agentnb.providers.untooled.prompt import (
     TEMPLATE_FILE,
     PromptTemplate,
-    UnTooled,
     call_json,
     default_template,
     render_arguments,
