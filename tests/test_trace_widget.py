@@ -99,7 +99,14 @@ def test_every_event_kind_is_shown() -> None:
     # route and constraint events from OpenAIProvider's untooled route (tests/test_openai_untooled.py),
     # call_repair from its re-ask of a call that broke its schema (tests/test_untooled_repair.py),
     # call_steered from a call decoded token by token on a server (tests/test_openai_steer.py).
-    others = {"step_decision", "reasoning_summary", "route_switched", "constraint_dropped", "call_repair", "call_steered"}
+    others = {
+        "step_decision",
+        "reasoning_summary",
+        "route_switched",
+        "constraint_dropped",
+        "call_repair",
+        "call_steered",
+    }
     assert seen | others == set(EVENT_TYPES)
 
     assert w.status == "answer"
