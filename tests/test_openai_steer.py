@@ -73,8 +73,9 @@ class StepServer:
     replies; ``/v1/completions``: a count, or the fake model's tokens streamed with
     ``logprobs`` (:func:`model`)."""
 
-    def __init__(self, template: str = "chatml") -> None:
+    def __init__(self, template: str = "chatml", form: str = "legacy") -> None:
         self.template = TEMPLATES[template]
+        self.form = form
         self.chats: list[dict] = []
         self.completions: list[dict] = []
         self.replies: list[str] = []
@@ -106,10 +107,7 @@ class StepServer:
                     return
                 written = body["prompt"].split("<|im_start|>assistant\n")[-1]
                 tokens = model(written)[: body["max_tokens"]]
-                chunks = [
-                    outer.chunk("text_completion", text=t, logprobs={"tokens": [t], "top_logprobs": [top]})
-                    for t, top in tokens
-                ]
+                chunks = [outer.chunk("text_completion", text=t, logprobs=outer.logprobs(t, top)) for t, top in tokens]
                 self.sse([*chunks, outer.chunk("text_completion", text="", finish_reason="length")])
 
             def sse(self, chunks: list[dict]) -> None:
@@ -136,6 +134,13 @@ class StepServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
+    def logprobs(self, token: str, top: dict[str, float]) -> dict:
+        """One token's log-probabilities: llama-cpp-python's and vLLM's form, or llama-server's."""
+        if self.form == "legacy":
+            return {"tokens": [token], "top_logprobs": [top]}
+        alternatives = [{"token": t, "logprob": v, "bytes": list(t.encode())} for t, v in top.items()]
+        return {"content": [{"token": token, "logprob": top[token], "top_logprobs": alternatives}]}
+
     @staticmethod
     def body(kind: str, prompt_tokens: int, **choice: object) -> dict:
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 1, "total_tokens": prompt_tokens + 1}
@@ -156,9 +161,9 @@ class StepServer:
         self.httpd.server_close()
 
 
-@pytest.fixture
-def server():
-    with StepServer() as s:
+@pytest.fixture(params=["legacy", "content"])
+def server(request):
+    with StepServer(form=request.param) as s:
         yield s
 
 

@@ -370,16 +370,14 @@ class ServerSteering:
         async with stream:
             async for chunk in stream:
                 choice = chunk.choices[0] if chunk.choices else None
-                logprobs = getattr(choice, "logprobs", None)
-                if logprobs is None:
-                    if choice is not None and choice.text:
-                        raise ValueError("the server streams no log-probabilities")
-                    continue
-                for own, top in zip(logprobs.tokens or [], logprobs.top_logprobs or [], strict=False):
+                positions = _positions(getattr(choice, "logprobs", None))
+                if not positions and choice is not None and choice.text:
+                    raise ValueError("the server streams no log-probabilities")
+                for own, top in positions:
                     read += 1
                     if not own or "\ufffd" in own:
                         raise UnreadableTokenError(own)
-                    pick = choose(guide, steerer, written + taken, own, _alternatives(top))
+                    pick = choose(guide, steerer, written + taken, own, top)
                     if pick is None:
                         return read, None, taken
                     guide.take(pick)
@@ -395,6 +393,40 @@ class UnreadableTokenError(Exception):
     """The server streamed a token whose text it could not give: part of a character written
     over several tokens (llama-cpp-python sends ``""`` for each part, and the character never
     comes), so the call cannot be followed here."""
+
+
+def _positions(logprobs: Any) -> list[tuple[str, dict[str, float]]]:
+    """Each streamed token's text and its alternatives, from the legacy completions form
+    (``tokens`` and ``top_logprobs``: llama-cpp-python, vLLM) or the chat form (``content``, a
+    list of ``{"token", "logprob", "top_logprobs"}``: llama.cpp's ``llama-server``).
+
+    >>> _positions({"content": [{"token": "a", "logprob": -0.1, "top_logprobs": [{"token": "b", "logprob": -2.0}]}]})
+    [('a', {'b': -2.0, 'a': -0.1})]
+    """
+    if logprobs is None:
+        return []
+    data = logprobs if isinstance(logprobs, dict) else _as_dict(logprobs)
+    tokens = data.get("tokens")
+    if isinstance(tokens, list) and tokens:
+        tops = data.get("top_logprobs") or []
+        return [(str(t), _alternatives(top)) for t, top in zip(tokens, tops, strict=False)]
+    out = []
+    for entry in data.get("content") or ():
+        entry = entry if isinstance(entry, dict) else _as_dict(entry)
+        own = entry.get("token")
+        if not isinstance(own, str):
+            continue
+        top = _alternatives(entry.get("top_logprobs"))
+        if isinstance(entry.get("logprob"), int | float):
+            top.setdefault(own, float(entry["logprob"]))
+        out.append((own, top))
+    return out
+
+
+def _as_dict(value: Any) -> dict[str, Any]:
+    if hasattr(value, "model_dump"):
+        return dict(value.model_dump())
+    return dict(getattr(value, "__dict__", {}))
 
 
 def _alternatives(top: Any) -> dict[str, float]:
