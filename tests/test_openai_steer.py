@@ -19,12 +19,13 @@ import pytest
 
 from agentnb import Agent, tool
 from agentnb.errors import UserError
-from agentnb.events import CallSteered, ConstraintDropped, ToolStarted
+from agentnb.events import CallDecision, CallSteered, ConstraintDropped, ToolStarted
 from agentnb.notebook.render import _note_html as note_html
 from agentnb.printer import format_event
 from agentnb.providers import OpenAIProvider
 from agentnb.providers.chat_templates import TEMPLATES
 from agentnb.providers.hf.constraint import grammar_for
+from agentnb.providers.openai_decide import call_share, yes_no
 from agentnb.providers.openai_steer import TOP, ByteGuide, Steerer, _alternatives, choose
 from agentnb.testing import ScriptedServer
 from agentnb.testing.server import text
@@ -76,6 +77,9 @@ class StepServer:
     def __init__(self, template: str = "chatml", form: str = "legacy") -> None:
         self.template = TEMPLATES[template]
         self.form = form
+        #: A reply's first token and its alternatives, for one-token requests with ``logprobs``
+        #: (the call-or-answer decision); None: no log-probabilities there.
+        self.first_token: dict[str, float] | None = None
         self.chats: list[dict] = []
         self.completions: list[dict] = []
         self.replies: list[str] = []
@@ -103,7 +107,9 @@ class StepServer:
                     return
                 outer.completions.append(body)
                 if not body.get("stream"):
-                    self.send_json(outer.body("text_completion", count(body["prompt"]), text="x"))
+                    first = outer.first_token if body.get("logprobs") else None
+                    logprobs = outer.logprobs(max(first, key=first.get), first) if first else None
+                    self.send_json(outer.body("text_completion", count(body["prompt"]), text="x", logprobs=logprobs))
                     return
                 written = body["prompt"].split("<|im_start|>assistant\n")[-1]
                 tokens = model(written)[: body["max_tokens"]]
@@ -275,15 +281,19 @@ def test_under_auto_the_envelope_decides_and_a_call_is_decoded_again_steered(ser
     assert r.error is None and r.output == "About 1389 a month."
     assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"principal": 250000, "years": 30}]
     assert [e.changed for e in r.events if isinstance(e, CallSteered)] == [3]
-    assert "response_format" in server.chats[0]  # the envelope, then the template check, then the answer
-    assert [b.get("max_tokens") for b in server.chats] == [None, 1, None]
+    # the template check, then the envelope (this server gives no first-token alternatives to
+    # decide by), then the answer
+    assert [b.get("max_tokens") for b in server.chats] == [1, None, None]
+    assert "response_format" in server.chats[1]
 
 
 def test_under_auto_an_answer_is_not_decoded_again(server):
     server.replies += ['{"answer": "I need the rate first."}']
     r = Agent(provider(server.url), [loan_payment], max_tool_calls=1).run(QUERY)
     assert r.error is None and r.output == "I need the rate first."
-    assert not server.completions and len(server.chats) == 1
+    # the template check (one chat, two plain completions; no first-token alternatives here, so
+    # the envelope decides), then the envelope: nothing streamed, nothing decoded again
+    assert not any(b.get("stream") for b in server.completions) and len(server.chats) == 2
 
 
 @tool
@@ -316,3 +326,41 @@ def test_steer_true_says_when_the_server_cannot():
 def test_alternatives_in_the_chat_form_are_read_too():
     assert _alternatives([{"token": "a", "logprob": -0.5}, {"token": "b", "logprob": -1.0}]) == {"a": -0.5, "b": -1.0}
     assert _alternatives({"a": -0.5}) == {"a": -0.5} and _alternatives(None) == {}
+
+
+#: A first token that starts a call with some probability (a share of about 0.052) ...
+LEANS_CALL = {"The": -0.1, '{"': -3.0, **{f"w{i}": -6.0 - i for i in range(18)}}
+#: ... and one where no call-starting token is among the 20 likeliest (a share under 1e-4).
+LEANS_TEXT = {"The": -0.1, "I": -1.0, **{f"w{i}": -6.0 - i for i in range(18)}}
+
+
+def test_under_auto_the_server_decides_as_in_process_and_says_why(server):
+    # no echo on this server, so no fits: the call share decides (as in-process without a ranking)
+    server.first_token = LEANS_CALL
+    server.replies.append("About 1389 a month.")
+    r = Agent(provider(server.url), [loan_payment], max_tool_calls=1).run(QUERY)
+    assert r.error is None and r.output == "About 1389 a month."
+    [decision] = [e for e in r.events if isinstance(e, CallDecision)]
+    assert decision.action == "call" and 0.04 < decision.call_share < 0.06
+    assert "call share" in decision.reason and "server logprobs" in decision.reason
+    # the call was decoded steered, with no envelope request at all
+    assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"principal": 250000, "years": 30}]
+    assert not any("response_format" in b for b in server.chats[:-1])
+
+
+def test_under_auto_an_answer_verdict_leaves_the_tools_out_of_the_envelope(server):
+    server.first_token = LEANS_TEXT
+    server.replies.append('{"answer": "Ask a bank."}')
+    r = Agent(provider(server.url), [loan_payment], max_tool_calls=1).run("Should I take a mortgage?")
+    assert r.error is None and r.output == "Ask a bank." and r.tool_calls == 0
+    [decision] = [e for e in r.events if isinstance(e, CallDecision)]
+    assert decision.action == "answer" and decision.call_share < 1e-4
+    schema = server.chats[-1]["response_format"]["json_schema"]["schema"]
+    assert "anyOf" not in schema and "answer" in schema["properties"]
+    assert not [k for b in server.chats for k in b if k.startswith("untooled")]
+
+
+def test_call_share_and_yes_no_from_alternatives():
+    assert call_share(LEANS_CALL) == pytest.approx(0.052, abs=0.001)
+    assert call_share(LEANS_TEXT) < 1e-4 and call_share({}) == 0.0
+    assert yes_no({"Yes": -0.1, " no": -2.5}) == pytest.approx(2.4, abs=1e-6)

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 from agentnb.errors import MissingDependencyError, ProviderError, UserError
 from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk
+from agentnb.providers.openai_decide import ServerDecision
 from agentnb.providers.openai_errors import (
     _Secret,
     _server_message,
@@ -150,6 +151,7 @@ class OpenAIProvider(RoutedSending, Provider):
         self._untooled: Provider | None = None
         self._ranker = ToolRanker(rank_tools)
         self._steering = ServerSteering(steer, chat_template)
+        self._decision = ServerDecision()
         self.name = model
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
@@ -263,7 +265,9 @@ class OpenAIProvider(RoutedSending, Provider):
             from agentnb.providers import openai_responses
 
             return await openai_responses.complete(self, request)
+        request, decided = await self._decision.narrow(self, request)
         request, ranked = await self._ranker.narrow(self, request)
+        ranked = (*decided, *ranked)
         steered = await self._steering.completion(self, request, ranked)
         if steered is not None:
             return steered
@@ -316,7 +320,9 @@ class OpenAIProvider(RoutedSending, Provider):
             async for item in openai_responses.stream(self, request):
                 yield item
             return
+        request, decided = await self._decision.narrow(self, request)
         request, ranked = await self._ranker.narrow(self, request)
+        ranked = (*decided, *ranked)
         steered = await self._steering.completion(self, request, ranked)
         if steered is not None:
             yield steered

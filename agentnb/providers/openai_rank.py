@@ -78,6 +78,8 @@ class ToolRanker:
         self.works: bool | None = None  # None: not tried yet
         self.convention: Convention | None = None
         self.scores: dict[tuple[str, str], float] = {}
+        #: How many of the server's tokens each scored query has (by the same key).
+        self.sizes: dict[tuple[str, str], int] = {}
 
     async def narrow(self, provider: Any, request: Request) -> tuple[Request, tuple[Any, ...]]:
         """``request`` with its envelope narrowed to the best tool, and the events that says."""
@@ -140,8 +142,25 @@ class ToolRanker:
         score = query_logprob(data, len(head), len(head) + len(query), shifted=shifted)
         if len(self.scores) >= _CACHE_SIZE:
             self.scores.clear()
+            self.sizes.clear()
         self.scores[key] = score
+        offsets = data.get("text_offset") or []
+        self.sizes[key] = max(1, sum(len(head) <= o < len(head) + len(query) for o in offsets))
         return score
+
+    async def fits(self, provider: Any, pick: dict[str, Any], names: list[str]) -> dict[str, float]:
+        """Each tool's fit to the request against no tool's, per request token (the in-process
+        measure, :mod:`agentnb.providers.hf.decide`): one scoring request per tool and one for
+        "no tool", each remembered. Raises what the server raises."""
+        query = pick["query"]
+        if self.convention is None:
+            self.convention = await self._probe(provider)
+        none = await self._score(provider, pick["none"], query)
+        size = self.sizes.get((pick["none"], query), 1)
+        out = {}
+        for name in names:
+            out[name] = (await self._score(provider, pick["prompts"][name], query) - none) / size
+        return out
 
 
 def alignment(logprobs: Any) -> Convention | None:

@@ -42,7 +42,10 @@ ToolCalling = Literal["auto", "native", "untooled"]
 TOOL_CALLING: tuple[str, ...] = ("auto", "native", "untooled")
 #: Request settings UnTooled adds for backends that ``understand_untooled_hints``; never sent.
 AFTER_RESULTS_HINT = "untooled_after_tool_results"
-HINTS = frozenset({AFTER_RESULTS_HINT, "untooled_pick", "untooled_results"})
+#: Set by the server-side decision (:mod:`agentnb.providers.openai_decide`) for a text answer:
+#: every tool is left out of the envelope; never sent.
+ANSWER_HINT = "untooled_answer"
+HINTS = frozenset({AFTER_RESULTS_HINT, ANSWER_HINT, "untooled_pick", "untooled_results"})
 #: Told to the model when its reply is constrained to the envelope and may be a text answer.
 ENVELOPE_NOTE = '\nTo answer in plain text instead, reply with only {"answer": "<your answer>"}.'
 #: ``response_format`` shapes, in the order they are tried.
@@ -202,7 +205,7 @@ class RoutedSending:
         """
         if "response_format" in settings:
             return settings  # the caller's own response_format (structured output) wins
-        exclude = just_called(request.messages) if settings.get(AFTER_RESULTS_HINT) else frozenset()
+        exclude = _excluded(request, settings)
         if HINTS & settings.keys():
             settings = {k: v for k, v in settings.items() if k not in HINTS}
         fmt = self._route.response_format(request.constraint, exclude)
@@ -272,7 +275,7 @@ class RoutedSending:
                     continue
                 if self._enveloped(kwargs, request) and exc.status_code != 429 and rejects_constraint(message):
                     notes.append(self._route.drop_format(self.name, self._key.redact(_first_line(message))))
-                    fmt = self._route.response_format(request.constraint, _excluded(request))
+                    fmt = self._route.response_format(request.constraint, _excluded(request, request.settings))
                     if fmt is None:
                         del kwargs["response_format"]
                         kwargs["messages"] = _without_note(kwargs["messages"])
@@ -319,8 +322,12 @@ class RoutedSending:
         return self._route.drop_format(self.name, "the server ignored it (the reply was not JSON)", ignored=True)
 
 
-def _excluded(request: Request) -> frozenset[str]:
-    return just_called(request.messages) if request.settings.get(AFTER_RESULTS_HINT) else frozenset()
+def _excluded(request: Request, settings: dict[str, Any]) -> frozenset[str]:
+    """The tools left out of an ``auto`` envelope: all of them when the answer is to be text,
+    the ones just called right after tool results."""
+    if settings.get(ANSWER_HINT) and request.constraint is not None:
+        return frozenset(t.name for t in request.constraint.tools)
+    return just_called(request.messages) if settings.get(AFTER_RESULTS_HINT) else frozenset()
 
 
 def _without_note(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
