@@ -26,7 +26,9 @@ from agentnb.providers import OpenAIProvider
 from agentnb.providers.chat_templates import TEMPLATES
 from agentnb.providers.hf.constraint import grammar_for
 from agentnb.providers.openai_decide import call_share, yes_no
-from agentnb.providers.openai_steer import TOP, ByteGuide, Steerer, _alternatives, choose
+from agentnb.providers.openai_logprobs import alternatives as _alternatives
+from agentnb.providers.openai_steer import TOP, Steerer, choose
+from agentnb.providers.untooled.byteguide import ByteGuide
 from agentnb.testing import ScriptedServer
 from agentnb.testing.server import text
 

@@ -135,7 +135,8 @@ class ServerDecision:
                 )
             action = verdict.action
             event = CallDecision(0, verdict.action, verdict.reason + " (server logprobs)", verdict.score,
-                                 verdict.threshold, share, verdict.tool_ranking, best.name)  # fmt: skip
+                                 verdict.threshold, share, verdict.tool_ranking,
+                                 best.name if verdict.action == "call" else None)  # fmt: skip
         if action == "answer":  # the envelope without tools: {"answer": ...}
             return dataclasses.replace(request, settings={**request.settings, ANSWER_HINT: True}), (event,)
         narrowed = (
@@ -147,7 +148,8 @@ class ServerDecision:
 
     async def _next(self, provider: Any, prompt: str) -> dict[str, float]:
         """The next token's likeliest alternatives after ``prompt`` (one one-token request)."""
-        from agentnb.providers.openai_steer import TOP, _positions
+        from agentnb.providers.openai_logprobs import positions
+        from agentnb.providers.openai_steer import TOP
 
         response = await provider.client.with_options(max_retries=0).completions.create(
             model=provider.model,
@@ -157,10 +159,10 @@ class ServerDecision:
             logprobs=TOP,
             extra_body={"repeat_penalty": 1.0},
         )
-        positions = _positions(getattr(response.choices[0], "logprobs", None))
-        if not positions:
+        found = positions(getattr(response.choices[0], "logprobs", None))
+        if not found:
             raise ValueError("the server gives no log-probabilities")
-        return positions[0][1]
+        return found[0][1]
 
 
 class _AnswerNeededError(Exception):

@@ -32,16 +32,6 @@ The result parses and validates by construction. When anything fails (no such en
 log-probabilities, no template the server agrees with, an alternative list with nothing the
 grammar allows, more than :data:`MAX_ROUNDS` rounds), the call is asked for the usual way
 (``response_format``) and nothing is lost; a server that fails is not tried again.
-
->>> from agentnb.providers.hf.constraint import grammar_for
->>> from agentnb.tools import Tool
->>> f = Tool("f", "F.", {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]})
->>> guide = ByteGuide(grammar_for([f], "call"))
->>> guide.forced()
-'{"name": "f", "arguments": {"x": '
->>> guide.take(guide.forced() + "12")
->>> guide.usable("3"), guide.usable("a"), guide.usable("}}\\n")  # the last: only "}}" ends the call
-('3', None, '}}')
 """
 
 from __future__ import annotations
@@ -57,6 +47,8 @@ from typing import Any
 from agentnb.errors import UserError
 from agentnb.events import CallSteered, ConstraintDropped
 from agentnb.providers.base import Completion, OutputConstraint, Request, Usage
+from agentnb.providers.openai_logprobs import positions
+from agentnb.providers.untooled.byteguide import ByteGuide
 
 #: Alternatives asked for per token (vLLM's default ``max_logprobs`` is 20).
 TOP = 20
@@ -66,71 +58,6 @@ MAX_ROUNDS = 24
 STRENGTH = 6.0
 #: Tokens a steered call may take when the request sets no ``max_tokens``.
 DEFAULT_BUDGET = 256
-
-
-class ByteGuide:
-    """An llguidance grammar read one byte at a time, so any server's token text can be checked."""
-
-    def __init__(self, lark: str) -> None:
-        import llguidance
-
-        self._matcher = llguidance.LLMatcher(
-            _byte_tokenizer(), llguidance.LLMatcher.grammar_from_lark(lark), log_level=0
-        )
-        if self._matcher.is_error():
-            raise ValueError(f"cannot build a grammar for this call: {self._matcher.get_error()}")
-
-    def forced(self) -> str:
-        """The text the grammar allows no alternative to, here (may be empty)."""
-        forced = bytes(self._matcher.compute_ff_bytes())
-        return forced.decode("utf-8", errors="ignore")
-
-    def usable(self, text: str) -> str | None:
-        """``text`` if the grammar allows it next; the part of it that ends the call if only
-        that part is allowed; otherwise None."""
-        data = list(text.encode("utf-8"))
-        if not data:
-            return None
-        fits = self._matcher.validate_tokens(data)
-        if fits == len(data):
-            return text
-        if fits == 0 or not self._matcher.consume_tokens(data[:fits]):
-            return None
-        done = self._matcher.is_stopped()
-        self._matcher.rollback(fits)
-        head = bytes(data[:fits]).decode("utf-8", errors="ignore")
-        return head if done and head else None
-
-    def take(self, text: str) -> None:
-        data = list(text.encode("utf-8"))
-        if not self._matcher.consume_tokens(data):
-            raise ValueError(f"the grammar refuses {text!r}: {self._matcher.get_error()}")
-
-    @property
-    def done(self) -> bool:
-        return bool(self._matcher.is_stopped())
-
-
-_TOKENIZER: Any = None
-
-
-def _byte_tokenizer() -> Any:
-    """An llguidance tokenizer whose tokens are the 256 bytes (and an end token)."""
-    global _TOKENIZER
-    if _TOKENIZER is None:
-        import llguidance
-
-        class Bytes:
-            eos_token_id = 256
-            bos_token_id = None
-            tokens = [bytes([i]) for i in range(256)] + [b""]
-            special_token_ids = (256,)
-
-            def __call__(self, data: bytes) -> list[int]:
-                return list(data)
-
-        _TOKENIZER = llguidance.LLTokenizer(llguidance.TokenizerWrapper(Bytes()))
-    return _TOKENIZER
 
 
 class _Texts:
@@ -370,10 +297,10 @@ class ServerSteering:
         async with stream:
             async for chunk in stream:
                 choice = chunk.choices[0] if chunk.choices else None
-                positions = _positions(getattr(choice, "logprobs", None))
-                if not positions and choice is not None and choice.text:
+                found = positions(getattr(choice, "logprobs", None))
+                if not found and choice is not None and choice.text:
                     raise ValueError("the server streams no log-probabilities")
-                for own, top in positions:
+                for own, top in found:
                     read += 1
                     if not own or "\ufffd" in own:
                         raise UnreadableTokenError(own)
@@ -393,54 +320,6 @@ class UnreadableTokenError(Exception):
     """The server streamed a token whose text it could not give: part of a character written
     over several tokens (llama-cpp-python sends ``""`` for each part, and the character never
     comes), so the call cannot be followed here."""
-
-
-def _positions(logprobs: Any) -> list[tuple[str, dict[str, float]]]:
-    """Each streamed token's text and its alternatives, from the legacy completions form
-    (``tokens`` and ``top_logprobs``: llama-cpp-python, vLLM) or the chat form (``content``, a
-    list of ``{"token", "logprob", "top_logprobs"}``: llama.cpp's ``llama-server``).
-
-    >>> _positions({"content": [{"token": "a", "logprob": -0.1, "top_logprobs": [{"token": "b", "logprob": -2.0}]}]})
-    [('a', {'b': -2.0, 'a': -0.1})]
-    """
-    if logprobs is None:
-        return []
-    data = logprobs if isinstance(logprobs, dict) else _as_dict(logprobs)
-    tokens = data.get("tokens")
-    if isinstance(tokens, list) and tokens:
-        tops = data.get("top_logprobs") or []
-        return [(str(t), _alternatives(top)) for t, top in zip(tokens, tops, strict=False)]
-    out = []
-    for entry in data.get("content") or ():
-        entry = entry if isinstance(entry, dict) else _as_dict(entry)
-        own = entry.get("token")
-        if not isinstance(own, str):
-            continue
-        top = _alternatives(entry.get("top_logprobs"))
-        if isinstance(entry.get("logprob"), int | float):
-            top.setdefault(own, float(entry["logprob"]))
-        out.append((own, top))
-    return out
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    if hasattr(value, "model_dump"):
-        return dict(value.model_dump())
-    return dict(getattr(value, "__dict__", {}))
-
-
-def _alternatives(top: Any) -> dict[str, float]:
-    """A position's alternatives as text -> log-probability, from the legacy form (a dict) or
-    the chat form (a list of ``{"token", "logprob"}``)."""
-    if isinstance(top, dict):
-        return dict(top)
-    out: dict[str, float] = {}
-    for item in top or ():
-        token = item.get("token") if isinstance(item, dict) else getattr(item, "token", None)
-        value = item.get("logprob") if isinstance(item, dict) else getattr(item, "logprob", None)
-        if isinstance(token, str) and isinstance(value, int | float):
-            out.setdefault(token, float(value))
-    return out
 
 
 _KEY = re.compile(r'"([^"\\]+)": ')
