@@ -8,8 +8,8 @@ optional parameter the request names, close a list whose items start coming back
 left alone writes ``250``, ``2.5``, ``"2024-15-31"``.
 
 Steering needs the model's choices at each token, and any server with the plain
-``/v1/completions`` endpoint and ``logprobs`` gives them (llama.cpp's servers, vLLM, SGLang,
-LM Studio). So when a call is required (``tool_choice="required"`` or a named tool), the
+``/v1/completions`` endpoint and ``logprobs`` gives them (llama-cpp-python's server, run here;
+vLLM and SGLang document them). So when a call is required (``tool_choice="required"`` or a named tool), the
 provider decodes it here:
 
 1. the prompt is the conversation in the server's own chat template
@@ -24,9 +24,10 @@ provider decodes it here:
    it is another, that one is written, the stream is closed and the server is asked to go on
    from there. Text the grammar forces (keys, the tool's name) is written without asking.
 
-Under ``tool_choice="auto"`` the server's constrained envelope still decides between a call
-and an answer; a call it writes is then decoded again here, for the tool it names
-(:meth:`ServerSteering.after_envelope`): one more decoding per call, none per answer.
+Under ``tool_choice="auto"`` the call-or-answer decision is made first, from the server's
+log-probabilities as in-process (:mod:`agentnb.providers.openai_decide`), and a call is then
+steered here. Where that decision cannot be made the constrained envelope decides, and a call
+it writes is decoded again here, for the tool it names (:meth:`ServerSteering.after_envelope`).
 
 The result parses and validates by construction. When anything fails (no such endpoint, no
 log-probabilities, no template the server agrees with, an alternative list with nothing the
