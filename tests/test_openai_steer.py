@@ -50,15 +50,20 @@ def count(text: str) -> int:
     return len(re.findall(r"<\|[a-z_]+\|>|\S+", text))
 
 
-def model(written: str) -> list[tuple[str, dict[str, float]]]:
+#: ... and a call to the weather tool.
+WEATHER = '{"name": "weather", "arguments": {"city": "Oslo"}}'
+
+
+def model(written: str, zurich: bool = False) -> list[tuple[str, dict[str, float]]]:
     """The fake model's greedy continuation of ``written`` (the reply so far), a character per
     token, each with its alternatives: the draft's own character first, then a "0" or a "}".
-    A query about "Zürich" gets the token ``""`` where the name starts (llama-cpp-python's
+    A conversation about "Zürich" gets the token ``""`` where the name starts (llama-cpp-python's
     text for part of a character written over several tokens)."""
-    if written.endswith('"city": "'):
+    if zurich and written.endswith('"city": "'):
         return [("", {"": -0.1})]
-    if DRAFT.startswith(written):
-        rest = DRAFT[len(written) :]
+    draft = next((d for d in (DRAFT, WEATHER) if d.startswith(written)), None)
+    if draft is not None:
+        rest = draft[len(written) :]
     elif written.startswith(SHORT) and written[len(SHORT) :].isdigit():
         rest = DRAFT[len(SHORT) :]  # once the number went on, the call goes on as drafted
     else:
@@ -114,7 +119,7 @@ class StepServer:
                     self.send_json(outer.body("text_completion", count(body["prompt"]), text="x", logprobs=logprobs))
                     return
                 written = body["prompt"].split("<|im_start|>assistant\n")[-1]
-                tokens = model(written)[: body["max_tokens"]]
+                tokens = model(written, "Zürich" in body["prompt"])[: body["max_tokens"]]
                 chunks = [outer.chunk("text_completion", text=t, logprobs=outer.logprobs(t, top)) for t, top in tokens]
                 self.sse([*chunks, outer.chunk("text_completion", text="", finish_reason="length")])
 
@@ -227,7 +232,7 @@ def test_steer_false_asks_for_the_call_as_usual(server):
 
 
 def test_a_server_whose_token_counts_match_no_template_is_asked_as_usual():
-    with StepServer("phi3") as s:  # the chat endpoint counts like phi3, which is not tried first
+    with StepServer("phi3") as s:  # the chat endpoint counts like phi3; chatml is the one named
         s.replies += [DRAFT, "A."]
         p = provider(s.url, chat_template="chatml")
         r = run(p)
@@ -276,26 +281,22 @@ def test_choose_keeps_to_the_grammar_and_favours_copies():
     assert choose(guide, Steerer("", [loan_payment]), written, ",", {",": -0.2, "0": -1.5}) == ","
 
 
-def test_under_auto_the_envelope_decides_and_a_call_is_decoded_again_steered(server):
-    # the envelope says "call loan_payment" (with 250); the call is decoded again, steered
-    server.replies += [DRAFT, "About 1389 a month."]
-    r = Agent(provider(server.url), [loan_payment], max_tool_calls=1).run(QUERY)
-    assert r.error is None and r.output == "About 1389 a month."
-    assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [{"principal": 250000, "years": 30}]
-    assert [e.changed for e in r.events if isinstance(e, CallSteered)] == [3]
-    # the template check, then the envelope (this server gives no first-token alternatives to
-    # decide by), then the answer
-    assert [b.get("max_tokens") for b in server.chats] == [1, None, None]
-    assert "response_format" in server.chats[1]
-
-
-def test_under_auto_an_answer_is_not_decoded_again(server):
-    server.replies += ['{"answer": "I need the rate first."}']
-    r = Agent(provider(server.url), [loan_payment], max_tool_calls=1).run(QUERY)
-    assert r.error is None and r.output == "I need the rate first."
-    # the template check (one chat, two plain completions; no first-token alternatives here, so
-    # the envelope decides), then the envelope: nothing streamed, nothing decoded again
-    assert not any(b.get("stream") for b in server.completions) and len(server.chats) == 2
+def test_after_tool_results_a_call_the_envelope_writes_is_decoded_again_steered(server):
+    # step 1 is decided here (a call, by the call share: no echo on this server, so no fits)
+    # and steered; after its result the envelope decides (it leaves loan_payment out), and the
+    # weather call it writes is decoded again, steered
+    server.first_token = LEANS_CALL
+    server.replies += [WEATHER, '{"answer": "Done."}']
+    r = Agent(provider(server.url), [loan_payment, weather], max_tool_calls=3).run(QUERY + " And the weather in Oslo?")
+    assert r.error is None and r.output == "Done."
+    assert [e.arguments for e in r.events if isinstance(e, ToolStarted)] == [
+        {"principal": 250000, "years": 30},
+        {"city": "Oslo"},
+    ]
+    assert [e.name for e in r.events if isinstance(e, CallSteered)] == ["loan_payment", "weather"]
+    assert [e.action for e in r.events if isinstance(e, CallDecision)] == ["call"]
+    envelope = server.chats[1]["response_format"]["json_schema"]["schema"]
+    assert "loan_payment" not in json.dumps(envelope) and "weather" in json.dumps(envelope)
 
 
 @tool
@@ -357,6 +358,7 @@ def test_under_auto_an_answer_verdict_leaves_the_tools_out_of_the_envelope(serve
     assert r.error is None and r.output == "Ask a bank." and r.tool_calls == 0
     [decision] = [e for e in r.events if isinstance(e, CallDecision)]
     assert decision.action == "answer" and decision.call_share < 1e-4
+    assert not any(b.get("stream") for b in server.completions)  # nothing decoded token by token
     schema = server.chats[-1]["response_format"]["json_schema"]["schema"]
     assert "anyOf" not in schema and "answer" in schema["properties"]
     assert not [k for b in server.chats for k in b if k.startswith("untooled")]

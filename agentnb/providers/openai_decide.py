@@ -103,7 +103,8 @@ class ServerDecision:
                 steering.template = await steering._template(provider)
             messages = [provider._to_wire(m) for m in request.messages]
             share = call_share(await self._next(provider, steering.template.render(messages)))
-        except Exception:  # no template, no completions endpoint, no logprobs: the envelope decides
+        except Exception as exc:  # no template, no completions endpoint, no logprobs: the envelope decides
+            steering.failed(provider, exc)
             return request, ()
         pick = request.settings["untooled_pick"]
         fits = None

@@ -220,17 +220,21 @@ class ServerSteering:
         except UnreadableTokenError:
             return None  # this call only: the server's stream lost a character
         except Exception as exc:
-            if self.works:  # it worked before: a passing failure, this call only
-                return None
-            self.works = False  # the server cannot: never again on this provider
-            self.failure = provider._key.redact(f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
-            if self.enabled is True:
-                reason = f"{self.failure}; calls are asked for with response_format"
-                self.notes.append(ConstraintDropped(0, provider.name, "token-by-token steering", reason))
+            self.failed(provider, exc)
             return None
         if result is not None:
             self.works = True
         return result
+
+    def failed(self, provider: Any, exc: Exception) -> None:
+        """A request of steering (or of the decision that uses its template) failed."""
+        if self.works:  # it worked before: a passing failure, this call only
+            return
+        self.works = False  # the server cannot: never again on this provider
+        self.failure = provider._key.redact(f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+        if self.enabled is True:
+            reason = f"{self.failure}; calls are asked for with response_format"
+            self.notes.append(ConstraintDropped(0, provider.name, "token-by-token steering", reason))
 
     def drain(self) -> tuple[Any, ...]:
         """The events steering has to report (once), emptied."""
