@@ -14,6 +14,7 @@ import json
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -85,8 +86,9 @@ class StepServer:
         self.template = TEMPLATES[template]
         self.form = form
         #: A reply's first token and its alternatives, for one-token requests with ``logprobs``
-        #: (the call-or-answer decision); None: no log-probabilities there.
-        self.first_token: dict[str, float] | None = None
+        #: (the call-or-answer decision), or a function of the prompt that gives them; None: no
+        #: log-probabilities there.
+        self.first_token: Any = None
         self.chats: list[dict] = []
         self.completions: list[dict] = []
         self.replies: list[str] = []
@@ -115,6 +117,7 @@ class StepServer:
                 outer.completions.append(body)
                 if not body.get("stream"):
                     first = outer.first_token if body.get("logprobs") else None
+                    first = first(body["prompt"]) if callable(first) else first
                     logprobs = outer.logprobs(max(first, key=first.get), first) if first else None
                     self.send_json(outer.body("text_completion", count(body["prompt"]), text="x", logprobs=logprobs))
                     return
@@ -283,9 +286,16 @@ def test_choose_keeps_to_the_grammar_and_favours_copies():
 
 def test_after_tool_results_a_call_the_envelope_writes_is_decoded_again_steered(server):
     # step 1 is decided here (a call, by the call share: no echo on this server, so no fits)
-    # and steered; after its result the envelope decides (it leaves loan_payment out), and the
-    # weather call it writes is decoded again, steered
-    server.first_token = LEANS_CALL
+    # and steered; after its result the call share (0.99 >= 0.9) says "call", the envelope
+    # picks the tool (it leaves loan_payment out), and the weather call it writes is decoded
+    # again, steered; after the second result the share says "answer"
+    results = [0]
+
+    def first(prompt: str) -> dict:
+        results[0] = prompt.count("Result of")
+        return {1: SURE_CALL, 2: LEANS_TEXT}.get(results[0], LEANS_CALL)
+
+    server.first_token = first
     server.replies += [WEATHER, '{"answer": "Done."}']
     r = Agent(provider(server.url), [loan_payment, weather], max_tool_calls=3).run(QUERY + " And the weather in Oslo?")
     assert r.error is None and r.output == "Done."
@@ -294,9 +304,13 @@ def test_after_tool_results_a_call_the_envelope_writes_is_decoded_again_steered(
         {"city": "Oslo"},
     ]
     assert [e.name for e in r.events if isinstance(e, CallSteered)] == ["loan_payment", "weather"]
-    assert [e.action for e in r.events if isinstance(e, CallDecision)] == ["call"]
+    decisions = [e for e in r.events if isinstance(e, CallDecision)]
+    assert [e.action for e in decisions] == ["call", "call", "answer"]
+    assert decisions[1].reason.startswith("after tool results, call share 0.99 >= 0.9")
     envelope = server.chats[1]["response_format"]["json_schema"]["schema"]
     assert "loan_payment" not in json.dumps(envelope) and "weather" in json.dumps(envelope)
+    answer_only = server.chats[2]["response_format"]["json_schema"]["schema"]
+    assert "anyOf" not in answer_only and "answer" in answer_only["properties"]
 
 
 @tool
@@ -333,6 +347,8 @@ def test_alternatives_in_the_chat_form_are_read_too():
 
 #: A first token that starts a call with some probability (a share of about 0.052) ...
 LEANS_CALL = {"The": -0.1, '{"': -3.0, **{f"w{i}": -6.0 - i for i in range(18)}}
+#: ... one that all but starts a call (a share of 0.99) ...
+SURE_CALL = {'{"': -0.01, "The": -5.0, **{f"w{i}": -8.0 - i for i in range(18)}}
 #: ... and one where no call-starting token is among the 20 likeliest (a share under 1e-4).
 LEANS_TEXT = {"The": -0.1, "I": -1.0, **{f"w{i}": -6.0 - i for i in range(18)}}
 

@@ -20,8 +20,9 @@ decides with four measurements and a rule fitted on benchmarks/data
   request, only when it could change the verdict.
 
 The verdict is a :class:`~agentnb.events.CallDecision` event. A call goes to the best-fitting
-tool (then steered); an answer is asked for as text. Only the first step after a user message
-is decided here: after tool results the envelope decides (it leaves out the tools just called).
+tool (then steered); an answer is asked for as text. Right after tool results the call share
+alone decides, against :data:`CALL_THRESHOLD_AFTER_RESULTS` (as in-process); a call there is
+left to the envelope, which leaves out the tools just called.
 
 >>> call_share({'{"': -1.0, "The": -0.5, " ": -2.0})
 0.3775...
@@ -36,12 +37,13 @@ import math
 from typing import Any
 
 from agentnb.events import CallDecision
-from agentnb.messages import ToolMessage
 from agentnb.providers.base import OutputConstraint, Request
-from agentnb.providers.openai_route import ANSWER_HINT
+from agentnb.providers.openai_route import AFTER_RESULTS_HINT, ANSWER_HINT
 
 #: The call share under which, without a ranking, the reply is text (in-process's default).
 CALL_THRESHOLD = 0.0015
+#: The same right after tool results (in-process's default): answering is the norm there.
+CALL_THRESHOLD_AFTER_RESULTS = 0.9
 
 
 def call_share(alternatives: dict[str, float]) -> float:
@@ -84,8 +86,6 @@ class ServerDecision:
             and not c.parallel
             and c.output is None
             and isinstance(pick, dict)
-            and not isinstance(request.messages[-1], ToolMessage)
-            and not request.settings.get("untooled_after_tool_results")
         )
 
     async def narrow(self, provider: Any, request: Request) -> tuple[Request, tuple[Any, ...]]:
@@ -106,6 +106,16 @@ class ServerDecision:
         except Exception as exc:  # no template, no completions endpoint, no logprobs: the envelope decides
             steering.failed(provider, exc)
             return request, ()
+        if request.settings.get(AFTER_RESULTS_HINT):
+            # After tool results answering is the norm, and the request is the one the tools
+            # already served: the call share alone decides, against a high bar (as in-process)
+            action = "call" if share >= CALL_THRESHOLD_AFTER_RESULTS else "answer"
+            cmp = ">=" if action == "call" else "<"
+            why = f"after tool results, call share {share:.2g} {cmp} {CALL_THRESHOLD_AFTER_RESULTS:g} (server logprobs)"
+            event = CallDecision(0, action, why, call_share=share)
+            if action == "answer":
+                return dataclasses.replace(request, settings={**request.settings, ANSWER_HINT: True}), (event,)
+            return request, (event,)  # the envelope picks among the tools not just called
         pick = request.settings["untooled_pick"]
         fits = None
         if provider._ranker.enabled and provider._ranker.works is not False and "none" in pick:
