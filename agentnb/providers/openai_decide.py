@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, Literal
 
 from agentnb.events import CallDecision
 from agentnb.providers.base import OutputConstraint, Request
 from agentnb.providers.openai_route import AFTER_RESULTS_HINT, ANSWER_HINT
 
+Action = Literal["call", "answer"]
 #: The call share under which, without a ranking, the reply is text (in-process's default).
 CALL_THRESHOLD = 0.0015
 #: The same right after tool results (in-process's default): answering is the norm there.
@@ -109,7 +110,7 @@ class ServerDecision:
         if request.settings.get(AFTER_RESULTS_HINT):
             # After tool results answering is the norm, and the request is the one the tools
             # already served: the call share alone decides, against a high bar (as in-process)
-            action = "call" if share >= CALL_THRESHOLD_AFTER_RESULTS else "answer"
+            action: Action = "call" if share >= CALL_THRESHOLD_AFTER_RESULTS else "answer"
             cmp = ">=" if action == "call" else "<"
             why = f"after tool results, call share {share:.2g} {cmp} {CALL_THRESHOLD_AFTER_RESULTS:g} (server logprobs)"
             event = CallDecision(0, action, why, call_share=share)
@@ -140,12 +141,14 @@ class ServerDecision:
             try:
                 verdict = decide(share, fits, missing_numbers=lacks_numbers(best.parameters, pick["query"]), agree=ask)
             except _AnswerNeededError:
-                agree = yes_no(await self._next(provider, steering.template.render(question)))
-                verdict = decide(
-                    share, fits, missing_numbers=lacks_numbers(best.parameters, pick["query"]), agree=agree
-                )
-            action = verdict.action
-            event = CallDecision(0, verdict.action, verdict.reason + " (server logprobs)", verdict.score,
+                try:
+                    agree: float | None = yes_no(await self._next(provider, steering.template.render(question)))
+                except Exception:  # a passing failure: decide without the model's answer
+                    agree = None
+                missing = lacks_numbers(best.parameters, pick["query"])
+                verdict = decide(share, fits, missing_numbers=missing, agree=agree)
+            action = "call" if verdict.action == "call" else "answer"
+            event = CallDecision(0, action, verdict.reason + " (server logprobs)", verdict.score,
                                  verdict.threshold, share, verdict.tool_ranking,
                                  best.name if verdict.action == "call" else None)  # fmt: skip
         if action == "answer":  # the envelope without tools: {"answer": ...}
