@@ -94,6 +94,9 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
         " return !!b && b.textContent === 'finished'; }",
         timeout=30_000,
     )
+    # JupyterLab skips rendering cells outside the viewport (content-visibility), and an
+    # element it skips has no innerText: bring the output into view before reading it.
+    follow.scroll_into_view_if_needed()
     assert "turn 2" in follow.locator(".anb-head").inner_text()
     earlier = follow.locator("details.anb-earlier")
     earlier.locator("summary").click()
@@ -140,6 +143,7 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     ]
     # The kernel ran the next cell while the debugger was paused.
     free = page.locator(".jp-OutputArea-output", has_text="kernel is free while")
+    free.scroll_into_view_if_needed()
     assert free.inner_text().strip() == "kernel is free while paused before the model call at depth 0"
     # The final display update re-renders the view: wait until it is there again.
     page.wait_for_timeout(500)
@@ -202,8 +206,10 @@ def test_stop_during_a_tool_marks_it_cancelled(lab: Any, page: Any) -> None:
     # The cell returned with a cancelled result and the next cell ran.
     out = page.locator(".jp-OutputArea-output", has_text="after stop:")
     out.wait_for(timeout=30_000)
+    out.scroll_into_view_if_needed()
     assert out.inner_text().strip() == "after stop: cancelled 2"
     page.wait_for_timeout(300)
+    trace.scroll_into_view_if_needed()
     text = trace.inner_text()
     assert "running…" not in text and "waiting for the model" not in text and "asking the model" not in text
     assert "cancelled: stopped while it ran" in text
