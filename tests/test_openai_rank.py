@@ -8,11 +8,11 @@ llama-cpp-python server is in tests/test_openai_text_servers.py.
 
 from __future__ import annotations
 
-import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
+from fake_http import JsonHandler
 
 from agentnb import Agent, tool
 from agentnb.errors import UserError
@@ -77,12 +77,9 @@ class EchoServer:
         self.replies: list[str] = []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                body = self.read_json()
                 if self.path.endswith("/completions") and not self.path.endswith("/chat/completions"):
                     outer.completions.append(body)
                     prompt = body["prompt"]
@@ -93,34 +90,17 @@ class EchoServer:
                     outer.chats.append(body)
                     content = outer.replies.pop(0)
                     if body.get("stream"):  # UnTooled streams from the provider: SSE
-                        self.sse(content)
+                        head = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+                        deltas = [({"role": "assistant", "content": content}, None), ({}, "stop")]
+                        chunks = [
+                            {**head, "choices": [{"index": 0, "delta": d, "finish_reason": f}]} for d, f in deltas
+                        ]
+                        self.send_sse(chunks)
                         return
                     message = {"role": "assistant", "content": content}
                     choice = {"index": 0, "message": message, "finish_reason": "stop"}
                     payload = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
                 self.send_json(payload)
-
-            def sse(self, content: str) -> None:
-                head = {"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m"}
-                deltas = [({"role": "assistant", "content": content}, None), ({}, "stop")]
-                lines = [
-                    "data: " + json.dumps({**head, "choices": [{"index": 0, "delta": d, "finish_reason": f}]})
-                    for d, f in deltas
-                ]
-                data = ("\n\n".join([*lines, "data: [DONE]"]) + "\n\n").encode()
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def send_json(self, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import re
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from fake_http import JsonHandler
 
 from agentnb import Agent, tool
 from agentnb.errors import UserError
@@ -94,12 +95,9 @@ class StepServer:
         self.replies: list[str] = []
         outer = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
+        class Handler(JsonHandler):
             def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                body = self.read_json()
                 if self.path.endswith("/chat/completions"):
                     outer.chats.append(body)
                     if body.get("max_tokens") == 1:  # the template check
@@ -107,7 +105,7 @@ class StepServer:
                         self.send_json(outer.body("chat.completion", n, message={"role": "assistant", "content": "x"}))
                     elif body.get("stream"):
                         reply = outer.chunk("chat.completion.chunk", delta={"content": outer.replies.pop(0)})
-                        self.sse([reply, outer.chunk("chat.completion.chunk", delta={}, finish_reason="stop")])
+                        self.send_sse([reply, outer.chunk("chat.completion.chunk", delta={}, finish_reason="stop")])
                     else:
                         content = outer.replies.pop(0)
                         self.send_json(
@@ -124,27 +122,7 @@ class StepServer:
                 written = body["prompt"].split("<|im_start|>assistant\n")[-1]
                 tokens = model(written, "Zürich" in body["prompt"])[: body["max_tokens"]]
                 chunks = [outer.chunk("text_completion", text=t, logprobs=outer.logprobs(t, top)) for t, top in tokens]
-                self.sse([*chunks, outer.chunk("text_completion", text="", finish_reason="length")])
-
-            def sse(self, chunks: list[dict]) -> None:
-                lines = [*(f"data: {json.dumps(c)}" for c in chunks), "data: [DONE]"]
-                data = ("\n\n".join(lines) + "\n\n").encode()
-                self.send_response(200)
-                self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                try:
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client closed the stream where steering changed a token
-
-            def send_json(self, payload: dict) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_sse([*chunks, outer.chunk("text_completion", text="", finish_reason="length")])
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
