@@ -265,13 +265,9 @@ class OpenAIProvider(RoutedSending, Provider):
             from agentnb.providers import openai_responses
 
             return await openai_responses.complete(self, request)
-        request, decided = await self._decision.narrow(self, request)
-        request, ranked = await self._ranker.narrow(self, request)
-        ranked = (*decided, *ranked)
-        steered = await self._steering.completion(self, request, ranked)
+        request, ranked, steered = await self._prepare(request)
         if steered is not None:
             return steered
-        ranked += self._steering.drain()
         kwargs = self.build_request(request)
         failure: ProviderError | None = None
         switch = None
@@ -320,14 +316,10 @@ class OpenAIProvider(RoutedSending, Provider):
             async for item in openai_responses.stream(self, request):
                 yield item
             return
-        request, decided = await self._decision.narrow(self, request)
-        request, ranked = await self._ranker.narrow(self, request)
-        ranked = (*decided, *ranked)
-        steered = await self._steering.completion(self, request, ranked)
+        request, ranked, steered = await self._prepare(request)
         if steered is not None:
             yield steered
             return
-        ranked += self._steering.drain()
         kwargs = self.build_request(request)
         kwargs["stream"] = True
         if self.stream_usage:
@@ -396,6 +388,16 @@ class OpenAIProvider(RoutedSending, Provider):
                     return
                 notes += self._steering.drain()
         yield self._finish_output(request, assembler.finish(usage, finish, notes))
+
+    async def _prepare(self, request: Request) -> tuple[Request, tuple[Any, ...], Completion | None]:
+        """Before a chat request on the untooled route: the call-or-answer decision, the tool
+        ranking and the steered call, each where the server allows it. Returns the request as
+        narrowed, the events so far, and the steered call when there is one (then it is the reply)."""
+        request, decided = await self._decision.narrow(self, request)
+        request, ranked = await self._ranker.narrow(self, request)
+        notes = (*decided, *ranked)
+        steered = await self._steering.completion(self, request, notes)
+        return request, (*notes, *self._steering.drain()), steered
 
     def _refused_output(self, request: Request, kwargs: dict[str, Any], message: str) -> bool:
         """A server that refuses ``response_format`` gets the final-answer tool from now on."""
