@@ -82,13 +82,18 @@ def test_llama_cpp_server_constrained_untooled_run(llama_cpp_url):
     assert again.messages[1].tool_calls and again.messages[1].tool_calls[0].name == "get_weather"
 
 
-def test_llama_cpp_server_auto_route_needs_no_switch_when_tools_are_ignored(llama_cpp_url):
-    # llama-cpp-python's default chat format drops `tools` silently (no error, a prose reply):
-    # nothing tells `auto` to switch, which is why docs/native.md says to pick "untooled" there.
+def test_llama_cpp_server_auto_route_switches_when_tools_are_ignored(llama_cpp_url):
+    # llama-cpp-python's default chat format drops `tools` silently (no error, a prose reply).
+    # The prompt it reports is as long with them as without: `auto` sees that and switches, once.
     p = OpenAIProvider("smollm2", base_url=llama_cpp_url, settings={**SETTINGS, "max_tokens": 20}, timeout=300)
     r = Agent(p, [get_weather], max_tool_calls=1).run("What is the weather in Paris?")
-    assert r.error is None and p.route == "native"
-    assert not any(isinstance(e, RouteSwitched) for e in r.events) and r.tool_calls == 0
+    assert r.error is None, r.error
+    switches = [e for e in r.events if isinstance(e, RouteSwitched)]
+    assert len(switches) == 1 and "ignored `tools`" in switches[0].reason and p.route == "untooled"
+    # the step went again through UnTooled: the model called the tool and read its result
+    started = [e for e in r.events if isinstance(e, ToolStarted)]
+    assert [e.name for e in started] == ["get_weather"] and "paris" in str(started[0].arguments).lower()
+    assert sum(isinstance(e, ModelRequest) for e in r.events) >= 2
 
 
 @tool
@@ -232,3 +237,15 @@ def test_transformers_serve_text_only_model_through_untooled(serve_url):
     # the server ignores response_format: the provider noticed once and stopped sending it
     dropped = [e for e in r.events if isinstance(e, ConstraintDropped)]
     assert len(dropped) == 1 and "ignored" in dropped[0].reason and p.constraint_format is None
+
+
+def test_transformers_serve_auto_route_switches_for_a_template_without_tools(serve_url):
+    # The chat template has no place for tools: the server takes them and drops them. `auto`
+    # measures the prompt with and without them, finds them equal, and goes untooled.
+    url, model = serve_url
+    p = OpenAIProvider(model, base_url=url, settings={**SETTINGS, "max_tokens": 24}, timeout=600)
+    r = Agent(p, [get_weather], max_tool_calls=1, tool_choice="required").run("What is the weather in Paris?")
+    assert r.error is None, r.error
+    switches = [e for e in r.events if isinstance(e, RouteSwitched)]
+    assert len(switches) == 1 and "ignored `tools`" in switches[0].reason and p.route == "untooled"
+    assert r.messages[1].tool_calls  # the untooled reply was read as a call attempt

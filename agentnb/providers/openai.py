@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from agentnb.errors import MissingDependencyError, ProviderError, UserError
 from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
+from agentnb.providers import openai_ignored
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk
 from agentnb.providers.openai_decide import ServerDecision
 from agentnb.providers.openai_errors import (
@@ -293,6 +294,12 @@ class OpenAIProvider(RoutedSending, Provider):
             # Raised here, outside the except blocks: the SDK's exception (which can hold the key
             # in its request or response) is neither the cause nor the context of ours.
             raise failure
+        if openai_ignored.pending(self._route, request, self.base_url):
+            called = bool(completion.tool_calls)
+            switch = await openai_ignored.check(self, self._route, kwargs, called, completion.usage.input_tokens)
+            if switch is not None:  # the model never saw the tools: this step again, untooled
+                completion = await self.untooled().complete(request)
+                return dataclasses.replace(completion, events=(switch, *completion.events))
         if self._enveloped(kwargs, request):
             text = completion.text or ""
             if not looks_constrained(text, _tool_names(request), any_value=_wants_value(request)):
@@ -339,6 +346,9 @@ class OpenAIProvider(RoutedSending, Provider):
         if failure is not None:
             raise failure  # outside the except block: no SDK exception (or key) chained to it
         envelope = AnswerStream() if self._enveloped(kwargs, request) else None
+        # Until the server is seen to use the tools, text waits: it is not shown if it turns out
+        # that the model never saw them (then the step goes again, untooled).
+        held: list[TextChunk] | None = [] if openai_ignored.pending(self._route, request, self.base_url) else None
         assembler = CompletionAssembler()
         ids: dict[int, tuple[str | None, str]] = {}  # index -> (id, name so far)
         usage = Usage()
@@ -358,10 +368,17 @@ class OpenAIProvider(RoutedSending, Provider):
                     if delta.content:
                         raw.append(delta.content)
                         shown = envelope.feed(delta.content) if envelope is not None else delta.content
-                        if shown:
+                        if shown and held is not None:
+                            held.append(TextChunk(shown))
+                        elif shown:
                             yield TextChunk(shown)
                         if envelope is None:
                             assembler.add(TextChunk(delta.content))
+                    if delta.tool_calls and held is not None:  # a call: the tools reach the model
+                        await openai_ignored.check(self, self._route, kwargs, True, 0)
+                        for item in held:
+                            yield item
+                        held = None
                     for tc in delta.tool_calls or ():
                         part = _tool_call_chunk(tc, ids)
                         assembler.add(part)
@@ -374,6 +391,20 @@ class OpenAIProvider(RoutedSending, Provider):
             # No finish_reason: the stream was cut off (or was never one: an HTML page, say).
             what = f"after {received} chunks" if received else "without a single chunk"
             failure = self._garbage(f"a stream that ended {what} and no finish_reason; the answer is incomplete")
+        if held:  # shown before anything else happens (a failure below loses nothing)
+            switch = None
+            if failure is None:
+                switch = await openai_ignored.check(self, self._route, kwargs, False, usage.input_tokens)
+            if switch is not None:
+                async for item in self.untooled().stream(request):
+                    yield (
+                        dataclasses.replace(item, events=(switch, *item.events))
+                        if isinstance(item, Completion)
+                        else item
+                    )
+                return
+            for item in held:
+                yield item
         if failure is not None:
             raise failure  # outside the except blocks: no SDK exception (or key) chained to it
         if envelope is not None:

@@ -109,6 +109,7 @@ class RouteState:
         self.route: Literal["native", "untooled"] = "untooled" if tool_calling == "untooled" else "native"
         self.formats = constraint_formats(constrain)
         self.tools_verified = tool_calling != "auto"
+        self.tools_checked = tool_calling != "auto"  # whether the server was seen to use them
         self.format_verified = False
 
     @property

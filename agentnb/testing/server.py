@@ -4,7 +4,13 @@ It speaks Chat Completions (``POST /v1/chat/completions``) as JSON or, when the 
 ``"stream": true``, as a server-sent-event stream. It is scripted, not clever: each request
 takes the next :class:`Reply` from a queue, and every request is recorded so a test can assert
 exactly what the client sent. ``rejects_tools`` makes it answer any request that carries
-``tools`` with HTTP 400 and that message, as Ollama does for a model without tool support.
+``tools`` with HTTP 400 and that message, as Ollama does for a model without tool support;
+``ignores_tools`` makes it take them and never show them to the model, like a server whose
+chat template has no place for tools (the prompt size it reports then ignores them too).
+
+Like a real server, it counts a request's tools in the prompt size it reports: a reply's
+``usage`` is the size without them. A one-token request (``max_tokens=1``: agentnb's probes of
+what a server does) is answered outside the script, recorded in ``probes``.
 
 >>> from agentnb import Agent, tool
 >>> from agentnb.providers import OpenAIProvider
@@ -21,6 +27,7 @@ exactly what the client sent. ``rejects_tools`` makes it answer any request that
 Standalone, in its own process::
 
     python -m agentnb.testing.server --port 8765 [--default-text "ok"] [--rejects-tools MESSAGE]
+        [--ignores-tools]
 
 then ``POST /_script`` a JSON list of reply objects (the fields of :class:`Reply`) and read
 ``GET /_requests``. With ``--default-text`` an empty queue answers with that text.
@@ -33,7 +40,7 @@ import json
 import socket
 import threading
 from collections import deque
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -106,13 +113,23 @@ class ScriptedServer:
         default_text: the answer when the queue is empty (default: HTTP 500, no retry).
         rejects_tools: answer every request that carries ``tools`` with HTTP 400 and this
             message (no scripted reply is used), like Ollama for a model without tools.
+        ignores_tools: take ``tools`` without a word and leave them out of the prompt.
     """
 
-    def __init__(self, port: int = 0, *, default_text: str | None = None, rejects_tools: str | None = None) -> None:
+    def __init__(
+        self,
+        port: int = 0,
+        *,
+        default_text: str | None = None,
+        rejects_tools: str | None = None,
+        ignores_tools: bool = False,
+    ) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[Recorded] = []
+        self.probes: list[Recorded] = []
         self.default_text = default_text
         self.rejects_tools = rejects_tools
+        self.ignores_tools = ignores_tools
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._httpd.daemon_threads = True
@@ -136,6 +153,7 @@ class ScriptedServer:
         with self._lock:
             self.replies.clear()
             self.requests.clear()
+            self.probes.clear()
 
     @property
     def bodies(self) -> list[Any]:
@@ -158,6 +176,21 @@ class ScriptedServer:
         self.stop()
 
     def _next(self, record: Recorded) -> Reply:
+        body = record.body if isinstance(record.body, dict) else {}
+        probe = 1 in (body.get("max_tokens"), body.get("max_completion_tokens"))
+        if probe and not (self.rejects_tools is not None and body.get("tools")):
+            with self._lock:
+                self.probes.append(record)
+            return self._sized(Reply(text=".", finish_reason="length", usage=(11, 1)), body)
+        return self._sized(self._scripted(record), body)
+
+    def _sized(self, reply: Reply, body: dict[str, Any]) -> Reply:
+        """``reply`` with the request's tools counted in its prompt size (unless ignored)."""
+        if reply.usage is None or not body.get("tools") or self.ignores_tools:
+            return reply
+        return replace(reply, usage=(reply.usage[0] + len(json.dumps(body["tools"])) // 4, reply.usage[1]))
+
+    def _scripted(self, record: Recorded) -> Reply:
         with self._lock:
             self.requests.append(record)
             if self.rejects_tools is not None and isinstance(record.body, dict) and record.body.get("tools"):
@@ -334,8 +367,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--default-text", default=None, help="answer with this text when no reply is queued")
     parser.add_argument("--rejects-tools", default=None, metavar="MESSAGE", help="answer requests with tools: 400")
+    parser.add_argument("--ignores-tools", action="store_true", help="take tools, leave them out of the prompt")
     args = parser.parse_args(argv)
-    server = ScriptedServer(args.port, default_text=args.default_text, rejects_tools=args.rejects_tools)
+    server = ScriptedServer(
+        args.port, default_text=args.default_text, rejects_tools=args.rejects_tools, ignores_tools=args.ignores_tools
+    )
     print(f"OpenAI-wire server on {server.url}  (POST /_script, GET /_requests)", flush=True)
     try:
         server._httpd.serve_forever()

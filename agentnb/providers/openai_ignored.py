@@ -1,0 +1,84 @@
+"""Whether a server silently drops ``tools`` (the ``auto`` route's second way to switch).
+
+Some servers take ``tools`` without an error and never show them to the model:
+llama-cpp-python's default chat formats, or any server whose model's chat template has no
+place for tools (``transformers serve`` with such a model). The model then answers in prose
+and never calls a tool, and nothing tells ``tool_calling="auto"`` to switch. One measurement
+tells: the prompt a server counts with the tools and without them. Equal counts mean the
+tools never reached the prompt.
+
+The check runs once per provider, on the first reply to a request with tools that calls no
+tool (a reply with a call shows the tools work): one extra request of one token without the
+tools, and, where the reply carried no token counts, one with them.
+
+>>> same_prompt(412, 412), same_prompt(412, 530), same_prompt(None, 412)
+(True, False, None)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentnb.events import RouteSwitched
+
+#: What a probe may keep of the original request (the rest: sampling, streaming, tools).
+_KEPT = ("model", "messages", "extra_body", "extra_headers", "extra_query")
+
+
+def same_prompt(with_tools: int | None, without_tools: int | None) -> bool | None:
+    """Whether the two prompt sizes are the same (None: a size is unknown, so nothing is known)."""
+    if not with_tools or not without_tools:
+        return None
+    return with_tools == without_tools
+
+
+def reason(tokens: int) -> str:
+    """The RouteSwitched reason for a server that dropped the tools."""
+    return (
+        f"the server ignored `tools`: the prompt was {tokens} tokens with them and without them, "
+        "so the model never saw them"
+    )
+
+
+async def prompt_tokens(client: Any, kwargs: dict[str, Any], *, tools: bool) -> int | None:
+    """The server's prompt size for ``kwargs`` (with or without its tools), from a one-token
+    reply; None when the server does not say or the request fails (a probe is never retried)."""
+    probe = {k: kwargs[k] for k in _KEPT if k in kwargs}
+    if tools:
+        probe.update((k, kwargs[k]) for k in ("tools", "tool_choice") if k in kwargs)
+    try:
+        response = await client.with_options(max_retries=0).chat.completions.create(**probe, max_tokens=1)
+    except Exception:
+        return None
+    usage = getattr(response, "usage", None)
+    count = getattr(usage, "prompt_tokens", None)
+    return count if isinstance(count, int) and count > 0 else None
+
+
+async def ignored_tools(client: Any, kwargs: dict[str, Any], with_tools: int | None) -> int | None:
+    """The prompt size when the server left ``kwargs``' tools out of the prompt, else None.
+
+    ``with_tools`` is the size the server reported for the request itself (0 or None when it
+    reported none: then a one-token probe with the tools measures it).
+    """
+    if not with_tools:
+        with_tools = await prompt_tokens(client, kwargs, tools=True)
+        if with_tools is None:
+            return None
+    without = await prompt_tokens(client, kwargs, tools=False)
+    return with_tools if same_prompt(with_tools, without) else None
+
+
+def pending(route: Any, request: Any, base_url: str | None) -> bool:
+    """Whether this reply is the one to check: ``auto`` still on the native route, tools sent,
+    a server of the user's own (OpenAI's API takes tools), not checked before."""
+    return bool(request.tools) and base_url is not None and route.can_switch() and not route.tools_checked
+
+
+async def check(provider: Any, route: Any, kwargs: dict[str, Any], called: bool, tokens: int) -> RouteSwitched | None:
+    """The switch to untooled when the server dropped the tools of ``kwargs``; checked once."""
+    route.tools_checked = True
+    if called:
+        return None
+    size = await ignored_tools(provider.client, kwargs, tokens)
+    return None if size is None else route.switch(provider.name, reason(size))
