@@ -75,7 +75,20 @@ def test_auto_switches_once_on_ollamas_refusal_and_stays_untooled(stream):
     assert "Result of add: 5" in server.bodies[2]["messages"][-1]["content"]
 
 
-@pytest.mark.parametrize(("status", "message"), [(400, VLLM), (500, LLAMA_CPP), (400, OLLAMA)])
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (400, VLLM),
+        (500, LLAMA_CPP),
+        (400, OLLAMA),
+        # the generic wordings a server of one's own may use
+        (400, "Unsupported param: tools"),
+        (400, "Unrecognized request argument supplied: tools"),
+        (422, "unknown field `tools`, expected one of `model`, `messages`, `max_tokens`"),
+        (400, "model 'tiny' doesn't support tool calling"),
+        (400, "Tool use is not supported for this model."),
+    ],
+)
 def test_auto_switch_costs_one_request_whatever_the_server(server, status, message):
     p = provider(server)
     server.script(error(status, message, retry_after_ms=1), text(CALL), text('{"answer": "5"}'))
@@ -282,3 +295,57 @@ def test_untooled_route_constrains_a_structured_answer_to_the_output_schema(serv
     # after the result only the value is possible
     assert set(after["properties"]) == {"total", "words"}
     assert not any(isinstance(e, ConstraintDropped) for e in result.events)
+
+
+def test_a_schema_that_forbids_the_tools_field_is_a_switch():
+    # A FastAPI/pydantic server whose request model has no `tools` and forbids extra fields
+    # answers 422 with a `detail` list, not OpenAI's error shape.
+    import json
+    import threading
+    from http.server import ThreadingHTTPServer
+
+    from fake_http import JsonHandler
+
+    sent: list[dict] = []
+
+    class Handler(JsonHandler):
+        def do_POST(self):
+            body = self.read_json()
+            if not self.path.endswith("/chat/completions"):  # no plain completions here
+                self.send_error(404)
+                return
+            sent.append(body)
+            if "tools" in body:
+                detail = [
+                    {"type": "extra_forbidden", "loc": ["body", "tools"], "msg": "Extra inputs are not permitted"}
+                ]
+                data = json.dumps({"detail": detail}).encode()
+                self.send_response(422)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            reply = CALL if len(sent) == 2 else '{"answer": "5"}'
+            head = {"id": "x", "created": 0, "model": "m"}
+            if body.get("stream"):
+                chunk = {**head, "object": "chat.completion.chunk"}
+                delta = {"index": 0, "delta": {"content": reply}, "finish_reason": None}
+                end = {"index": 0, "delta": {}, "finish_reason": "stop"}
+                self.send_sse([{**chunk, "choices": [delta]}, {**chunk, "choices": [end]}])
+                return
+            choice = {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
+            self.send_json({**head, "object": "chat.completion", "choices": [choice]})
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        p = OpenAIProvider("m", base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1", max_retries=2, timeout=20)
+        r = Agent(p, [add]).run("2 + 3?")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert r.error is None and r.output == "5" and p.route == "untooled"
+    assert ["tools" in b for b in sent] == [True, False, False]
+    switch = next(e for e in r.events if isinstance(e, RouteSwitched))
+    assert "body.tools: Extra inputs are not permitted" in switch.reason

@@ -33,6 +33,14 @@ class _Secret:
 
 
 def _server_message(exc: Exception) -> str:
+    """The server's own words in an SDK error: OpenAI's ``{"error": {"message"}}``, a bare
+    ``{"error": "..."}``, FastAPI's ``{"detail": ...}``, or the body as text.
+
+    >>> class E(Exception):
+    ...     body = {"detail": [{"loc": ["body", "tools"], "msg": "Extra inputs are not permitted"}]}
+    >>> _server_message(E())
+    'body.tools: Extra inputs are not permitted'
+    """
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)
@@ -40,9 +48,23 @@ def _server_message(exc: Exception) -> str:
             return str(inner["message"])
         if isinstance(inner, str):
             return inner
+        detail = inner.get("detail") if isinstance(inner, dict) else None
+        if isinstance(detail, str) and detail.strip():
+            return detail.strip()
+        if isinstance(detail, list) and detail:
+            return "; ".join(_detail_line(d) for d in detail[:5])
     if isinstance(body, str) and body.strip():
         return body.strip()
     return str(getattr(exc, "message", None) or exc)
+
+
+def _detail_line(item: Any) -> str:
+    """One entry of FastAPI's validation ``detail``: ``loc: msg``."""
+    if not isinstance(item, dict):
+        return str(item)[:200]
+    loc = ".".join(str(part) for part in item.get("loc") or ())
+    msg = str(item.get("msg", ""))[:200]
+    return f"{loc}: {msg}" if loc else msg
 
 
 def _never_connected(exc: BaseException) -> bool:

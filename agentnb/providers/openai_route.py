@@ -58,15 +58,24 @@ CONSTRAINT_FORMATS: tuple[str, ...] = ("json_schema", "json_object")
 # "tools param requires --jinja flag" (500 in some builds, 400 in others) and "Unsupported
 # param: tool_choice"; older llama-server "Cannot use tools with stream"; OpenRouter "No
 # endpoints found that support tool use".
+# Also the generic forms a server of one's own may use: "Unsupported param: tools", "tool use
+# is not supported", "Unrecognized request argument supplied: tools" (OpenAI's wording for an
+# unknown parameter), "... doesn't support tool calling", and a schema that forbids the field
+# (pydantic's "Extra inputs are not permitted" at ("body", "tools"), serde's "unknown field
+# `tools`").
 _REJECTS_TOOLS = re.compile(
-    r"does not support (?:tools|tool[ _]?(?:use|calling|calls)|function[ _]?calling)"
+    r"(?:does not|doesn't|do not|don't) support (?:tools|tool[ _]?(?:use|calling|calls)|function[ _]?calling)"
     r"|--enable-auto-tool-choice"
     r"|tools? param requires --jinja"
-    r"|unsupported param: tool_choice"
+    r"|unsupported param(?:eter)?s?\W+(?:tool_choice|tools)\b"
+    r"|unrecognized request arguments? supplied\W+(?:tool_choice|tools)\b"
+    r"|unknown (?:field|param(?:eter)?)\W+(?:tool_choice|tools)\b"
+    r"|\btools\W+(?:\w+\W+){0,3}extra (?:inputs|fields) (?:are )?not permitted"
     r"|cannot use tools with stream"
     r"|tool_choice\W+(?:=\W*)?\W*required\W+is not supported"
     r"|support tool use"
-    r"|(?:tools|tool[ _]?calls|tool[ _]?calling|function[ _]?calling) (?:is |are )?(?:not supported|unsupported|not enabled)",
+    r"|(?:tools|tool[ _]?(?:use|calls|calling)|function[ _]?calling) (?:is |are )?"
+    r"(?:not supported|unsupported|not enabled|not available)",
     re.IGNORECASE,
 )
 
