@@ -26,7 +26,8 @@ class Reply:
     """One scripted answer: content blocks (Anthropic JSON), or an error status.
 
     Streamed, each text block's text and each tool_use input's JSON are cut into ``pieces``;
-    ``stream_error`` sends an ``error`` event after the first block instead of finishing.
+    ``stream_error`` sends an ``error`` event after the first block instead of finishing;
+    ``cut_after`` ends the stream cleanly after that many events (no ``message_stop``).
     """
 
     status: int = 200
@@ -38,6 +39,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     pieces: int = 3
     stream_error: str | None = None
+    cut_after: int | None = None
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -174,7 +176,8 @@ def _handler(server: MessagesServer) -> type[BaseHTTPRequestHandler]:
                 payload = {"type": "error", "error": {"type": reply.error_type, "message": reply.error}}
                 self._send(reply.status, "application/json", json.dumps(payload).encode(), reply.headers)
             elif isinstance(body, dict) and body.get("stream"):
-                chunks = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in _events(body, reply))
+                events = _events(body, reply)[: reply.cut_after]
+                chunks = "".join(f"event: {e}\ndata: {json.dumps(d)}\n\n" for e, d in events)
                 self._send(200, "text/event-stream", chunks.encode(), reply.headers)
             else:
                 self._send(200, "application/json", json.dumps(_message(body, reply)).encode(), reply.headers)

@@ -251,6 +251,19 @@ def test_an_error_event_mid_stream(provider, wire):
         stream(provider, Request([UserMessage("hi")]))
 
 
+@pytest.mark.parametrize("cut", [0, 5])
+def test_a_stream_cut_off_without_a_stop_reason_is_an_error_and_the_run_keeps_its_transcript(provider, wire, cut):
+    # The server closes the stream cleanly half way: no message_delta, no message_stop.
+    reply = w.Reply(content=[{"type": "text", "text": "an answer that never ends"}], cut_after=cut)
+    wire.script(reply)
+    with pytest.raises(ProviderError, match=r"ended .*no stop_reason; the answer is incomplete"):
+        stream(provider, Request([UserMessage("hi")]))
+    wire.script(reply)
+    r = Agent(provider, stream=True).run("hi")
+    assert r.stop_reason == "error" and "incomplete" in r.error and KEY not in r.error
+    assert [m.role for m in r.messages] == ["user"]
+
+
 def test_no_server_is_a_clear_error():
     p = AnthropicProvider("m", api_key=KEY, base_url="http://127.0.0.1:9", max_retries=0)
     with pytest.raises(ProviderError, match="could not connect"):

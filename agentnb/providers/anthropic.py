@@ -190,9 +190,11 @@ class AnthropicProvider(Provider):
         blocks: dict[int, dict[str, Any]] = {}  # index -> thinking block being assembled
         usage_in = usage_out = 0
         stop: str | None = None
+        received = 0
         try:
             stream = await self.client.messages.create(stream=True, **kwargs)
             async for event in stream:
+                received += 1
                 kind = event.type
                 if kind == "content_block_delta":
                     delta = event.delta
@@ -221,6 +223,10 @@ class AnthropicProvider(Provider):
                     usage_out = event.usage.output_tokens or usage_out
         except _sdk().AnthropicError as exc:
             raise self._error(exc, streaming=True) from None
+        if stop is None:  # no message_delta with a stop_reason: cut off (or never a Messages stream)
+            where = self.base_url or "the Anthropic API"
+            what = f"after {received} events" if received else "without a single event"
+            raise ProviderError(f"{where} sent a stream that ended {what} and no stop_reason; the answer is incomplete")
         reasoning = tuple(blocks[i] for i in sorted(blocks))
         done = assembler.finish(Usage(usage_in, usage_out), stop)
         yield _final_answer(request, Completion(done.text, done.tool_calls, done.usage, stop, reasoning=reasoning))
