@@ -296,6 +296,20 @@ class CallSteered(_EventBase):
 
 
 @dataclass(frozen=True, slots=True)
+class CallsFromText(_EventBase):
+    """A native reply held its tool calls as text (``<tool_call>{...}</tool_call>``, a bare
+    JSON call, ...): the server passed the tools to the model but did not parse its calls.
+    The provider read them (:mod:`agentnb.providers.text_calls`) and the loop runs them.
+    """
+
+    depth: int
+    provider: str
+    names: tuple[str, ...]
+    detail: str = ""
+    kind: Literal["calls_from_text"] = "calls_from_text"
+
+
+@dataclass(frozen=True, slots=True)
 class OutputMode(_EventBase):
     """How a provider asks for structured output (``output_type``): reported by the provider.
 
@@ -367,6 +381,7 @@ Event: TypeAlias = (
     | ConstraintDropped
     | CallRepair
     | CallSteered
+    | CallsFromText
 )
 
 EVENT_TYPES: dict[str, type] = {

@@ -15,6 +15,7 @@ from agentnb.events import (
     AttachmentAdded,
     CallDecision,
     CallRepair,
+    CallsFromText,
     CallSteered,
     ConstraintDropped,
     DedupDecision,
@@ -114,6 +115,8 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return (
                 f"{d} {p}: call to {n} broke its schema ({shorten('; '.join(errs), width)}); asked again: {head}, {x}"
             )
+        case CallsFromText(provider=p, names=ns, detail=x):
+            return f"{d} {p}: read {plural(len(ns), 'tool call')} ({', '.join(ns)}) from the reply's text ({x})"
         case CallSteered(provider=p, name=n, requests=r, tokens=t, changed=c, detail=x):
             how = f"steering chose {c} of {t} tokens" + (f" ({shorten(x, width)})" if x else "")
             return f"{d} {p}: call to {n} steered token by token in {r} request{'s' if r != 1 else ''}; {how}"

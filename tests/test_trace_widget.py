@@ -98,7 +98,8 @@ def test_every_event_kind_is_shown() -> None:
     # reasoning_summary from the OpenAI Responses route (tests/test_openai_responses.py); the
     # route and constraint events from OpenAIProvider's untooled route (tests/test_openai_untooled.py),
     # call_repair from its re-ask of a call that broke its schema (tests/test_untooled_repair.py),
-    # call_steered from a call decoded token by token on a server (tests/test_openai_steer.py).
+    # call_steered from a call decoded token by token on a server (tests/test_openai_steer.py),
+    # calls_from_text from a native reply with its calls in the text (tests/test_text_calls.py).
     others = {
         "step_decision",
         "reasoning_summary",
@@ -106,6 +107,7 @@ def test_every_event_kind_is_shown() -> None:
         "constraint_dropped",
         "call_repair",
         "call_steered",
+        "calls_from_text",
     }
     assert seen | others == set(EVENT_TYPES)
 

@@ -21,6 +21,7 @@ from typing import Any
 from agentnb.events import (
     CallDecision,
     CallRepair,
+    CallsFromText,
     CallSteered,
     ConstraintDropped,
     DirectOutput,
@@ -180,7 +181,7 @@ def _call_mark(c: CallView, ended: str | None = None) -> str:
 
 
 #: Notes a provider reports in ``Completion.events``, before the model call's reply.
-_PROVIDER_NOTES = (RouteSwitched, ConstraintDropped, CallRepair, CallSteered, ReasoningSummary)
+_PROVIDER_NOTES = (RouteSwitched, ConstraintDropped, CallRepair, CallSteered, CallsFromText, ReasoningSummary)
 
 
 def depth_html(v: DepthView, preview: int = 400, pause: Pause | None = None) -> str:
@@ -425,6 +426,12 @@ def _note_html(n: object) -> str:
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">{escape(n.mechanism)} dropped</span> '
             f'<span class="anb-m">{escape(n.provider)}: {escape(n.reason)}</span></div>'
+        )
+    if isinstance(n, CallsFromText):
+        names = ", ".join(f"<code>{escape(name)}</code>" for name in n.names)
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">calls read from text</span> '
+            f'<span class="anb-m">{names}: {escape(n.detail)}</span></div>'
         )
     if isinstance(n, CallSteered):
         plural = "s" if n.requests != 1 else ""

@@ -350,6 +350,7 @@ _FOLD: dict[str, Any] = {
     "output_mode": _output_mode,
     "call_decision": _decision,
     "route_switched": _note,
+    "calls_from_text": _note,
     "constraint_dropped": _note,
     "call_repair": _note,
     "call_steered": _note,

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from agentnb.errors import MissingDependencyError, ProviderError, UserError
 from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
-from agentnb.providers import openai_ignored
+from agentnb.providers import openai_ignored, text_calls
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk
 from agentnb.providers.openai_decide import ServerDecision
 from agentnb.providers.openai_errors import (
@@ -294,6 +294,9 @@ class OpenAIProvider(RoutedSending, Provider):
             # Raised here, outside the except blocks: the SDK's exception (which can hold the key
             # in its request or response) is neither the cause nor the context of ours.
             raise failure
+        if not completion.tool_calls:  # calls the server left in the text (it did not parse them)
+            found = text_calls.find(completion.text, text_calls.offered(kwargs, request))
+            completion = completion if found is None else text_calls.with_calls(completion, found, self.name)
         if openai_ignored.pending(self._route, request, self.base_url):
             called = bool(completion.tool_calls)
             switch = await openai_ignored.check(self, self._route, kwargs, called, completion.usage.input_tokens)
@@ -349,6 +352,8 @@ class OpenAIProvider(RoutedSending, Provider):
         # Until the server is seen to use the tools, text waits: it is not shown if it turns out
         # that the model never saw them (then the step goes again, untooled).
         held: list[TextChunk] | None = [] if openai_ignored.pending(self._route, request, self.base_url) else None
+        names = text_calls.offered(kwargs, request)  # a call written as text is held back, not shown
+        gate = text_calls.CallGate() if names and envelope is None else None
         assembler = CompletionAssembler()
         ids: dict[int, tuple[str | None, str]] = {}  # index -> (id, name so far)
         usage = Usage()
@@ -367,7 +372,7 @@ class OpenAIProvider(RoutedSending, Provider):
                         continue
                     if delta.content:
                         raw.append(delta.content)
-                        shown = envelope.feed(delta.content) if envelope is not None else delta.content
+                        shown = (envelope or gate).feed(delta.content) if envelope or gate else delta.content
                         if shown and held is not None:
                             held.append(TextChunk(shown))
                         elif shown:
@@ -391,6 +396,17 @@ class OpenAIProvider(RoutedSending, Provider):
             # No finish_reason: the stream was cut off (or was never one: an HTML page, say).
             what = f"after {received} chunks" if received else "without a single chunk"
             failure = self._garbage(f"a stream that ended {what} and no finish_reason; the answer is incomplete")
+        found = text_calls.find("".join(raw), names) if gate is not None and failure is None else None
+        if gate is not None and found is None and (rest := gate.rest()):
+            if held is None:
+                yield TextChunk(rest)
+            else:
+                held.append(TextChunk(rest))
+        elif found is not None and held is not None:  # a call: the tools reach the model
+            await openai_ignored.check(self, self._route, kwargs, True, 0)
+            for item in held:
+                yield item
+            held = None
         if held:  # shown before anything else happens (a failure below loses nothing)
             switch = None
             if failure is None:
@@ -418,7 +434,10 @@ class OpenAIProvider(RoutedSending, Provider):
                     yield steered
                     return
                 notes += self._steering.drain()
-        yield self._finish_output(request, assembler.finish(usage, finish, notes))
+        completion = assembler.finish(usage, finish, notes)
+        if found is not None and not completion.tool_calls:
+            completion = text_calls.with_calls(completion, found, self.name)
+        yield self._finish_output(request, completion)
 
     async def _prepare(self, request: Request) -> tuple[Request, tuple[Any, ...], Completion | None]:
         """Before a chat request on the untooled route: the call-or-answer decision, the tool
