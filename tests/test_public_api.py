@@ -80,6 +80,7 @@ CORE_MODULES = [
     "agentnb.providers.untooled.byteguide",
     "agentnb.providers.chat_templates",
     "agentnb.providers.text_calls",
+    "agentnb.providers.openai_stream",
     "agentnb.providers.openai_ignored",
     "agentnb.providers.openai_errors",
     "agentnb.toolrun",

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from agentnb.errors import MissingDependencyError, ProviderError, UserError
 from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
 from agentnb.providers import openai_ignored, text_calls
-from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk
+from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
 from agentnb.providers.openai_decide import ServerDecision
 from agentnb.providers.openai_errors import (
     _Secret,
@@ -45,15 +45,14 @@ from agentnb.providers.openai_route import (
     rejects_tools,
 )
 from agentnb.providers.openai_steer import ServerSteering
+from agentnb.providers.openai_stream import StreamReader
 from agentnb.providers.openai_wire import (
-    _tool_call_chunk,
-    _usage,
     known_params,
     parse_completion,
     to_openai,
 )
 from agentnb.providers.sdk_client import LoopBoundClient, sdk_options
-from agentnb.providers.untooled.envelope import AnswerStream, looks_constrained, unwrap
+from agentnb.providers.untooled.envelope import looks_constrained, unwrap
 
 __all__ = ["OpenAIProvider", "parse_completion", "to_openai"]
 
@@ -348,96 +347,33 @@ class OpenAIProvider(RoutedSending, Provider):
             return
         if failure is not None:
             raise failure  # outside the except block: no SDK exception (or key) chained to it
-        envelope = AnswerStream() if self._enveloped(kwargs, request) else None
-        # Until the server is seen to use the tools, text waits: it is not shown if it turns out
-        # that the model never saw them (then the step goes again, untooled).
-        held: list[TextChunk] | None = [] if openai_ignored.pending(self._route, request, self.base_url) else None
-        names = text_calls.offered(kwargs, request)  # a call written as text is held back, not shown
-        gate = text_calls.CallGate() if names and envelope is None else None
-        assembler = CompletionAssembler()
-        ids: dict[int, tuple[str | None, str]] = {}  # index -> (id, name so far)
-        usage = Usage()
-        finish: str | None = None
-        raw: list[str] = []
-        received = 0
-        try:
-            async for chunk in stream:
-                received += 1
-                if chunk.usage is not None:
-                    usage = _usage(chunk.usage)
-                for choice in chunk.choices[:1]:
-                    finish = choice.finish_reason or finish
-                    delta = choice.delta
-                    if delta is None:
-                        continue
-                    if delta.content:
-                        raw.append(delta.content)
-                        shown = (envelope or gate).feed(delta.content) if envelope or gate else delta.content
-                        if shown and held is not None:
-                            held.append(TextChunk(shown))
-                        elif shown:
-                            yield TextChunk(shown)
-                        if envelope is None:
-                            assembler.add(TextChunk(delta.content))
-                    if delta.tool_calls and held is not None:  # a call: the tools reach the model
-                        await openai_ignored.check(self, self._route, kwargs, True, 0)
-                        for item in held:
-                            yield item
-                        held = None
-                    for tc in delta.tool_calls or ():
-                        part = _tool_call_chunk(tc, ids)
-                        assembler.add(part)
-                        yield part
-        except _sdk().OpenAIError as exc:
-            failure = self._error(exc, streaming=received > 0)
-        except (ValueError, AttributeError, TypeError, KeyError, IndexError) as exc:  # garbage chunks
-            failure = self._garbage(f"a stream that is not chat completion chunks ({type(exc).__name__}: {exc})")
-        if failure is None and finish is None:
-            # No finish_reason: the stream was cut off (or was never one: an HTML page, say).
-            what = f"after {received} chunks" if received else "without a single chunk"
-            failure = self._garbage(f"a stream that ended {what} and no finish_reason; the answer is incomplete")
-        found = text_calls.find("".join(raw), names) if gate is not None and failure is None else None
-        if gate is not None and found is None and (rest := gate.rest()):
-            if held is None:
-                yield TextChunk(rest)
-            else:
-                held.append(TextChunk(rest))
-        elif found is not None and held is not None:  # a call: the tools reach the model
-            await openai_ignored.check(self, self._route, kwargs, True, 0)
-            for item in held:
-                yield item
-            held = None
-        if held:  # shown before anything else happens (a failure below loses nothing)
-            switch = None
-            if failure is None:
-                switch = await openai_ignored.check(self, self._route, kwargs, False, usage.input_tokens)
-            if switch is not None:
-                async for item in self.untooled().stream(request):
-                    yield (
-                        dataclasses.replace(item, events=(switch, *item.events))
-                        if isinstance(item, Completion)
-                        else item
-                    )
-                return
-            for item in held:
-                yield item
-        if failure is not None:
-            raise failure  # outside the except blocks: no SDK exception (or key) chained to it
-        if envelope is not None:
-            text = "".join(raw)
+        reader = StreamReader(self, kwargs, request, enveloped=self._enveloped(kwargs, request))
+        async for item in reader.read(stream, _sdk().OpenAIError):
+            yield item
+        async for item in reader.settle():
+            yield item
+        if reader.switch is not None:  # the model never saw the tools: this step again, untooled
+            async for item in self.untooled().stream(request):
+                yield (
+                    dataclasses.replace(item, events=(reader.switch, *item.events))
+                    if isinstance(item, Completion)
+                    else item
+                )
+            return
+        if reader.failure is not None:
+            raise reader.failure  # outside the except blocks: no SDK exception (or key) chained to it
+        if reader.envelope is not None:
+            text = reader.text
             if not looks_constrained(text, _tool_names(request), any_value=_wants_value(request)):
                 notes += (self._ignored(),)
             if text:
-                assembler.add(TextChunk(unwrap(text)))
+                reader.assembler.add(TextChunk(unwrap(text)))
                 steered = await self._steering.after_envelope(self, request, unwrap(text), notes)
                 if steered is not None:
                     yield steered
                     return
                 notes += self._steering.drain()
-        completion = assembler.finish(usage, finish, notes)
-        if found is not None and not completion.tool_calls:
-            completion = text_calls.with_calls(completion, found, self.name)
-        yield self._finish_output(request, completion)
+        yield self._finish_output(request, reader.completion(notes))
 
     async def _prepare(self, request: Request) -> tuple[Request, tuple[Any, ...], Completion | None]:
         """Before a chat request on the untooled route: the call-or-answer decision, the tool
