@@ -141,3 +141,13 @@ def test_native_calls_and_tool_choice_none_are_left_alone():
         second = Agent(p, [add], tool_choice="none").run("Show me a call as text.")
     assert first.output == "2." and not any(isinstance(e, CallsFromText) for e in first.events)
     assert second.tool_calls == 0 and second.output == TAGGED.strip()
+
+
+def test_a_structured_answer_is_never_read_as_a_call():
+    # With an output_type the reply's JSON is the answer, even where it looks like a call.
+    answer = '{"name": "add", "arguments": {"a": 1, "b": 2}}'
+    with ScriptedServer() as server:
+        p = OpenAIProvider("m", base_url=server.url, max_retries=0, timeout=20, tool_calling="native")
+        server.script(text(answer))
+        r = Agent(p, [add], output_type=dict).run("Give me the call as data.")
+    assert r.error is None and r.tool_calls == 0 and r.value == {"name": "add", "arguments": {"a": 1, "b": 2}}

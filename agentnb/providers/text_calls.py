@@ -152,8 +152,9 @@ def _partial_tag(text: str) -> int:
 
 
 def offered(kwargs: dict[str, Any], request: Any) -> list[str]:
-    """The tools a native request offered (none when it sent no ``tools`` or chose "none")."""
-    if "tools" not in kwargs or request.tool_choice == "none":
+    """The tools a native request offered (none when it sent no ``tools`` or chose "none",
+    and none for a structured answer, whose JSON is the answer, never a call)."""
+    if "tools" not in kwargs or request.tool_choice == "none" or request.output is not None:
         return []
     return [t.name for t in request.tools]
 
