@@ -59,6 +59,8 @@ def test_auto_switches_once_when_the_server_drops_the_tools(stream):
     switches = [e for e in first.events + second.events if isinstance(e, RouteSwitched)]
     assert len(switches) == 1 and "ignored `tools`" in switches[0].reason and p.route == "untooled"
     assert "switched to untooled tool calling" in out.getvalue()
+    # the tokens of the reply written without the tools are counted: 3 replies of (11, 7)
+    assert (first.usage.input_tokens, first.usage.output_tokens) == (33, 21)
     # the prose written without the tools is never shown, streamed or not, nor kept
     assert "no way to add" not in shown(first.events) + out.getvalue() + str(first.messages)
 

@@ -300,8 +300,10 @@ class OpenAIProvider(RoutedSending, Provider):
             called = bool(completion.tool_calls)
             switch = await openai_ignored.check(self, self._route, kwargs, called, completion.usage.input_tokens)
             if switch is not None:  # the model never saw the tools: this step again, untooled
+                spent = completion.usage  # the reply written without the tools counts too
                 completion = await self.untooled().complete(request)
-                return dataclasses.replace(completion, events=(switch, *completion.events))
+                usage = completion.usage + spent
+                return dataclasses.replace(completion, usage=usage, events=(switch, *completion.events))
         if self._enveloped(kwargs, request):
             text = completion.text or ""
             if not looks_constrained(text, _tool_names(request), any_value=_wants_value(request)):
@@ -354,11 +356,11 @@ class OpenAIProvider(RoutedSending, Provider):
             yield item
         if reader.switch is not None:  # the model never saw the tools: this step again, untooled
             async for item in self.untooled().stream(request):
-                yield (
-                    dataclasses.replace(item, events=(reader.switch, *item.events))
-                    if isinstance(item, Completion)
-                    else item
-                )
+                if isinstance(item, Completion):  # the reply written without the tools counts too
+                    item = dataclasses.replace(
+                        item, usage=item.usage + reader.usage, events=(reader.switch, *item.events)
+                    )
+                yield item
             return
         if reader.failure is not None:
             raise reader.failure  # outside the except blocks: no SDK exception (or key) chained to it
