@@ -131,7 +131,8 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} answer is a valid {n}: {shorten(v or '', width)}"
         case RunFinished(stop_reason=r, tool_calls=n, usage=u, duration=s, error=e):
             tail = f", error: {e}" if e else ""
-            return f"run finished: {r}, {plural(n, 'tool call')}, {plural(u.total_tokens, 'token')}, {s:.2f}s{tail}"
+            tokens = f", {plural(u.total_tokens, 'token')}" if u.total_tokens else ""  # 0: none reported
+            return f"run finished: {r}, {plural(n, 'tool call')}{tokens}, {s:.2f}s{tail}"
         case _:
             return None
 

@@ -51,5 +51,19 @@ def test_printer_transcript() -> None:
         "  [2] ask model (9 messages, no tools)",
         "  [2] model: Three it is.",
         "answer: Three it is.",
-        "run finished: limit, 5 tool calls, 0 tokens, " + lines[-1].rsplit(", ", 1)[1],
+        "run finished: limit, 5 tool calls, " + lines[-1].rsplit(", ", 1)[1],  # no tokens reported: no count
     ]
+
+
+def test_run_finished_counts_tokens_only_when_the_provider_reported_some() -> None:
+    from agentnb import Usage
+    from agentnb.notebook.text import trace_text
+
+    for usage, shown in [(Usage(10, 2), ", 24 tokens, "), (Usage(), ", ")]:
+        out = io.StringIO()
+        r = Agent(ScriptedProvider([call("add", a=1, b=2), "3."], usage=usage), [add]).run(
+            "1+2?", on_event=TextPrinter(out)
+        )
+        last = out.getvalue().strip().splitlines()[-1]
+        assert last.startswith("run finished: answer, 1 tool call" + shown) and "0 tokens" not in out.getvalue()
+        assert ("24 tokens" in trace_text(r.events)) == bool(usage.total_tokens)

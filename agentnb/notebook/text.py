@@ -24,7 +24,7 @@ prompt: 2+3?
   [1] ask model (3 messages, 1 tool, choice auto)
   [1] model replied with text
 answer: 5
-run finished: answer, 1 tool call, 0 tokens
+run finished: answer, 1 tool call
 """
 
 from __future__ import annotations
@@ -70,7 +70,8 @@ def event_line(event: Event, *, width: int = 200) -> str | None:
             return f"{d} {n} failed: {e}" if e else f"{d} {n} -> {shorten(r, width)}"
         case RunFinished(stop_reason=r, tool_calls=n, usage=u, error=e):
             tail = f", error: {e}" if e else ""
-            return f"run finished: {r}, {plural(n, 'tool call')}, {plural(u.total_tokens, 'token')}{tail}"
+            tokens = f", {plural(u.total_tokens, 'token')}" if u.total_tokens else ""  # 0: none reported
+            return f"run finished: {r}, {plural(n, 'tool call')}{tokens}{tail}"
         case _:
             return format_event(event, width=width)
 
