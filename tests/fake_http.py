@@ -1,13 +1,15 @@
 """A base for the small fake OpenAI-compatible servers some tests start on 127.0.0.1.
 
 :class:`JsonHandler` reads a JSON body and answers with JSON or with server-sent events
-(``data: {...}`` lines, then ``data: [DONE]``), quietly.
+(``data: {...}`` lines, then ``data: [DONE]``), quietly; :class:`Served` runs a handler on
+127.0.0.1 in a thread, as a context manager, and stops it on exit.
 """
 
 from __future__ import annotations
 
 import json
-from http.server import BaseHTTPRequestHandler
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
@@ -34,3 +36,20 @@ class JsonHandler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client closed the stream early (steering does, where it changes a token)
+
+
+class Served:
+    """``handler`` served on a free port of 127.0.0.1; ``url`` is its ``/v1`` base URL."""
+
+    def serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):  # the subclass itself
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

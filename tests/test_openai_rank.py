@@ -8,11 +8,8 @@ llama-cpp-python server is in tests/test_openai_text_servers.py.
 
 from __future__ import annotations
 
-import threading
-from http.server import ThreadingHTTPServer
-
 import pytest
-from fake_http import JsonHandler
+from fake_http import JsonHandler, Served
 
 from agentnb import Agent, tool
 from agentnb.errors import UserError
@@ -66,7 +63,7 @@ def fake_logprobs(prompt: str, convention: str) -> dict:
     return {"tokens": tokens, "text_offset": offsets, "token_logprobs": values, "top_logprobs": shown}
 
 
-class EchoServer:
+class EchoServer(Served):
     """``/v1/completions``: the prompt echoed with log-probabilities (:func:`fake_logprobs`).
     ``/v1/chat/completions``: the queued replies, in order."""
 
@@ -102,17 +99,7 @@ class EchoServer:
                     payload = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
                 self.send_json(payload)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> EchoServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.serve(Handler)
 
 
 @pytest.fixture(params=["aligned", "shifted"])

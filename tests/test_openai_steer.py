@@ -12,12 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-import threading
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from fake_http import JsonHandler
+from fake_http import JsonHandler, Served
 
 from agentnb import Agent, tool
 from agentnb.errors import UserError
@@ -78,7 +76,7 @@ def model(written: str, zurich: bool = False) -> list[tuple[str, dict[str, float
     return out
 
 
-class StepServer:
+class StepServer(Served):
     """``/v1/chat/completions``: a prompt-token count (the template check), else the queued
     replies; ``/v1/completions``: a count, or the fake model's tokens streamed with
     ``logprobs`` (:func:`model`)."""
@@ -124,9 +122,7 @@ class StepServer:
                 chunks = [outer.chunk("text_completion", text=t, logprobs=outer.logprobs(t, top)) for t, top in tokens]
                 self.send_sse([*chunks, outer.chunk("text_completion", text="", finish_reason="length")])
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.serve(Handler)
 
     def logprobs(self, token: str, top: dict[str, float]) -> dict:
         """One token's log-probabilities: llama-cpp-python's and vLLM's form, or llama-server's."""
@@ -145,14 +141,6 @@ class StepServer:
     def chunk(kind: str, **choice: object) -> dict:
         return {"id": "x", "object": kind, "created": 0, "model": "m",
                 "choices": [{"index": 0, "finish_reason": None, **choice}]}  # fmt: skip
-
-    def __enter__(self) -> StepServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture(params=["legacy", "content"])

@@ -301,10 +301,8 @@ def test_a_schema_that_forbids_the_tools_field_is_a_switch():
     # A FastAPI/pydantic server whose request model has no `tools` and forbids extra fields
     # answers 422 with a `detail` list, not OpenAI's error shape.
     import json
-    import threading
-    from http.server import ThreadingHTTPServer
 
-    from fake_http import JsonHandler
+    from fake_http import JsonHandler, Served
 
     sent: list[dict] = []
 
@@ -337,14 +335,11 @@ def test_a_schema_that_forbids_the_tools_field_is_a_switch():
             choice = {"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}
             self.send_json({**head, "object": "chat.completion", "choices": [choice]})
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        p = OpenAIProvider("m", base_url=f"http://127.0.0.1:{httpd.server_address[1]}/v1", max_retries=2, timeout=20)
+    served = Served()
+    served.serve(Handler)
+    with served:
+        p = OpenAIProvider("m", base_url=served.url, max_retries=2, timeout=20)
         r = Agent(p, [add]).run("2 + 3?")
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
     assert r.error is None and r.output == "5" and p.route == "untooled"
     assert ["tools" in b for b in sent] == [True, False, False]
     switch = next(e for e in r.events if isinstance(e, RouteSwitched))
