@@ -151,3 +151,12 @@ def test_a_structured_answer_is_never_read_as_a_call():
         server.script(text(answer))
         r = Agent(p, [add], output_type=dict).run("Give me the call as data.")
     assert r.error is None and r.tool_calls == 0 and r.value == {"name": "add", "arguments": {"a": 1, "b": 2}}
+
+
+@pytest.mark.timeout(60)  # a hang guard: a fence pattern once took quadratic time (155 s on 100k)
+@pytest.mark.parametrize("reply", ["```" + "x" * 300_000, "```json\n" + "y " * 150_000, "<tool_call>" * 30_000])
+def test_long_hostile_replies_are_read_in_linear_time(reply):
+    assert calls_in_text(reply, NAMES) is None
+    gate = CallGate()
+    shown = "".join(gate.feed(reply[i : i + 7]) for i in range(0, len(reply), 7)) + gate.rest()
+    assert shown == reply
