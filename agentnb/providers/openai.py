@@ -298,7 +298,7 @@ class OpenAIProvider(RoutedSending, Provider):
             completion = completion if found is None else text_calls.with_calls(completion, found, self.name)
         if openai_ignored.pending(self._route, request, self.base_url):
             called = bool(completion.tool_calls)
-            switch = await openai_ignored.check(self, self._route, kwargs, called, completion.usage.input_tokens)
+            switch = await openai_ignored.check(self, kwargs, called, completion.usage.input_tokens)
             if switch is not None:  # the model never saw the tools: this step again, untooled
                 spent = completion.usage  # the reply written without the tools counts too
                 completion = await self.untooled().complete(request)

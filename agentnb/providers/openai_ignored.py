@@ -75,8 +75,10 @@ def pending(route: Any, request: Any, base_url: str | None) -> bool:
     return bool(request.tools) and base_url is not None and route.can_switch() and not route.tools_checked
 
 
-async def check(provider: Any, route: Any, kwargs: dict[str, Any], called: bool, tokens: int) -> RouteSwitched | None:
-    """The switch to untooled when the server dropped the tools of ``kwargs``; checked once."""
+async def check(provider: Any, kwargs: dict[str, Any], called: bool, tokens: int) -> RouteSwitched | None:
+    """The switch to untooled when the server dropped the tools of ``kwargs`` (``tokens``: the
+    prompt size it reported for them); checked once per provider."""
+    route = provider._route
     route.tools_checked = True
     if called:
         return None

@@ -97,9 +97,8 @@ class StreamReader:
                 yield item
         if self.held:  # shown before anything else happens (a failure loses nothing)
             if self.failure is None:
-                route = self.provider._route
-                called = self.usage.input_tokens
-                self.switch = await openai_ignored.check(self.provider, route, self.kwargs, False, called)
+                tokens = self.usage.input_tokens
+                self.switch = await openai_ignored.check(self.provider, self.kwargs, False, tokens)
                 if self.switch is not None:
                     return
             for item in self.held:
@@ -128,6 +127,6 @@ class StreamReader:
 
     async def _release(self) -> list[TextChunk]:
         """The held text, now that the tools are seen to reach the model (checked, no probe)."""
-        await openai_ignored.check(self.provider, self.provider._route, self.kwargs, True, 0)
+        await openai_ignored.check(self.provider, self.kwargs, True, 0)
         held, self.held = self.held or [], None
         return held
