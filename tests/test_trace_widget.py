@@ -131,7 +131,8 @@ def test_every_event_kind_is_shown() -> None:
     assert "Why it answered in text" in html[4] and "no tool fits the request" in html[4]  # a provider's decision
     assert re.fullmatch(r"Depth 1 · add ↺, nope ✗, add ✗ · [\d.<]+ m?s · 12 tokens", w.sections[1].title)
     assert w.sections[2].title.startswith("Depth 2 · essay ✓, boom ✗, snapshot ✓ · ")
-    assert w.answer_output.outputs[0]["data"]["text/markdown"] == "All **done**: 5."
+    assert "All <strong>done</strong>: 5." in w.answer_html.value  # sanitized Markdown, raw text one click away
+    assert "<summary>raw text</summary><pre>All **done**: 5.</pre>" in w.answer_html.value
     assert "tool calls <b>9/10</b>" in w.header_html
     assert "finished" in w.header_html
     assert "tool-call limit reached" in limited.section_html(0)

@@ -9,7 +9,6 @@ The view depends on its model (it subscribes to it); the model never imports the
 from __future__ import annotations
 
 import json
-from html import escape
 from typing import Any
 
 import ipywidgets as widgets
@@ -20,6 +19,7 @@ from agentnb.notebook.render import plural
 from agentnb.notebook.snapshot import KEY, snapshot_metadata
 from agentnb.notebook.stepper import Stepper
 from agentnb.notebook.trace import LIVE_MARKER, TraceWidget
+from agentnb.untrusted import untrusted_html as escape
 
 
 class DebuggerView(widgets.VBox):

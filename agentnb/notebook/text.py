@@ -42,6 +42,7 @@ from agentnb.events import (
     ValidationResult,
 )
 from agentnb.printer import format_event, plural, shorten
+from agentnb.untrusted import untrusted_terminal
 
 _DEDUP = {
     "execute": "new call, run",
@@ -104,4 +105,4 @@ def trace_text(events: Iterable[Event], status: str | None = None, *, width: int
     events = list(events)
     lines = [summary_line(events, status, held=held)]
     lines += [line for e in events if (line := event_line(e, width=width)) is not None]
-    return "\n".join(lines)
+    return untrusted_terminal("\n".join(lines))  # also shown by terminals (IPython's repr)

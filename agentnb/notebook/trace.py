@@ -33,7 +33,15 @@ import ipywidgets as widgets
 from agentnb.events import Event
 from agentnb.messages import Message
 from agentnb.notebook.blocks import context_html, copyable, save_link
-from agentnb.notebook.render import STYLE, Section, depth_html, depth_title, header_html, section_html, value_table
+from agentnb.notebook.render import (
+    STYLE,
+    Section,
+    answer_html,
+    depth_html,
+    depth_title,
+    header_html,
+    section_html,
+)
 from agentnb.notebook.snapshot import KEY, snapshot_metadata
 from agentnb.notebook.state import Pause, TraceState
 from agentnb.notebook.text import summary_line, trace_text
@@ -112,9 +120,11 @@ class TraceWidget(widgets.VBox):
         self._settled_box = widgets.HTML()
         self._live_box = widgets.HTML()
         self._body = widgets.VBox([self._settled_box, self._live_box])
-        self.answer_output = widgets.Output()
+        # The answer is sanitized HTML (agentnb.untrusted), never a Markdown output bundle: an
+        # Output widget renders its bundles as trusted, and the answer's HTML would run.
+        self.answer_html = widgets.HTML()
         self._answer_label = widgets.HTML()
-        answer = widgets.VBox([self._answer_label, self.answer_output])
+        answer = widgets.VBox([self._answer_label, self.answer_html])
         answer.layout.padding = "0 0 0 10px"
         answer.add_class("anb-answer")
         self._header.layout.flex = "1 1 auto"
@@ -336,19 +346,13 @@ class TraceWidget(widgets.VBox):
         if s.dirty or s.finished is not None:
             self._live_box.value = self._join(d for d in sorted(self._inner) if d >= settled)
         self._header.value = STYLE + header_html(s, self._elapsed(), self.paused_seconds)
-        if s.answer is not None and not self.answer_output.outputs:
+        if s.answer is not None and not self.answer_html.value:
             self._answer_label.value = (
                 STYLE + '<div class="anb anb-answer-head"><span class="anb-ok">Final answer</span>'
                 f"{copyable(s.answer, hidden=True)}</div>"
             )
             self._answer_box.layout.border_left = "3px solid #1a7f37"
-            # A structured answer (output_type) shows as its value's table, not as Markdown.
-            data = (
-                {"text/html": STYLE + '<div class="anb">' + value_table(s.value) + "</div>", "text/plain": s.answer}
-                if s.value is not None
-                else {"text/markdown": s.answer, "text/plain": s.answer}
-            )
-            self.answer_output.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+            self.answer_html.value = STYLE + '<div class="anb">' + answer_html(s.answer, s.value) + "</div>"
         s.clean()
 
     def _is_open(self, depth: int, current: int | None = None) -> bool:
