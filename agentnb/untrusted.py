@@ -32,6 +32,8 @@ from typing import Any
 # C0 controls except \t and \n, DEL, C1 controls (\x9b is a one-byte CSI), bidi overrides/isolates.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+# Bidi overrides and isolates reorder what follows them on screen ("Trojan source"): shown as \\u202e.
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
 
 #: What sanitized Markdown may contain: text formatting, lists, tables, code, links.
 _TAGS = {
@@ -43,7 +45,7 @@ _ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}, "th": {"style"}, "td": {
 
 def untrusted_html(text: str) -> str:
     """``text`` as inert HTML: every character shown as itself, nothing interpreted."""
-    return escape(str(text), quote=True)
+    return escape(_BIDI.sub(_written_out, str(text)), quote=True)
 
 
 def untrusted_markdown(text: str, *, raw: bool = False) -> str:
@@ -57,7 +59,7 @@ def untrusted_markdown(text: str, *, raw: bool = False) -> str:
     >>> 'href="javascript' in html, "<img" in html, "(not loaded)" in html
     (False, False, True)
     """
-    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", str(text))
+    text = _BIDI.sub(_written_out, _SURROGATE.sub(_written_out, str(text)))
     try:
         import nh3
 
@@ -109,6 +111,10 @@ def untrusted_terminal(text: str) -> str:
     Line breaks and tabs stay; carriage returns, ANSI escapes and bidi overrides are written out.
     """
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
+
+
+def _written_out(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
 
 
 @functools.lru_cache(maxsize=1)

@@ -36,7 +36,7 @@ from agentnb.notebook.trace import TraceWidget  # noqa: E402
 from agentnb.printer import TextPrinter  # noqa: E402
 from agentnb.providers.base import Completion  # noqa: E402
 from agentnb.testing import ScriptedProvider, Streamed, call, tool_chunks  # noqa: E402
-from agentnb.untrusted import untrusted_markdown, untrusted_terminal  # noqa: E402
+from agentnb.untrusted import untrusted_html, untrusted_markdown, untrusted_terminal  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -141,6 +141,8 @@ def test_markdown_keeps_characters_and_kills_markup() -> None:
     assert "noopener noreferrer nofollow" in link and "/api/kernels" not in link
     assert "<img" not in untrusted_markdown("![x](https://example.org/p.png)")
     _assert_inert([untrusted_markdown(ALL, raw=True)])
+    # A bidi override would reorder what follows it on screen: written out instead.
+    assert "\u202e" not in untrusted_markdown(ALL, raw=True) + untrusted_html(ALL)
 
 
 def test_terminal_text_has_no_control_sequences() -> None:
