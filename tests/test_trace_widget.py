@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from agentnb import Agent, ToolContext, Usage, tool
+from agentnb import Agent, RunResult, ToolContext, Usage, tool
 from agentnb.events import EVENT_TYPES, CallDecision, Event
 from agentnb.notebook.runner import drive, start_run
 from agentnb.notebook.trace import TraceWidget
@@ -410,14 +410,20 @@ def test_copy_buttons_save_link_and_expand_collapse() -> None:
     full = re.search(r'<pre class="anb-c">([^<]*)</pre>', html[html.index("show all") :]).group(1)
     assert len(full) == len(result.messages[2].content)
     assert 'class="anb-copy"' in w._answer_label.value and ">**done**</pre>" in w._answer_label.value
-    assert w._save.value == ""  # no result handed over yet
-    w.finish(result)
-    assert 'download="agentnb-transcript.json"' in w._save.value
     import base64
     import json
 
-    data = w._save.value.split("base64,")[1].split('"')[0]
-    assert json.loads(base64.b64decode(data))["output"] == "**done**"
+    def saved() -> dict:
+        return json.loads(base64.b64decode(w._save.value.split("base64,")[1].split('"')[0]))
+
+    # Fed only through on_event (no result handed over): the link saves the run's events,
+    # which replay into the same trace (issue 26: the quickstart's first widget had no Save).
+    events_only = saved()
+    assert events_only["messages"] == [] and len(events_only["events"]) == len(result.events)
+    assert TraceWidget.replay(RunResult.from_dict(events_only)).text() == w.text()
+    w.finish(result)
+    assert 'download="agentnb-transcript.json"' in w._save.value
+    assert saved()["output"] == "**done**" and len(saved()["messages"]) == 4
     w.expand_all(False)
     assert not any(s.open for s in w.sections.values()) and " open>" not in w.body_html
     w.collapse_button.click()

@@ -225,13 +225,16 @@ class AgentMagics(Magics):
 
         dbg = Debugger(agent, widget=mode == "widget")
         self.debugger = self.shell.user_ns[DEBUGGER_VAR] = dbg
-        shown = dbg.view if mode == "widget" else dbg
-        handle = _display(shown) if mode != "quiet" else None
+        handle = None
+        if mode == "widget":
+            dbg.view.show()  # live while it runs, then static (the view replaces its display itself)
+        elif mode != "quiet":
+            handle = _display(dbg)
 
         def finished(result: RunResult) -> None:
             store(result)
             if handle is not None:  # so the saved text/plain shows the whole trace
-                handle.update(shown)
+                handle.update(dbg)
 
         dbg.start(prompt, history=history, on_end=finished, on_event=_printer() if mode == "text" else None)
 
