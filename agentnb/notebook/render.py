@@ -63,6 +63,8 @@ STYLE = """<style>
 .anb details summary{cursor:pointer;color:#0969da;font-size:12px}
 .anb table.anb-value{border-collapse:collapse;margin:3px 0;font-size:12px}
 .anb table.anb-value td,.anb table.anb-value th{border:1px solid var(--jp-border-color2,#d0d7de);padding:1px 6px;text-align:left}
+.anb table.anb-value .anb-num{text-align:right;font-variant-numeric:tabular-nums}
+.anb table.anb-rank{color:var(--jp-ui-font-color2,#57606a)}
 .anb-md p{margin:4px 0}.anb-md pre{max-height:none}.anb-md table{border-collapse:collapse;margin:4px 0}
 .anb-md th,.anb-md td{border:1px solid var(--jp-border-color2,#d0d7de);padding:2px 8px}
 .anb-md blockquote{margin:4px 0;padding-left:10px;border-left:3px solid var(--jp-border-color2,#d0d7de)}
@@ -241,6 +243,11 @@ def _model_html(v: DepthView, pause: Pause | None) -> str:
             body.append(f"<pre>{escape(resp.text)}</pre>")
     elif pause is not None and pause.target == "model" and pause.depth == v.depth:
         body.append('<div class="anb-warn">paused before this model call</div>')
+    elif v.unsent:
+        body.append('<div class="anb-bad">stopped in the debugger: this model call was never sent</div>')
+    elif v.ended and (v.text or v.call_deltas or v.n_deltas):
+        what = "stopped" if v.ended == "cancelled" else "failed"
+        body.append(f'<div class="anb-bad">{what} while the model was replying: its reply above is unfinished</div>')
     elif v.ended:
         body.append(f'<div class="anb-bad">{_ENDED_MODEL.get(v.ended, "stopped before the model replied")}</div>')
     elif v.n_deltas or v.text or v.call_deltas:
@@ -260,9 +267,13 @@ def decision_html(d: CallDecision) -> str:
     ]
     if d.ranking:
         cells = "".join(
-            f"<tr><td><code>{escape(name)}</code></td><td>{score:+.2f}</td></tr>" for name, score in d.ranking[:5]
+            f'<tr><td><code>{escape(name)}</code></td><td class="anb-num">{score:+.2f}</td></tr>'
+            for name, score in d.ranking[:5]
         )
-        rows.append(f'<table class="anb-m"><tr><th>tool</th><th>fit vs. no tool</th></tr>{cells}</table>')
+        rows.append(
+            '<table class="anb-value anb-rank"><tr><th>tool</th><th class="anb-num">fit vs. no tool</th></tr>'
+            f"{cells}</table>"
+        )
     rows.append("</div>")
     return "".join(rows)
 

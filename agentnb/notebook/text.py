@@ -38,6 +38,7 @@ from agentnb.events import (
     ModelResponse,
     RunFinished,
     RunStarted,
+    StepDecision,
     ToolFinished,
     ValidationResult,
 )
@@ -89,6 +90,8 @@ def summary_line(events: Iterable[Event], status: str | None = None, *, held: in
             limit = e.max_tool_calls
         elif isinstance(e, ModelRequest):
             models += 1
+        elif isinstance(e, StepDecision) and e.target == "model" and e.action == "stop":
+            models -= 1  # announced, then stopped before it was sent
         elif isinstance(e, RunFinished):
             status = status or e.stop_reason
             calls = e.tool_calls

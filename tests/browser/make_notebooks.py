@@ -165,6 +165,15 @@ from agentnb.notebook.trace import TraceWidget
 TraceWidget.replay(hacked)"""
 
 
+DECIDE = """\
+from agentnb.events import CallDecision
+from agentnb.providers.base import Completion
+
+why = CallDecision(0, "answer", "no tool fits the request", ranking=(("weather", -0.31), ("chart", -3.07), ("add", -12.5)))
+chooser = ScriptedProvider([Completion("Why did the chart cross the road?", events=(why,))])
+%agent -p chooser --new Tell me a joke."""
+
+
 def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -174,7 +183,7 @@ def write(name: str, cells: tuple[str, ...]) -> None:
 
 
 def main() -> None:
-    write("trace_and_debugger.ipynb", (SETUP, TRACE, TRACE_RUN, FOLLOW, STEP, STEP_RUN, WHILE_PAUSED))
+    write("trace_and_debugger.ipynb", (SETUP, TRACE, TRACE_RUN, FOLLOW, DECIDE, STEP, STEP_RUN, WHILE_PAUSED))
     write("stop_button.ipynb", (SLOW, SLOW_RUN, AFTER))
     write("voila.ipynb", (SETUP, TRACE, VOILA_TRACE, VOILA_STEP))
     write("highlighting.ipynb", (HIGHLIGHT_PY, HIGHLIGHT_AGENT))
