@@ -93,7 +93,8 @@ class DebuggerView(LiveDisplay, widgets.VBox):
 
     def static_html(self) -> str:
         """The finished debugger: its one-line summary above the static trace."""
-        return trace_static_html(self.trace, self.summary.value)
+        summary = f'<div class="anb-debugger-summary">{self.summary.value}</div>'
+        return f'<div class="anb-debugger">{trace_static_html(self.trace, summary)}</div>'
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         data = super()._repr_mimebundle_(**kwargs)

@@ -51,7 +51,9 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     assert "show all" in body  # a long result is truncated with a toggle
     assert "waiting for the model" not in body and "running…" not in body
     assert trace.locator("img[alt='attached image']").count() == 1
-    answer = trace.locator(".jupyter-widget-Output, .widget-output").last
+    # The run has ended: its display is now static HTML (what a saved notebook keeps), not a widget.
+    assert "anb-static" in (trace.get_attribute("class") or "")
+    answer = trace.locator(".anb-md").first
     answer.locator("strong", has_text="17").wait_for(timeout=30_000)  # Markdown rendered
     assert answer.locator("strong", has_text="17").count() == 1
     # The answer is shown once: not also as raw text in the last depth.
@@ -66,25 +68,18 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     assert "What's the weather in Paris?" in ctx.inner_text()
     assert "ScriptedProvider" in ctx.inner_text() and "scripted" in ctx.inner_text()
 
-    # Copy: the add call's arguments reach the clipboard.
-    add_block = trace.locator(".anb-tool", has_text="Tool call add")
-    add_block.locator(".anb-copy").first.click()
-    page.wait_for_function("() => [...document.querySelectorAll('.anb-copy')].some(b => b.textContent === 'Copied')")
-    assert json.loads(page.evaluate("() => navigator.clipboard.readText()")) == {"a": 14, "b": 3}
-    # Save transcript: a download of the run's JSON.
+    # The static trace runs no script: no Copy buttons (the text can be selected), no handlers.
+    assert trace.locator(".anb-copy, [onclick]").count() == 0
+    # Save transcript stays: a download of the run's JSON.
     with page.expect_download() as download:
         trace.locator("a.anb-save").click()
     saved = json.loads(Path(download.value.path()).read_text(encoding="utf-8"))
     assert saved["stop_reason"] == "answer" and saved["tool_calls"] == 4
-    # Collapse all / Expand all.
-    trace.locator(".widget-button", has_text="Collapse all").click()
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('.anb-trace')[0].querySelectorAll('details.anb-depth')].every(d => !d.open)"
-    )
-    trace.locator(".widget-button", has_text="Expand all").click()
-    page.wait_for_function(
-        "() => document.querySelectorAll('.anb-trace')[0].querySelectorAll('details.anb-depth[open]').length === 4"
-    )
+    # Each depth still folds and unfolds (a <details> element).
+    first = trace.locator("details.anb-depth").first
+    was_open = first.get_attribute("open") is not None
+    first.locator("summary").click()
+    assert (first.get_attribute("open") is not None) != was_open
 
     # --- a follow-up: turn 2, with the earlier turn a click away --------------------------
     follow = page.locator(".anb-trace").nth(1)
@@ -103,6 +98,14 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     assert "Earlier turns (1)" in earlier.inner_text()
     assert "What's the weather in Paris?" in earlier.inner_text() and "4 tool results" in earlier.inner_text()
     screenshot(follow, "trace_turn2.png")
+
+    # --- why the model answered: the ranking table's columns line up --------------------------
+    decided = page.locator(".anb-trace", has_text="Why it answered in text").first
+    decided.scroll_into_view_if_needed()
+    table = decided.locator("table.anb-rank")
+    aligns = table.evaluate("""(t) => [...t.rows].map(r => [...r.cells].map(c => getComputedStyle(c).textAlign))""")
+    assert aligns[0] == ["left", "right"] and all(row == aligns[0] for row in aligns), aligns
+    screenshot(table, "call_decision_table.png")
 
     # --- the step-through debugger --------------------------------------------------------
     dbg = page.locator(".anb-debugger").first
@@ -132,6 +135,7 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
             assert "waiting for the model" not in dbg.inner_text()
             screenshot(dbg, "debugger_paused_model.png")
         if "tool call add" in seen[-1]:
+            _copy_and_fold_while_paused(page, dbg)
             _edit_with_a_mistake_first(page, dbg)
             continue
         step.click()
@@ -149,7 +153,7 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     page.wait_for_timeout(500)
     dbg = page.locator(".anb-debugger").first
     dbg.locator(".anb-debugger-summary", has_text="run ended").wait_for(timeout=10_000)
-    assert dbg.locator(".jupyter-widget-Output strong, .widget-output strong", has_text="42").count() == 1
+    assert dbg.locator(".anb-md strong", has_text="42").count() == 1
     assert "tool calls 1/10" in dbg.locator(".anb-head").inner_text()
     # One summary line instead of five greyed-out buttons.
     assert not dbg.locator(".anb-debugger-bar").is_visible()
@@ -160,6 +164,47 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     assert json.loads(edited.locator("pre.anb-old").inner_text()) == {"a": 2, "b": 3}
     assert json.loads(edited.locator("pre.anb-c").inner_text()) == {"a": 2, "b": 40}
     screenshot(dbg, "debugger_finished.png")
+
+    # --- save, close, reopen: every trace is still there, with no kernel's widgets ------------
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+    page.wait_for_timeout(1500)
+    page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+    page.wait_for_timeout(1000)
+    reopened = page.context.new_page()
+    reopened.goto(lab.notebook_url(NOTEBOOK))
+    reopened.locator(".anb-static").first.wait_for(timeout=60_000)
+    reopened.wait_for_timeout(1500)
+    outputs = reopened.locator(".jp-OutputArea")
+    assert "model not found" not in " ".join(outputs.all_inner_texts())
+    static = reopened.locator(".anb-static")
+    assert static.count() == 4, static.count()  # the trace, the follow-up, the decision, the debugger
+    first_trace = static.first
+    first_trace.scroll_into_view_if_needed()
+    assert "tool calls 4/10" in first_trace.locator(".anb-head").inner_text()
+    assert first_trace.locator("img[alt='attached image']").count() == 1
+    broken = reopened.evaluate(
+        "() => [...document.querySelectorAll('.jp-OutputArea img')].filter(i => !i.complete || i.naturalWidth === 0).length"
+    )
+    assert broken == 0
+    assert first_trace.locator(".anb-md strong", has_text="17").count() == 1
+    screenshot(first_trace, "reopened_trace.png")
+    screenshot(reopened.locator(".anb-debugger").first, "reopened_debugger.png")
+
+
+def _copy_and_fold_while_paused(page: Any, dbg: Any) -> None:
+    """While the run goes on, the trace is a live widget: Copy, Collapse all, Expand all."""
+    add_block = dbg.locator(".anb-tool", has_text="Tool call add")
+    add_block.locator(".anb-copy").first.click()
+    page.wait_for_function("() => [...document.querySelectorAll('.anb-copy')].some(b => b.textContent === 'Copied')")
+    assert json.loads(page.evaluate("() => navigator.clipboard.readText()")) == {"a": 2, "b": 3}
+    dbg.locator(".widget-button", has_text="Collapse all").click()
+    page.wait_for_function(
+        "() => [...document.querySelector('.anb-debugger').querySelectorAll('details.anb-depth')].every(d => !d.open)"
+    )
+    dbg.locator(".widget-button", has_text="Expand all").click()
+    page.wait_for_function(
+        "() => [...document.querySelector('.anb-debugger').querySelectorAll('details.anb-depth')].every(d => d.open)"
+    )
 
 
 def _edit_with_a_mistake_first(page: Any, dbg: Any) -> None:

@@ -35,7 +35,7 @@ def test_trace_and_debugger_work_in_voila(voila: Voila, page: Any) -> None:
     )
     assert "tool calls 4/10" in trace.locator(".anb-head").inner_text()
     assert trace.locator("img[alt='attached image']").count() == 1
-    assert trace.locator(".widget-output strong, .jupyter-widget-Output strong", has_text="17").count() == 1
+    assert trace.locator(".anb-md strong", has_text="17").count() == 1
     screenshot(trace, "voila_trace.png")
 
     dbg = page.locator(".anb-debugger").first
@@ -63,5 +63,5 @@ def test_trace_and_debugger_work_in_voila(voila: Voila, page: Any) -> None:
         assert steps < 10
     assert steps == 3
     assert "run ended: answer · 1 tool call" in dbg.locator(".anb-debugger-summary").inner_text()
-    assert dbg.locator(".widget-output strong, .jupyter-widget-Output strong", has_text="5").count() == 1
+    assert dbg.locator(".anb-md strong", has_text="5").count() == 1
     screenshot(dbg, "voila_debugger_finished.png")
