@@ -69,6 +69,7 @@ STYLE = """<style>
 .anb-md th,.anb-md td{border:1px solid var(--jp-border-color2,#d0d7de);padding:2px 8px}
 .anb-md blockquote{margin:4px 0;padding-left:10px;border-left:3px solid var(--jp-border-color2,#d0d7de)}
 .anb-img{color:var(--jp-ui-font-color2,#57606a);font-size:12px}
+.anb-static.anb-trace{border:1px solid var(--jp-border-color2,#d0d7de);padding:6px 10px}
 .anb-raw summary{color:var(--jp-ui-font-color2,#57606a)!important}
 .anb img{max-width:320px;max-height:240px;border:1px solid #d0d7de;border-radius:4px;margin:4px 4px 0 0}
 """

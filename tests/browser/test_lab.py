@@ -38,6 +38,10 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     trace = page.locator(".anb-trace").first
     trace.wait_for(timeout=30_000)
     _wait_badge(page, ".anb-trace", "finished")
+    # The run has ended: its display is replaced by static HTML (what a saved notebook keeps).
+    page.wait_for_function(
+        "() => document.querySelector('.anb-trace').classList.contains('anb-static')", timeout=30_000
+    )
     header = trace.locator(".anb-head")
     assert "tool calls 4/10" in header.inner_text()
     assert "model calls 4" in header.inner_text() and "depth" not in header.inner_text().lower()
@@ -51,8 +55,6 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     assert "show all" in body  # a long result is truncated with a toggle
     assert "waiting for the model" not in body and "running…" not in body
     assert trace.locator("img[alt='attached image']").count() == 1
-    # The run has ended: its display is now static HTML (what a saved notebook keeps), not a widget.
-    assert "anb-static" in (trace.get_attribute("class") or "")
     answer = trace.locator(".anb-md").first
     answer.locator("strong", has_text="17").wait_for(timeout=30_000)  # Markdown rendered
     assert answer.locator("strong", has_text="17").count() == 1
@@ -78,7 +80,7 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     # Each depth still folds and unfolds (a <details> element).
     first = trace.locator("details.anb-depth").first
     was_open = first.get_attribute("open") is not None
-    first.locator("summary").click()
+    first.locator(":scope > summary").click()
     assert (first.get_attribute("open") is not None) != was_open
 
     # --- a follow-up: turn 2, with the earlier turn a click away --------------------------
