@@ -20,6 +20,7 @@ from agentnb.errors import UserError
 from agentnb.printer import TextPrinter
 from agentnb.providers import get_provider
 from agentnb.tools import Tool
+from agentnb.untrusted import untrusted_terminal
 
 # SmolLM2-135M decides by itself whether to call a tool (tool_choice="auto"); these requests
 # show it calling each tool, then answering from the result, and answering a chat line in text.
@@ -60,7 +61,8 @@ def load_tools(specs: Sequence[str]) -> list[Tool]:
 
 
 def _say(text: str) -> None:
-    """Print model text; a lone surrogate or a narrow terminal encoding is escaped, not a crash."""
+    """Print model text; control sequences, a lone surrogate or a narrow terminal encoding are escaped."""
+    text = untrusted_terminal(text)
     try:
         print(text)
     except UnicodeEncodeError:
@@ -110,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     )
     if args.json:
         result = agent.run(args.prompt, stream=args.stream)
-        _say(json.dumps(result.to_dict(), ensure_ascii=False))
+        print(json.dumps(result.to_dict()))  # ASCII: control characters and surrogates as \u escapes
         return 1 if result.stop_reason == "error" else 0
     return _run(agent, args.prompt, args.stream, args.quiet)
 
@@ -156,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except UserError as exc:
-        print(f"agentnb: error: {exc}", file=sys.stderr)
+        print(f"agentnb: error: {untrusted_terminal(str(exc))}", file=sys.stderr)
         return 2
 
 

@@ -132,11 +132,14 @@ class DedupDecision(_EventBase):
 
 @dataclass(frozen=True, slots=True)
 class StepDecision(_EventBase):
-    """A step controller (the debugger) decided what to do before a model or tool call."""
+    """A step controller (the debugger) decided what to do before a model or tool call.
+
+    ``stop``: the run was stopped there; for a model call, the request was never sent.
+    """
 
     depth: int
     target: Literal["model", "tool"]
-    action: Literal["run", "skip", "edit"]
+    action: Literal["run", "skip", "edit", "stop"]
     call_id: str | None = None
     arguments: dict[str, Any] | None = None
     kind: Literal["step_decision"] = "step_decision"

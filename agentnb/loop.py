@@ -23,7 +23,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
-from agentnb.errors import ModelBehaviorError
+from agentnb.errors import ModelBehaviorError, StopRun
 from agentnb.events import (
     AttachmentAdded,
     DedupAction,
@@ -176,7 +176,11 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         )
         yield ModelRequest(depth, len(request.messages), names if offer else (), request.tool_choice)
         if cfg.controller is not None:
-            await cfg.controller.before_model(depth, request)
+            try:
+                await cfg.controller.before_model(depth, request)
+            except StopRun:  # announced above, never sent: say so, so no view counts it
+                yield StepDecision(depth, "model", "stop")
+                raise
         start = perf_counter()
         if cfg.stream:
             completion = None

@@ -40,6 +40,7 @@ from agentnb.events import (
     UnknownTool,
     ValidationResult,
 )
+from agentnb.untrusted import untrusted_terminal
 
 
 def format_arguments(arguments: Any) -> str:
@@ -172,6 +173,7 @@ class TextPrinter:
             self.file.flush()
 
     def _write(self, text: str) -> None:
+        text = untrusted_terminal(text)  # model text may carry escape sequences: shown, never sent
         try:
             self.file.write(text)
         except UnicodeEncodeError:  # a lone surrogate from a model, or a narrow terminal encoding
