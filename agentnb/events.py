@@ -280,7 +280,7 @@ class CallRepair(_EventBase):
 @dataclass(frozen=True, slots=True)
 class CallSteered(_EventBase):
     """A call was decoded token by token on a server, with the in-process steering
-    (:mod:`agentnb.providers.openai_steer`): the server proposed each token and its
+    (:mod:`agentnb.providers.openai.steer`): the server proposed each token and its
     alternatives; agentnb kept the grammar and favoured copies of the request.
 
     ``requests``: the server requests it took; ``tokens``: the tokens read; ``changed``: the
@@ -302,7 +302,7 @@ class CallSteered(_EventBase):
 class CallsFromText(_EventBase):
     """A native reply held its tool calls as text (``<tool_call>{...}</tool_call>``, a bare
     JSON call, ...): the server passed the tools to the model but did not parse its calls.
-    The provider read them (:mod:`agentnb.providers.text_calls`) and the loop runs them.
+    The provider read them (:mod:`agentnb.providers.openai.text_calls`) and the loop runs them.
     """
 
     depth: int
