@@ -31,6 +31,7 @@ from agentnb.errors import ToolDefinitionError
 from agentnb.messages import Image
 from agentnb.rendering import render_value
 from agentnb.schema import _json_default, _jsonable, converter_for, parse_docstring, schema_for
+from agentnb.toolkinds import callable_parts, is_async_callable, refusal
 
 if TYPE_CHECKING:
     import jsonschema
@@ -177,7 +178,7 @@ class Tool:
         self.description = description
         self.parameters = params
         self.fn = fn
-        self.is_async = fn is not None and inspect.iscoroutinefunction(fn)
+        self.is_async = fn is not None and is_async_callable(fn)
         self.direct_output = direct_output
         self.allow_repeat = allow_repeat
         self.timeout = timeout
@@ -215,19 +216,16 @@ class Tool:
     ) -> Tool:
         """Build a tool from a typed function; its docstring gives the descriptions."""
         problems: list[str] = []
-        tool_name = str(name or getattr(fn, "__name__", ""))
-        summary, docs = parse_docstring(fn.__doc__ or "")
-        try:
-            hints = inspect.get_annotations(fn, eval_str=True)
-        except Exception as exc:
-            problems.append(f"cannot resolve type hints ({exc})")
-            hints = {}
+        parts = callable_parts(fn, problems)  # functions, methods, partials, callable objects
+        tool_name = str(name or parts.name)
+        summary, docs = parse_docstring(parts.doc)
+        hints = parts.hints
         props: dict[str, Any] = {}
         required: list[str] = []
         converters: dict[str, Callable[[Any], Any]] = {}
         fills: dict[str, Any] = {}
         context_param = None
-        for p in inspect.signature(fn).parameters.values():
+        for p in parts.parameters:
             tp = hints.get(p.name, inspect.Parameter.empty)
             if tp is ToolContext or tp == "ToolContext":
                 context_param = p.name
@@ -467,6 +465,10 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
         return fn
     if isinstance(fn, Mapping):
         return Tool.from_openai(fn, **options)
+    why = refusal(fn, named=bool(options.get("name")))
+    if why is not None:  # an Agent, a class, a string, None...: say what to pass instead
+        label = options.get("name") or (fn if isinstance(fn, str) else getattr(fn, "__name__", None))
+        raise ToolDefinitionError(str(label or type(fn).__name__), [why])
     return Tool.from_function(fn, **options)
 
 
@@ -479,7 +481,7 @@ class ToolSource(Protocol):
 
 def _expand(tools: Iterable[Any]) -> Iterable[Any]:
     for t in tools:
-        if isinstance(t, ToolSource) and not isinstance(t, Tool):
+        if isinstance(t, ToolSource) and not isinstance(t, Tool) and callable(t.tools):  # (an Agent's is a dict)
             yield from t.tools()
         elif isinstance(t, (list, tuple)):  # e.g. server.tools(prefix=...) inside a list
             yield from _expand(t)
@@ -491,6 +493,8 @@ def coerce_tools(tools: Iterable[Any]) -> dict[str, Tool]:
     """Tools (or plain functions, OpenAI dicts, tool sources) by name; duplicate names are an error."""
     out: dict[str, Tool] = {}
     for t in _expand(tools):
+        if t is None:  # tool(None) would be the bare decorator
+            raise ToolDefinitionError("None", [str(refusal(None))])
         t = tool(t)
         if t.name in out:
             hint = (
