@@ -116,8 +116,9 @@ def is_async_callable(fn: Any) -> bool:
     with an ``async def __call__``)."""
     if inspect.iscoroutinefunction(fn):
         return True
-    call = getattr(type(fn), "__call__", None)
-    return not inspect.isroutine(fn) and not isinstance(fn, type) and inspect.iscoroutinefunction(call)
+    if inspect.isroutine(fn) or isinstance(fn, type) or not callable(fn):
+        return False
+    return inspect.iscoroutinefunction(type(fn).__call__)
 
 
 def _snake(name: str) -> str:
