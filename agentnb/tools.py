@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 from agentnb.errors import ToolDefinitionError
 from agentnb.messages import Image
 from agentnb.rendering import render_value
-from agentnb.schema import _json_default, _jsonable, converter_for, parse_docstring, schema_for
+from agentnb.schema import (
+    _json_default,
+    _jsonable,
+    converter_for,
+    none_passes,
+    nullable,
+    parse_docstring,
+    schema_for,
+)
 from agentnb.toolkinds import callable_parts, is_async_callable, refusal
 
 if TYPE_CHECKING:
@@ -253,10 +261,12 @@ class Tool:
                 required.append(p.name)
             elif "default" not in prop and _jsonable(default):
                 prop = {**prop, "default": _json_default(default)}
+            if default is None:  # `meta: dict = None` means "or nothing": accept the default
+                prop = nullable(prop)
             props[p.name] = prop
             conv = converter_for(tp)
             if conv is not None:
-                converters[p.name] = conv
+                converters[p.name] = none_passes(conv) if default is None else conv
         for documented in docs:
             if documented not in props and documented != context_param:
                 problems.append(f"docstring documents {documented!r}, which is not a parameter")
@@ -406,7 +416,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.context and error.validator in ("anyOf", "oneOf"):
         # "not valid under any of the given schemas" tells the model nothing: name the closest
         # branch's problem (an Optional[Model] with one bad field says which field).
-        near = [c for c in error.context if c.validator != "type"]  # "not null" says nothing either
+        # "not null" says nothing either; a wrong type deeper inside a branch does.
+        near = [c for c in error.context if c.validator != "type" or c.relative_path]
         if near:
             error = max(near, key=lambda c: len(c.absolute_path))
     path = ".".join(str(p) for p in error.absolute_path)
