@@ -229,6 +229,9 @@ class FinalAnswer(_EventBase):
     depth: int
     text: str
     kind: Literal["final_answer"] = "final_answer"
+    #: Who wrote ``text``: the model, or agentnb when the model would only call tools after
+    #: it was asked to answer in text (see :mod:`agentnb.endings`).
+    by: Literal["model", "agentnb"] = "model"
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,15 @@ def main() -> None:
     parser.add_argument("--split", choices=("all", "even", "odd"), default="all")
     parser.add_argument("--limit", type=int, default=None, help="first N requests of each set")
     parser.add_argument("--jsonl", type=Path, default=None, help="append each request's measurements here")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("AGENTNB_BENCH_QUICK") == "1",
+        help="a smoke run in seconds (also AGENTNB_BENCH_QUICK=1): one request per set",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.split, args.limit = "odd", 1
     from agentnb.providers.hf import local_provider
 
     provider = local_provider()

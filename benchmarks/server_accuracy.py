@@ -163,7 +163,15 @@ def main() -> None:
         "--url", default=None, help="use this running llama-cpp-python server (.../v1) instead of starting one"
     )
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("AGENTNB_BENCH_QUICK") == "1",
+        help="a smoke run in seconds (also AGENTNB_BENCH_QUICK=1): one case per half",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.limit, args.sets = 1, "fc"
     args.without = set(filter(None, args.without.split(",")))
 
     sets = load_sets(args.sets.split(","), args.choice)
