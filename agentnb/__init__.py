@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from agentnb.agent import DEFAULT_MAX_TOOL_CALLS, Agent
+from agentnb.approval import Approve, Deny, Edit
 from agentnb.errors import (
     AgentnbError,
     AuthenticationError,
@@ -50,8 +51,11 @@ __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
     "Agent",
     "AgentnbError",
+    "Approve",
     "AssistantMessage",
     "AuthenticationError",
+    "Deny",
+    "Edit",
     "Image",
     "MissingDependencyError",
     "ModelBehaviorError",

@@ -27,6 +27,7 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import Any, Literal, TypeVar
 
+from agentnb.approval import ApprovalGate, check_requires_approval
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished, RunStarted
 from agentnb.loop import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, run_loop
@@ -41,6 +42,10 @@ from agentnb.tools import Tool, coerce_tools
 DEFAULT_MAX_TOOL_CALLS = 10
 #: The one default for how often an invalid structured answer goes back to the model.
 DEFAULT_MAX_OUTPUT_RETRIES = 2
+
+#: True while ``Agent.run`` holds a notebook cell (the run is on a worker thread and the kernel
+#: waits): a decider that needs clicks cannot get them then.
+BLOCKING_CELL: contextvars.ContextVar[bool] = contextvars.ContextVar("agentnb_blocking_cell", default=False)
 
 T = TypeVar("T")
 Prompt = str | Message | dict[str, Any] | Sequence[Any]
@@ -71,6 +76,11 @@ class Agent:
             result (its start and end, with a note saying how much was cut); a tool's own
             ``max_result_chars`` wins; ``None`` for no bound. Events, the transcript and the
             widget keep the whole result.
+        requires_approval: tool names whose calls need a decision before they run, or True
+            for every tool (tools marked ``@tool(requires_approval=True)`` always do).
+        approver: who decides on those calls: a policy ``(call) -> Approve() | Deny(reason) |
+            Edit(arguments)`` (sync or async), or an object with ``decide_approval(call)``
+            (the trace widget). Without one, such calls are denied. See :mod:`agentnb.approval`.
 
     >>> from agentnb import tool
     >>> from agentnb.testing import ScriptedProvider, call
@@ -99,6 +109,8 @@ class Agent:
         output_type: Any = None,
         max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+        requires_approval: bool | Iterable[str] = False,
+        approver: Any = None,
     ) -> None:
         self.provider = get_provider(provider)
         if not self.provider.supports_native_tools:
@@ -124,6 +136,9 @@ class Agent:
             raise UserError(f"max_output_retries must be a whole number >= 0, not {max_output_retries!r}")
         self.output_spec = _output_spec(output_type) if output_type is not None else None
         self.max_output_retries = max_output_retries
+        self.requires_approval = check_requires_approval(requires_approval)
+        ApprovalGate((), approver)  # a wrong approver is reported now
+        self.approver = approver
 
     @property
     def output_type(self) -> Any:
@@ -151,6 +166,7 @@ class Agent:
         controller: StepController | None = None,
         stream: bool | None = True,
         output_type: Any = None,
+        approver: Any = None,
         _sink: Callable[[Event], Any] | None = None,
     ) -> AsyncIterator[Event | RunResult]:
         """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
@@ -162,7 +178,9 @@ class Agent:
         consuming task raises ``asyncio.CancelledError`` as asyncio expects, once the
         transcript is safe: the cancelled :class:`RunResult` is on the exception's
         ``run_result`` attribute.
-        ``output_type`` overrides the agent's for this run.
+        ``output_type`` overrides the agent's for this run; so does ``approver`` (who decides
+        on calls that need approval; by default the agent's, else an ``on_event`` consumer
+        that can decide, such as the trace widget).
         """
         output = _output_spec(output_type) if output_type is not None else self.output_spec
         # _sink (arun's): events go to this callback instead of being yielded; only the result
@@ -180,6 +198,7 @@ class Agent:
             max_result_chars=self.max_result_chars,
             output=output,
             max_output_retries=self.max_output_retries,
+            approval=self._gate(approver, _sink),
         )
         start = perf_counter()
         error: BaseException | None = None
@@ -249,6 +268,7 @@ class Agent:
         stream: bool | None = None,
         output_type: Any = None,
         on_cancel: Literal["raise", "return"] = "raise",
+        approver: Any = None,
     ) -> RunResult:
         """Run to the end and return the result; ``on_event`` sees every event live.
 
@@ -268,6 +288,7 @@ class Agent:
                     stream=streaming,
                     _sink=sink,
                     output_type=output_type,
+                    approver=approver,
                 )
             ) as items:
                 async for item in items:
@@ -294,6 +315,7 @@ class Agent:
         controller: StepController | None = None,
         stream: bool | None = None,
         output_type: Any = None,
+        approver: Any = None,
     ) -> RunResult:
         """Synchronous :meth:`arun`; works inside a running event loop (Jupyter) too."""
         return run_sync(
@@ -305,8 +327,21 @@ class Agent:
                 stream=stream,
                 output_type=output_type,
                 on_cancel="return",
+                approver=approver,
             )
         )
+
+
+    def _gate(self, approver: Any, sink: Any) -> ApprovalGate | None:
+        """Which calls of this run need approval and who decides (None: no call does)."""
+        names = self.requires_approval
+        if not names and not any(t.requires_approval for t in self.tools.values()):
+            return None
+        if approver is None:
+            approver = self.approver
+        if approver is None and hasattr(sink, "decide_approval"):
+            approver = sink  # the trace widget the run is shown in
+        return ApprovalGate(names, approver)
 
 
 def _discard(event: Event) -> None:
@@ -386,6 +421,7 @@ def _run_in_thread(make: Callable[[], Awaitable[T]]) -> T:
     def target() -> None:
         asyncio.set_event_loop(loop)
         SYNC_TOOLS_IN_THREAD.set(True)  # a Ctrl-C from the waiting thread must reach the run
+        BLOCKING_CELL.set(True)
         task: asyncio.Task[T] = loop.create_task(make())  # type: ignore[arg-type]
         box["task"] = task
         started.set()

@@ -355,6 +355,36 @@ class RunFinished(_EventBase):
     kind: Literal["run_finished"] = "run_finished"
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested(_EventBase):
+    """A call needs a decision before it runs (see :mod:`agentnb.approval`); the run waits."""
+
+    depth: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    approver: str
+    kind: Literal["approval_requested"] = "approval_requested"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided(_EventBase):
+    """The decision on a call that needed approval: ``approve``, ``deny`` or ``edit``.
+
+    ``by`` says who decided (``"widget"``, ``"terminal"``, ``"policy NAME"``, ``"unattended"``);
+    ``reason`` is what the model reads for a denial; ``arguments`` the edited arguments.
+    """
+
+    depth: int
+    call_id: str
+    name: str
+    decision: Literal["approve", "deny", "edit"]
+    by: str
+    reason: str | None = None
+    arguments: dict[str, Any] | None = None
+    kind: Literal["approval_decided"] = "approval_decided"
+
+
 Event: TypeAlias = (
     RunStarted
     | ModelRequest
@@ -382,6 +412,8 @@ Event: TypeAlias = (
     | CallRepair
     | CallSteered
     | CallsFromText
+    | ApprovalRequested
+    | ApprovalDecided
 )
 
 EVENT_TYPES: dict[str, type] = {

@@ -24,7 +24,10 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
 from agentnb.errors import ModelBehaviorError
+from agentnb.approval import denied_message
 from agentnb.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     AttachmentAdded,
     DedupAction,
     DedupDecision,
@@ -58,6 +61,7 @@ from agentnb.toolrun import (
 from agentnb.tools import Tool, ToolContext, render_result
 
 if TYPE_CHECKING:
+    from agentnb.approval import ApprovalGate
     from agentnb.output import OutputSpec
 
 ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
@@ -122,6 +126,8 @@ class LoopConfig:
     output: OutputSpec | None = None
     max_output_retries: int = 2
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
+    #: Which calls need a decision before they run, and who decides (None: no call does).
+    approval: ApprovalGate | None = None
 
 
 @dataclass(slots=True)
@@ -163,6 +169,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
     asked_again = False  # a call where none is offered gets one more chance to answer in text
     threaded = SYNC_TOOLS_IN_THREAD.get()
     limit_chars = cfg.max_result_chars
+    gate = cfg.approval
     while True:
         limited = state.tool_calls >= cfg.max_tool_calls
         offer = bool(tools) and not limited and choice != "none"
@@ -273,6 +280,25 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             action: DedupAction = "execute" if not seen else ("allow_repeat" if tool.allow_repeat else "skip")
             yield DedupDecision(depth, call.id, call.name, fp, seen, action)
             if action != "skip":
+                if gate is not None and gate.needs(tool):  # no decision, no execution
+                    yield ApprovalRequested(depth, call.id, call.name, arguments, gate.by)
+                    decision = await gate.decide(ToolCall(call.id, call.name, arguments), tool)
+                    if decision.action == "deny":
+                        reason = str(decision.reason)
+                        yield ApprovalDecided(depth, call.id, call.name, "deny", gate.by, reason)
+                        plans.append(ToolMessage(call.id, call.name, denied_message(reason), True))
+                        continue
+                    if decision.action == "edit":
+                        arguments = decision.arguments
+                        yield ApprovalDecided(depth, call.id, call.name, "edit", gate.by, None, arguments)
+                        errors = tool.validate(arguments) if isinstance(arguments, dict) else ["not a JSON object"]
+                        yield ValidationResult(depth, call.id, call.name, tuple(errors))
+                        if errors:
+                            plans.append(ToolMessage(call.id, call.name, _invalid_message(tool, errors), True))
+                            continue
+                        fp = fingerprint(call.name, {**tool.defaults, **arguments} if tool.defaults else arguments)
+                    else:
+                        yield ApprovalDecided(depth, call.id, call.name, "approve", gate.by)
                 in_turn.setdefault(fp, len(plans))
                 plans.append(_Exec(len(plans), call, tool, arguments, fp))
             elif earlier is not None:

@@ -12,6 +12,8 @@ import sys
 from typing import Any, TextIO
 
 from agentnb.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     AttachmentAdded,
     CallDecision,
     CallRepair,
@@ -93,6 +95,13 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             )
         case StepDecision(target=t, action=a, arguments=args):
             return f"{d} debugger: {a} {t}" + (f" with {format_arguments(args)}" if args is not None else "")
+        case ApprovalRequested(name=n, arguments=a, approver=who):
+            return f"{d} {n}({format_arguments(a)}) needs approval: asking {who}"
+        case ApprovalDecided(name=n, decision=dec, by=who, reason=why, arguments=args):
+            what = {"approve": "approved", "deny": "denied", "edit": "approved with edited arguments"}[dec]
+            tail = f": {shorten(why or '', width)}" if dec == "deny" else ""
+            tail += f" {format_arguments(args)}" if args is not None else ""
+            return f"{d} {n} {what} by {who}{tail}"
         case ToolStarted(name=n, arguments=a, source=src):
             return f"{d} run {n}({format_arguments(a)})" + (f" [{src}]" if src else "")
         case ToolFinished(name=n, result=r, error=e, duration=s):

@@ -32,6 +32,7 @@ from agentnb.events import (
 )
 from agentnb.notebook.blocks import CSS, copyable
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
+from agentnb.untrusted import untrusted_html
 
 STYLE = """<style>
 .anb{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45;
@@ -287,7 +288,7 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
     ]
     if c.original is not None:
         rows.append(
-            '<div class="anb-edit"><span class="anb-warn">arguments edited in the debugger</span>'
+            f'<div class="anb-edit"><span class="anb-warn">arguments edited {_edited_by(c)}</span>'
             f'<div class="anb-m">the model asked for</div><pre class="anb-old">{escape(_pretty(c.original))}</pre>'
             f'<div class="anb-m">→ run with</div>{copyable(_pretty(c.arguments))}</div>'
         )
@@ -303,6 +304,8 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
             rows.append(
                 '<div><span class="anb-warn"><i class="fa fa-hand-paper-o"></i> skipped by the debugger</span></div>'
             )
+    if c.approval is not None:
+        rows.append(_approval_html(c.approval))
     if c.validation is not None:
         if c.validation.ok:
             rows.append(
@@ -329,6 +332,28 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
         rows.append("<div>" + "".join(f'<img src="{i.data_url}" alt="attached image">' for i in c.images) + "</div>")
     cls = "anb-toolbad" if bad or (c.finished is not None and c.finished.error) else "anb-tool"
     return f'<div class="anb-block {cls}">{"".join(rows)}</div>'
+
+
+def _edited_by(c: CallView) -> str:
+    a = c.approval
+    if a is not None and a.kind == "approval_decided" and a.decision == "edit":
+        return f"by {untrusted_html(a.by)}"
+    return "in the debugger"
+
+
+def _approval_html(a: Any) -> str:
+    """A call's approval: waiting for a decision, or the decision and who made it."""
+    if a.kind == "approval_requested":
+        return f'<div class="anb-warn anb-approval">⏸ waiting for approval ({untrusted_html(a.approver)})</div>'
+    by = untrusted_html(a.by)
+    if a.decision == "deny":
+        reason = untrusted_html(a.reason or "")
+        return (
+            f'<div class="anb-approval"><span class="anb-bad">✗ denied</span> <span class="anb-m">by {by}; '
+            f"not run; the model was told: {reason}</span></div>"
+        )
+    what = "approved" if a.decision == "approve" else "approved with edited arguments"
+    return f'<div class="anb-approval"><span class="anb-ok">✓ {what}</span> <span class="anb-m">by {by}</span></div>'
 
 
 def _dedup_html(c: CallView) -> str:
