@@ -331,7 +331,6 @@ class Agent:
             )
         )
 
-
     def _gate(self, approver: Any, sink: Any) -> ApprovalGate | None:
         """Which calls of this run need approval and who decides (None: no call does)."""
         names = self.requires_approval

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from agentnb.approval import denied_message
 from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
 from agentnb.errors import ModelBehaviorError
-from agentnb.approval import denied_message
 from agentnb.events import (
     ApprovalDecided,
     ApprovalRequested,

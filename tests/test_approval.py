@@ -101,7 +101,7 @@ def test_bad_approver_and_bad_decision_are_user_errors() -> None:
         Agent(ScriptedProvider(["x"]), requires_approval=[1])
     log: list = []
     agent = Agent(ScriptedProvider([call("guarded", n=1)]), tools=make_tools(log), approver=lambda c: True)
-    with pytest.raises(UserError, match="return agentnb.Approve"):
+    with pytest.raises(UserError, match=r"return agentnb\.Approve"):
         agent.run("go")
     assert log == []
 

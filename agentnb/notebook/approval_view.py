@@ -141,7 +141,7 @@ class ApprovalPanel(widgets.VBox):
         args = json.dumps(call.arguments, ensure_ascii=False, indent=1) if call.arguments is not None else "{}"
         self.label.value = (
             f'{STYLE}<div class="anb"><span class="anb-warn">Approve this tool call?</span> '
-            f"<code>{untrusted_html(call.name)}</code> <span class=\"anb-m\">{untrusted_html(call.id)}</span>"
+            f'<code>{untrusted_html(call.name)}</code> <span class="anb-m">{untrusted_html(call.id)}</span>'
             f"<pre>{untrusted_html(args)}</pre></div>"
         )
         self.arguments.value = args
