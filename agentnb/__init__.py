@@ -30,6 +30,7 @@ from agentnb.errors import (
     ToolDefinitionError,
     UserError,
 )
+from agentnb.limits import UsageLimits
 from agentnb.loop import StepController, ToolDecision
 from agentnb.messages import (
     AssistantMessage,
@@ -78,6 +79,7 @@ __all__ = [
     "ToolMessage",
     "UnTooled",
     "Usage",
+    "UsageLimits",
     "UserError",
     "UserMessage",
     "get_provider",

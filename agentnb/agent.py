@@ -30,6 +30,7 @@ from typing import Any, Literal, TypeVar
 from agentnb.approval import ApprovalGate, check_requires_approval
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished, RunStarted
+from agentnb.limits import UsageLimits, check_limits
 from agentnb.loop import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, run_loop
 from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
 from agentnb.providers import Provider, get_provider
@@ -81,6 +82,9 @@ class Agent:
         approver: who decides on those calls: a policy ``(call) -> Approve() | Deny(reason) |
             Edit(arguments)`` (sync or async), or an object with ``decide_approval(call)``
             (the trace widget). Without one, such calls are denied. See :mod:`agentnb.approval`.
+        limits: budgets per run (:class:`~agentnb.UsageLimits`: requests, tokens, cost, seconds);
+            its ``tool_calls`` is ``max_tool_calls`` (give one or the other). A run's own
+            ``limits=`` replaces these. See :mod:`agentnb.limits`.
 
     >>> from agentnb import tool
     >>> from agentnb.testing import ScriptedProvider, call
@@ -111,6 +115,7 @@ class Agent:
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
         requires_approval: bool | Iterable[str] = False,
         approver: Any = None,
+        limits: UsageLimits | dict[str, Any] | None = None,
     ) -> None:
         self.provider = get_provider(provider)
         if not self.provider.supports_native_tools:
@@ -121,6 +126,14 @@ class Agent:
         self.tools: dict[str, Tool] = coerce_tools(tools)
         if not isinstance(max_tool_calls, int) or max_tool_calls < 0:
             raise UserError(f"max_tool_calls must be a whole number >= 0, not {max_tool_calls!r}")
+        self.limits = check_limits(limits)
+        if self.limits is not None and self.limits.tool_calls is not None:
+            if max_tool_calls not in (DEFAULT_MAX_TOOL_CALLS, self.limits.tool_calls):
+                raise UserError(
+                    "max_tool_calls and limits.tool_calls are the same limit: give one of them, "
+                    f"not {max_tool_calls} and {self.limits.tool_calls}"
+                )
+            max_tool_calls = self.limits.tool_calls
         if tool_choice not in ("auto", "required", "none") and tool_choice not in self.tools:
             raise UserError(f"tool_choice {tool_choice!r} is not 'auto', 'required', 'none' or a tool name")
         self.system = system
@@ -167,6 +180,7 @@ class Agent:
         stream: bool | None = True,
         output_type: Any = None,
         approver: Any = None,
+        limits: UsageLimits | dict[str, Any] | None = None,
         _sink: Callable[[Event], Any] | None = None,
     ) -> AsyncIterator[Event | RunResult]:
         """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
@@ -180,8 +194,13 @@ class Agent:
         ``run_result`` attribute.
         ``output_type`` overrides the agent's for this run; so does ``approver`` (who decides
         on calls that need approval; by default the agent's, else an ``on_event`` consumer
-        that can decide, such as the trace widget).
+        that can decide, such as the trace widget). ``limits`` replaces the agent's budgets
+        for this run (:mod:`agentnb.limits`).
         """
+        run_limits = check_limits(limits) if limits is not None else self.limits
+        max_calls = self.max_tool_calls
+        if run_limits is not None and run_limits.tool_calls is not None:
+            max_calls = run_limits.tool_calls
         output = _output_spec(output_type) if output_type is not None else self.output_spec
         # _sink (arun's): events go to this callback instead of being yielded; only the result
         # is yielded. One generator hop less per event, and the same code path.
@@ -189,7 +208,7 @@ class Agent:
         cfg = LoopConfig(
             self.provider,
             self.tools,
-            self.max_tool_calls,
+            max_calls,
             self.tool_choice,
             stream is not False,
             self.tool_timeout,
@@ -199,10 +218,11 @@ class Agent:
             output=output,
             max_output_retries=self.max_output_retries,
             approval=self._gate(approver, _sink),
+            limits=run_limits if run_limits is not None and run_limits.budgets else None,
         )
         start = perf_counter()
         error: BaseException | None = None
-        first = _run_started(self, state.messages, history)
+        first = _run_started(self, state.messages, history, max_calls)
         state.events.append(first)
         if _sink is None:
             yield first
@@ -269,6 +289,7 @@ class Agent:
         output_type: Any = None,
         on_cancel: Literal["raise", "return"] = "raise",
         approver: Any = None,
+        limits: UsageLimits | dict[str, Any] | None = None,
     ) -> RunResult:
         """Run to the end and return the result; ``on_event`` sees every event live.
 
@@ -289,6 +310,7 @@ class Agent:
                     _sink=sink,
                     output_type=output_type,
                     approver=approver,
+                    limits=limits,
                 )
             ) as items:
                 async for item in items:
@@ -316,6 +338,7 @@ class Agent:
         stream: bool | None = None,
         output_type: Any = None,
         approver: Any = None,
+        limits: UsageLimits | dict[str, Any] | None = None,
     ) -> RunResult:
         """Synchronous :meth:`arun`; works inside a running event loop (Jupyter) too."""
         return run_sync(
@@ -328,6 +351,7 @@ class Agent:
                 output_type=output_type,
                 on_cancel="return",
                 approver=approver,
+                limits=limits,
             )
         )
 
@@ -361,7 +385,9 @@ def _partial_output(events: list[Event]) -> str:
     return "".join(reversed(pieces))
 
 
-def _run_started(agent: Agent, messages: list[Message], history: RunResult | Sequence[Message] | None) -> RunStarted:
+def _run_started(
+    agent: Agent, messages: list[Message], history: RunResult | Sequence[Message] | None, max_calls: int
+) -> RunStarted:
     """The first event: what is asked, of which model, in which turn of a conversation."""
     p = agent.provider
     inner = getattr(p, "inner", None)
@@ -371,7 +397,7 @@ def _run_started(agent: Agent, messages: list[Message], history: RunResult | Seq
     turn = 1 + sum(1 for m in messages[:earlier] if isinstance(m, UserMessage) and m.content != ATTACHMENT_NOTE)
     prompt = next((m.content for m in reversed(messages[earlier:]) if isinstance(m, UserMessage)), None)
     n = len(messages)
-    return RunStarted(0, p.name, tuple(agent.tools), agent.max_tool_calls, n, prompt, system, backend, turn)
+    return RunStarted(0, p.name, tuple(agent.tools), max_calls, n, prompt, system, backend, turn)
 
 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:

@@ -197,10 +197,19 @@ class AttachmentAdded(_EventBase):
 
 @dataclass(frozen=True, slots=True)
 class LimitReached(_EventBase):
+    """A limit of the run was reached: the model must answer in text now (see :mod:`agentnb.limits`).
+
+    ``limit`` names it (``tool_calls``, ``requests``, ``total_tokens``, ``cost``, ``seconds``...);
+    ``value`` is the limit and ``used`` what the run had used (for budgets other than tool calls).
+    """
+
     depth: int
     max_tool_calls: int
     tool_calls: int
     kind: Literal["limit_reached"] = "limit_reached"
+    limit: str = "tool_calls"
+    value: float | None = None
+    used: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

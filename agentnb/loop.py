@@ -23,6 +23,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentnb.approval import denied_message
+from agentnb.cost import priced
 from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
 from agentnb.errors import ModelBehaviorError
 from agentnb.events import (
@@ -48,6 +49,8 @@ from agentnb.events import (
     ValidationResult,
 )
 from agentnb.history import MessageView
+from agentnb.limits import reached
+from agentnb.limits import used as used_of
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
 from agentnb.providers.base import Completion, Provider, Request, TextChunk
 from agentnb.toolrun import (
@@ -62,6 +65,7 @@ from agentnb.tools import Tool, ToolContext, render_result
 
 if TYPE_CHECKING:
     from agentnb.approval import ApprovalGate
+    from agentnb.limits import UsageLimits
     from agentnb.output import OutputSpec
 
 ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
@@ -128,6 +132,8 @@ class LoopConfig:
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
     #: Which calls need a decision before they run, and who decides (None: no call does).
     approval: ApprovalGate | None = None
+    #: Budgets besides the tool-call limit (None: none; see :mod:`agentnb.limits`).
+    limits: UsageLimits | None = None
 
 
 @dataclass(slots=True)
@@ -143,6 +149,8 @@ class RunState:
     stop_reason: StopReason | None = None
     value: Any = None
     output_retries: int = 0
+    requests: int = 0  # model requests made
+    limit: str | None = None  # the limit that ended the run, when one did
 
 
 @dataclass(slots=True)
@@ -170,8 +178,27 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
     threaded = SYNC_TOOLS_IN_THREAD.get()
     limit_chars = cfg.max_result_chars
     gate = cfg.approval
+    budgets = cfg.limits
+    t0 = perf_counter()
     while True:
-        limited = state.tool_calls >= cfg.max_tool_calls
+        if budgets is not None:
+            if state.limit is None:
+                hit = reached(
+                    budgets, state.requests, state.usage, state.usage.cost, _priced(state), perf_counter() - t0
+                )
+                if hit is not None:
+                    state.limit = hit
+                    value, amount = used_of(
+                        hit, budgets, state.requests, state.usage, state.usage.cost, perf_counter() - t0
+                    )
+                    yield LimitReached(depth, cfg.max_tool_calls, state.tool_calls, limit=hit, value=value, used=amount)
+            if budgets.requests is not None and state.requests >= budgets.requests:
+                # No request left: the run ends with the text it has.
+                state.stop_reason = "limit"
+                state.limit = state.limit or "requests"
+                yield FinalAnswer(depth, state.output)
+                return
+        limited = state.tool_calls >= cfg.max_tool_calls or state.limit is not None
         offer = bool(tools) and not limited and choice != "none"
         request = Request(
             MessageView(state.messages),
@@ -185,6 +212,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         if cfg.controller is not None:
             await cfg.controller.before_model(depth, request)
         start = perf_counter()
+        state.requests += 1
         if cfg.stream:
             completion = None
             async with aclosing(cfg.provider.stream(request)) as chunks:  # type: ignore[type-var]
@@ -201,11 +229,12 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             completion = await cfg.provider.complete(request)
         used = completion.usage
         if used.input_tokens or used.output_tokens:
+            used = priced(cfg.provider, used)
             state.usage += used
         calls = completion.tool_calls
         for note in completion.events:  # the provider's own decisions, at this depth
             yield dataclasses.replace(note, depth=depth)
-        yield ModelResponse(depth, completion.text, calls, completion.usage, perf_counter() - start)
+        yield ModelResponse(depth, completion.text, calls, used, perf_counter() - start)
         # A named or required choice forces the first call only (as the OpenAI Agents SDK
         # resets it): forcing every turn would loop until the limit.
         choice = "auto" if choice != "none" else choice
@@ -214,6 +243,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             pending: list[Message] = [AssistantMessage(completion.text, calls, reasoning=completion.reasoning)]
             pending += [ToolMessage(c.id, c.name, "Not executed: no tools are available now.", True) for c in calls]
             state.messages.extend(pending)
+            state.output = completion.text or ""
             if calls and not asked_again:
                 # A call where none is offered: ask once more, plainly, for a text answer.
                 asked_again = True
@@ -223,7 +253,11 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             state.output = completion.text or ""
             # "limit" only when the limit changed something: with max_tool_calls=0 a plain
             # answer is an answer.
-            state.stop_reason = "limit" if limited and (state.tool_calls or calls or asked_again) else "answer"
+            state.stop_reason = (
+                "limit" if limited and (state.tool_calls or calls or asked_again or state.limit) else "answer"
+            )
+            if state.stop_reason == "limit" and state.limit is None:
+                state.limit = "tool_calls"
             if cfg.output is not None:  # structured output: validate, maybe ask for a repair
                 from agentnb.output import output_step  # only runs with an output_type
 
@@ -282,14 +316,14 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             if action != "skip":
                 if gate is not None and gate.needs(tool):  # no decision, no execution
                     yield ApprovalRequested(depth, call.id, call.name, arguments, gate.by)
-                    decision = await gate.decide(ToolCall(call.id, call.name, arguments), tool)
-                    if decision.action == "deny":
-                        reason = str(decision.reason)
+                    answer = await gate.decide(ToolCall(call.id, call.name, arguments), tool)
+                    if answer.action == "deny":
+                        reason = str(answer.reason)
                         yield ApprovalDecided(depth, call.id, call.name, "deny", gate.by, reason)
                         plans.append(ToolMessage(call.id, call.name, denied_message(reason), True))
                         continue
-                    if decision.action == "edit":
-                        arguments = decision.arguments
+                    if answer.action == "edit":
+                        arguments = answer.arguments
                         yield ApprovalDecided(depth, call.id, call.name, "edit", gate.by, None, arguments)
                         errors = tool.validate(arguments) if isinstance(arguments, dict) else ["not a JSON object"]
                         yield ValidationResult(depth, call.id, call.name, tuple(errors))
@@ -355,6 +389,11 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         if state.tool_calls >= cfg.max_tool_calls:
             yield LimitReached(depth, cfg.max_tool_calls, state.tool_calls)
         depth += 1
+
+
+def _priced(state: RunState) -> bool:
+    """Whether the run's cost is known (no tokens yet, or every call priced)."""
+    return state.usage.cost is not None or not state.usage.total_tokens
 
 
 def _limit(tool: Tool, default: int | None) -> int | None:

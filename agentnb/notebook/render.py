@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any
 
+from agentnb.cost import format_cost
 from agentnb.events import (
     CallDecision,
     CallRepair,
@@ -32,6 +33,7 @@ from agentnb.events import (
 )
 from agentnb.notebook.blocks import CSS, copyable
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
+from agentnb.printer import limit_text
 from agentnb.untrusted import untrusted_html
 
 STYLE = """<style>
@@ -111,6 +113,7 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
         stats.append(took)
     if state.usage.total_tokens:
         stats.append(f"tokens <b>{state.usage.input_tokens}</b> in · <b>{state.usage.output_tokens}</b> out")
+        stats.append(f"cost <b>{format_cost(state.usage.cost)}</b>")
     if state.started is not None:
         stats.append(f"model <b>{escape(state.started.provider)}</b>")
     parts.append('<span class="anb-stat">' + " · ".join(stats) + "</span>")
@@ -427,6 +430,11 @@ def value_table(value_json: str | None, max_rows: int = 20) -> str:
 
 
 def _note_html(n: object) -> str:
+    if isinstance(n, LimitReached) and n.limit != "tool_calls":
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(limit_text(n.limit, n.value, n.used))}'
+            ' reached</span> <span class="anb-m">the model must answer in text now</span></div>'
+        )
     if isinstance(n, LimitReached):
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">tool-call limit reached</span> '
