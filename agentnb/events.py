@@ -200,10 +200,19 @@ class AttachmentAdded(_EventBase):
 
 @dataclass(frozen=True, slots=True)
 class LimitReached(_EventBase):
+    """A limit of the run was reached: the model must answer in text now (see :mod:`agentnb.limits`).
+
+    ``limit`` names it (``tool_calls``, ``requests``, ``total_tokens``, ``cost``, ``seconds``...);
+    ``value`` is the limit and ``used`` what the run had used (for budgets other than tool calls).
+    """
+
     depth: int
     max_tool_calls: int
     tool_calls: int
     kind: Literal["limit_reached"] = "limit_reached"
+    limit: str = "tool_calls"
+    value: float | None = None
+    used: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -361,6 +370,36 @@ class RunFinished(_EventBase):
     kind: Literal["run_finished"] = "run_finished"
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested(_EventBase):
+    """A call needs a decision before it runs (see :mod:`agentnb.approval`); the run waits."""
+
+    depth: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    approver: str
+    kind: Literal["approval_requested"] = "approval_requested"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided(_EventBase):
+    """The decision on a call that needed approval: ``approve``, ``deny`` or ``edit``.
+
+    ``by`` says who decided (``"widget"``, ``"terminal"``, ``"policy NAME"``, ``"unattended"``);
+    ``reason`` is what the model reads for a denial; ``arguments`` the edited arguments.
+    """
+
+    depth: int
+    call_id: str
+    name: str
+    decision: Literal["approve", "deny", "edit"]
+    by: str
+    reason: str | None = None
+    arguments: dict[str, Any] | None = None
+    kind: Literal["approval_decided"] = "approval_decided"
+
+
 Event: TypeAlias = (
     RunStarted
     | ModelRequest
@@ -388,6 +427,8 @@ Event: TypeAlias = (
     | CallRepair
     | CallSteered
     | CallsFromText
+    | ApprovalRequested
+    | ApprovalDecided
 )
 
 EVENT_TYPES: dict[str, type] = {

@@ -66,6 +66,8 @@ class AnthropicProvider(Provider):
     back with its tool calls, as the API requires; they are never shown as text.
     """
 
+    price_provider = "anthropic"  # agentnb.cost
+
     supports_native_tools = True
     supports_streaming = True
 

@@ -96,6 +96,8 @@ class TransformersProvider(ToolChoice, Provider):
         Agent(provider, tools=[weather]).run("Weather in Paris?")
     """
 
+    in_process = True  # runs on this machine: costs nothing per call
+
     supports_native_tools = False
     supports_streaming = True
     #: Reads :data:`AFTER_RESULTS_HINT` from request settings (set by UnTooled).

@@ -117,6 +117,8 @@ class OpenAIProvider(RoutedSending, Provider):
     'untooled'
     """
 
+    price_provider = "openai"  # agentnb.cost
+
     supports_native_tools = True
     supports_streaming = True
     #: UnTooled tells it when a step follows tool results (see ``_constrain``).
