@@ -52,6 +52,7 @@ __all__ = [
     "AgentnbError",
     "AssistantMessage",
     "AuthenticationError",
+    "Evaluation",
     "Image",
     "MissingDependencyError",
     "ModelBehaviorError",
@@ -76,6 +77,8 @@ __all__ = [
     "Usage",
     "UserError",
     "UserMessage",
+    "aevaluate",
+    "evaluate",
     "get_provider",
     "load_transcript",
     "tool",
@@ -88,6 +91,10 @@ def __getattr__(name: str) -> Any:
         from agentnb.providers.untooled import UnTooled
 
         return UnTooled
+    if name in ("evaluate", "aevaluate", "Evaluation"):  # many runs: loaded on first use
+        from agentnb import evaluation
+
+        return getattr(evaluation, name)
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 
