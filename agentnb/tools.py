@@ -35,7 +35,13 @@ from agentnb.schema import _json_default, _jsonable, converter_for, parse_docstr
 if TYPE_CHECKING:
     import jsonschema
 
-_UNCOMPILED = object()
+
+class _Uncompiled:
+    def __reduce__(self) -> str:  # a pickled copy (a tool sent to a Ray worker) is this same sentinel
+        return "_UNCOMPILED"
+
+
+_UNCOMPILED = _Uncompiled()
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 

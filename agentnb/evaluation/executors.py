@@ -115,7 +115,16 @@ class RayExecutor:
         per = max(1, math.ceil(concurrency / n))
         actor = ray.remote(num_cpus=0)(_Worker).options(max_concurrency=per)
         self._actors = [actor.remote(payload) for _ in range(n)]
-        await asyncio.gather(*[a.ready.remote() for a in self._actors])
+        try:
+            await asyncio.gather(*[a.ready.remote() for a in self._actors])
+        except Exception as exc:  # the workers could not unpickle the agents
+            await self.close()
+            cause = str(exc).strip().splitlines()[-1]
+            raise UserError(
+                f"Ray workers could not load the agents ({cause}). Tools and providers travel pickled: a module "
+                "that defines them must be importable on the workers (ray.init(runtime_env=...)), or define "
+                "them in the notebook / script itself"
+            ) from None
 
     async def run(self, name: str, case: Any, timeout: float | None) -> tuple[RunResult, bool]:
         import ray
