@@ -41,7 +41,7 @@ def plan(line: str, namespace: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]
         args = parser().parse_args(shlex.split(line))
     except (argparse.ArgumentError, ValueError, SystemExit) as exc:
         raise UserError(f"%agent_eval: {exc}; usage: %agent_eval DATASET AGENT [AGENT ...] [--scorers a,b] ...") from None
-    dataset = namespace[args.dataset] if args.dataset in namespace else args.dataset
+    dataset = namespace.get(args.dataset, args.dataset)
     agents = {}
     for name in args.agents:
         if name not in namespace:
