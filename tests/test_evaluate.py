@@ -357,3 +357,17 @@ def test_bad_arguments_are_clear_errors() -> None:
         agentnb.evaluate(agent, CASES, executor="spark", progress=False)
     with pytest.raises(UserError, match="dataset"):
         agentnb.evaluate(agent, 42)
+
+
+def test_wilson_interval_always_holds_the_rate_and_plot_draws() -> None:
+    from agentnb.evaluation.stats import wilson
+
+    for n in range(1, 60):
+        for k in range(n + 1):
+            lo, hi = wilson(k, n)
+            assert 0.0 <= lo <= k / n <= hi <= 1.0
+    ev = agentnb.evaluate(
+        {"a": Agent(arithmetic()), "b": Agent(arithmetic({"3 * 3"}))}, CASES, scorers=[number()], progress=False
+    )
+    fig = ev.plot()
+    assert [ax.get_title() for ax in fig.axes] == ["pass rate (95% CI)", "pass rate by level", "latency (s)"]

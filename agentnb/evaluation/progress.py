@@ -83,19 +83,18 @@ class ProgressWidget:
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
         self.widget = widgets.VBox([widgets.HBox([self.bar, self.stop_button]), self.lines])
         self.tally: Tally | None = None
-        self._handle: Any = None
         self._last = 0.0
-
-    def start(self, ev: Any, total: int, stopper: Any) -> None:
         from IPython.display import display
 
+        self._handle: Any = display(self.widget, display_id=True)
+
+    def start(self, ev: Any, total: int, stopper: Any) -> None:
         self.tally = Tally(ev.agents, total)
         for row in ev.rows:
             self.tally.add(row, new=False)
         self.bar.max = max(1, total)
         self.stop_button.on_click(lambda _: self._stop(stopper))
         self._draw()
-        self._handle = display(self.widget, display_id=True)
 
     def _stop(self, stopper: Any) -> None:
         self.stop_button.disabled = True

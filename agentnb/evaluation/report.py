@@ -86,7 +86,7 @@ def table_html(ev: Any, sort_by: str | None = None, ascending: bool = True, limi
     body = []
     for rec in table.head(limit).to_dict(orient="records"):
         style = "" if rec["passed"] else ' style="background:#fdecea"'
-        cells = "".join(f"<td>{_cell(_fmt(rec.get(c)))}</td>" for c in cols)
+        cells = "".join(f"<td>{_cell(_fmt(rec.get(c), c))}</td>" for c in cols)
         body.append(f"<tr{style}>{cells}</tr>")
     more = f"<p>{len(table) - limit} more rows in <code>.table</code></p>" if len(table) > limit else ""
     return f'<table class="agentnb-eval"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{more}'
@@ -96,7 +96,9 @@ def _sortable(col: Any) -> Any:
     return col.map(lambda v: (0, v) if isinstance(v, (int, float)) and not isinstance(v, bool) else (1, str(v)))
 
 
-def _fmt(v: Any) -> Any:
+def _fmt(v: Any, column: str = "") -> Any:
+    if column == "latency" and isinstance(v, float):
+        return f"{v:.2f} s"
     if isinstance(v, float):
         return f"{v:.3g}"
     return v
@@ -117,8 +119,8 @@ def plot(ev: Any) -> Any:
     ax = axes[0][0]
     rates = summary["pass_rate"].fillna(0).tolist()
     err = [
-        [r - lo for r, lo in zip(rates, summary["ci_low"], strict=True)],
-        [hi - r for r, hi in zip(rates, summary["ci_high"], strict=True)],
+        [max(0.0, r - lo) for r, lo in zip(rates, summary["ci_low"], strict=True)],
+        [max(0.0, hi - r) for r, hi in zip(rates, summary["ci_high"], strict=True)],
     ]
     ax.bar(summary["agent"].tolist(), rates, yerr=err, capsize=4, color="#4c78a8")
     ax.set_ylim(0, 1.05)

@@ -155,6 +155,9 @@ def evaluate(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> E
     """
     from agentnb.agent import run_sync
 
+    # Views are made here, in the caller's thread: in Jupyter the runs go to a worker thread,
+    # and a widget must be displayed from the cell's own thread to land in its output.
+    options["progress"] = _views(options.get("progress", "auto"))
     return run_sync(lambda: aevaluate(agent, dataset, scorers, **options))
 
 

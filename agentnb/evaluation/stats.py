@@ -25,7 +25,8 @@ def wilson(passed: int, n: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # Rounding can put a bound a hair past p when p is 0 or 1; the interval always holds p.
+    return (min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)))
 
 
 def mcnemar_exact(b: int, c: int) -> float:
