@@ -29,6 +29,7 @@ import resource
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 DELAY = 0.1
@@ -68,7 +69,7 @@ async def _serve(port_file: str, delay: float) -> None:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
-                method, path = lines[0].split(" ")[:2]
+                path = lines[0].split(" ")[1]
                 length = 0
                 for line in lines[1:]:
                     if line.lower().startswith("content-length:"):
@@ -291,7 +292,7 @@ def main() -> None:
     try:
         while not os.path.exists(port_file):
             time.sleep(0.05)
-        url = f"http://127.0.0.1:{open(port_file).read()}/v1"
+        url = f"http://127.0.0.1:{Path(port_file).read_text()}/v1"
         print(
             f"server {url}, every reply after {args.delay * 1000:.0f} ms; 3 model calls per run; {os.cpu_count()} CPUs"
         )
