@@ -42,6 +42,7 @@ def test_agent_eval_magic_takes_dataset_agents_and_scorers_from_the_namespace(ip
             "loud": Agent(FunctionProvider(echo_upper)),
             "quiet": Agent(FunctionProvider(lambda m, t: m[-1].content)),
             "shouts": shouts,
+            "exact": __import__("agentnb.evaluation", fromlist=["exact"]).exact,  # the factory, imported
         }
     )
     log = tmp_path / "m.jsonl"

@@ -59,7 +59,15 @@ class Comparison:
 
 
 class Evaluation:
-    """The result of :func:`agentnb.evaluate`: rows, a table, a summary and each row's trace."""
+    """The result of :func:`agentnb.evaluate`: rows, a table, a summary and each row's trace.
+
+    >>> from agentnb import Agent, evaluate
+    >>> from agentnb.testing import ScriptedProvider
+    >>> ev = evaluate(Agent(ScriptedProvider(["4"])), [{"input": "2 + 2?", "expected": "4"}], scorers=["exact"],
+    ...               progress=False)
+    >>> ev.table[["output", "exact", "passed"]].values.tolist(), ev.run(0).stop_reason
+    ([['4', True, True]], 'answer')
+    """
 
     def __init__(
         self,

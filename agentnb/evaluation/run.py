@@ -71,7 +71,15 @@ async def aevaluate(
     ray_workers: int | None = None,
     **run_options: Any,
 ) -> Evaluation:
-    """Evaluate ``agent`` (or a ``{name: agent}`` dict) on every case of ``dataset``; see :func:`evaluate`."""
+    """Evaluate ``agent`` (or a ``{name: agent}`` dict) on every case of ``dataset``; see :func:`evaluate`.
+
+    >>> import asyncio
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> ev = asyncio.run(aevaluate(Agent(ScriptedProvider(["hi"])), ["say hi"], progress=False))
+    >>> ev.rows[0]["output"], ev.rows[0]["stop_reason"]
+    ('hi', 'answer')
+    """
     agents = _agents(agent)
     cases = load_cases(dataset, input=input, expected=expected)
     checks = as_scorers(scorers)

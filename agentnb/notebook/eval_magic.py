@@ -18,6 +18,7 @@ from typing import Any
 from IPython.core.magic import Magics, line_magic, magics_class
 
 from agentnb.errors import UserError
+from agentnb.evaluation.scorers import BY_NAME
 
 
 def parser() -> argparse.ArgumentParser:
@@ -50,7 +51,8 @@ def plan(line: str, namespace: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]
     scorers: list[Any] = []
     for name in filter(None, (s.strip() for s in args.scorers.split(","))):
         fn = namespace.get(name)
-        scorers.append(fn if callable(fn) else name)
+        # A built-in's factory imported under its own name (``contains``) means the built-in.
+        scorers.append(fn if callable(fn) and fn is not BY_NAME.get(name) else name)
     options = {
         "scorers": scorers,
         "concurrency": args.concurrency,
