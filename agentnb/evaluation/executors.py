@@ -31,7 +31,7 @@ def make_executor(kind: str, agents: dict[str, Any], options: dict[str, Any], **
 
 async def run_one(agent: Any, prompt: Any, timeout: float | None, options: dict[str, Any]) -> tuple[RunResult, bool]:
     """One run, bounded by ``timeout``; anything it raises becomes an ``error`` result."""
-    task = asyncio.ensure_future(_guarded(agent, prompt, options))
+    task = asyncio.ensure_future(_guarded(agent, prompt, options, threads=timeout is not None))
     try:
         done, _ = await asyncio.wait({task}, timeout=timeout)
     except asyncio.CancelledError:  # Stop: let the run end cleanly, then go on stopping
@@ -47,10 +47,12 @@ async def run_one(agent: Any, prompt: Any, timeout: float | None, options: dict[
     return _failed("the run did not stop within its grace time after the timeout", "cancelled"), True
 
 
-async def _guarded(agent: Any, prompt: Any, options: dict[str, Any]) -> RunResult:
-    # Sync tools run on threads: one slow tool must not hold up the other runs, and a
-    # timeout must be able to end a run whose tool blocks.
-    SYNC_TOOLS_IN_THREAD.set(True)
+async def _guarded(agent: Any, prompt: Any, options: dict[str, Any], threads: bool) -> RunResult:
+    # With a timeout, sync tools run on threads, so that a timeout can end a run whose tool
+    # blocks. Without one they run on the loop, as in Agent.arun: a thread per tool call
+    # cost ~1 ms of the loop's time per call at concurrency 100 (benchmarks/eval_throughput.py).
+    if threads:
+        SYNC_TOOLS_IN_THREAD.set(True)
     try:
         result: RunResult = await agent.arun(prompt, on_cancel="return", **options)
         return result
