@@ -1,7 +1,8 @@
 """Client CPU per model call when many runs go through one server: ``evaluate`` against baselines.
 
 Run: ``python benchmarks/eval_throughput.py`` (``--quick``: concurrency 1/10/100 with fewer runs;
-``--levels 100``: one level; ``--ray``: add ``executor="ray"`` with 2 workers at C=100).
+``--levels 100``: one level; ``--ray``: add ``executor="ray"`` with 2 workers at C=100;
+``--memory 10000``: resident memory over 10,000 cases with a log, nothing else).
 
 The server (a separate process, standard library asyncio, HTTP/1.1 keep-alive) speaks
 ``POST /v1/chat/completions``: while the conversation holds fewer than 2 tool results it asks
@@ -12,6 +13,8 @@ wall time for the N runs and checks that every run ended "done"; the server coun
 
 Drivers, in the same run against the same server:
 - ``evaluate``: ``agentnb.evaluate(agent, N cases, concurrency=C)`` (OpenAIProvider, one tool).
+- ``evaluate+aiohttp``: the same with the SDK's own aiohttp transport
+  (``http_client=openai.DefaultAioHttpClient()``; needs ``pip install 'openai[aiohttp]'``).
 - ``arun+gather``: ``Agent.arun`` for each case, ``asyncio.gather`` under a semaphore.
 - ``openai-sdk``: the plain ``openai.AsyncOpenAI`` client in a hand-written 3-call loop.
 - ``raw-asyncio``: the same loop on bare asyncio streams (json + HTTP/1.1 by hand, a connection
@@ -112,7 +115,7 @@ def _cpu() -> float:
     return u.ru_utime + u.ru_stime
 
 
-def _agent(url: str) -> Any:
+def _agent(url: str, http: str = "httpx") -> Any:
     from agentnb import Agent, tool
     from agentnb.providers import OpenAIProvider
 
@@ -121,15 +124,25 @@ def _agent(url: str) -> Any:
         """Add two integers."""
         return a + b
 
-    return Agent(OpenAIProvider("m", base_url=url, api_key="x"), tools=[add])
+    options: dict[str, Any] = {}
+    if http == "aiohttp":  # the SDK's own aiohttp transport (pip install 'openai[aiohttp]'); one loop only
+        import openai
+
+        options["http_client"] = openai.DefaultAioHttpClient()
+    return Agent(OpenAIProvider("m", base_url=url, api_key="x", **options), tools=[add])
 
 
-async def drive_evaluate(url: str, n: int, c: int, executor: str = "local") -> list[str]:
+_AGENTS: dict[str, Any] = {}
+
+
+async def drive_evaluate(url: str, n: int, c: int, executor: str = "local", http: str = "httpx") -> list[str]:
     from agentnb import aevaluate
 
     extra = {"ray_workers": 2} if executor == "ray" else {}
+    if http not in _AGENTS:  # one agent (one HTTP client) for the warm-up and the measured runs
+        _AGENTS[http] = _agent(url, http)
     ev = await aevaluate(
-        _agent(url),
+        _AGENTS[http],
         [f"add 1 and 2 (case {i})" for i in range(n)],
         concurrency=c,
         progress=False,
@@ -223,8 +236,13 @@ async def drive_raw(url: str, n: int, c: int) -> list[str]:
     return out
 
 
+async def drive_evaluate_aiohttp(url: str, n: int, c: int) -> list[str]:
+    return await drive_evaluate(url, n, c, http="aiohttp")
+
+
 DRIVERS = {
     "evaluate": drive_evaluate,
+    "evaluate+aiohttp": drive_evaluate_aiohttp,
     "arun+gather": drive_arun,
     "openai-sdk": drive_sdk,
     "raw-asyncio": drive_raw,
@@ -242,16 +260,57 @@ def child(driver: str, url: str, n: int, c: int) -> None:
             return drive_evaluate(u, k, cc, executor="ray")
     else:
         fn = DRIVERS[driver]
-    asyncio.run(fn(url, 1, 1))  # imports and first connections outside the measurement
-    cpu0, t0 = _cpu(), time.perf_counter()
-    outputs = asyncio.run(fn(url, n, c))
-    wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+
+    async def measured() -> tuple[list[str], float, float]:
+        await fn(url, 1, 1)  # imports and first connections outside the measurement
+        cpu0, t0 = _cpu(), time.perf_counter()
+        outputs = await fn(url, n, c)
+        return outputs, time.perf_counter() - t0, _cpu() - cpu0
+
+    outputs, wall, cpu = asyncio.run(measured())
     if driver == "evaluate-ray":
         import ray
 
         ray.shutdown()
     ok = sum(1 for o in outputs if o == "done")
     print(json.dumps({"wall": wall, "cpu": cpu, "ok": ok, "n": n}))
+
+
+def memory(n: int) -> None:
+    """Resident memory of ``evaluate`` over ``n`` cases with a log (instant scripted model, one tool call each)."""
+    import tempfile
+
+    import psutil
+
+    from agentnb import Agent, evaluate, tool
+    from agentnb.testing import FunctionProvider, call
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    def model(messages: Any, tools: Any) -> Any:
+        if messages[-1].role == "user":
+            return call("add", a=1, b=2)
+        return "The sum is 3. " + "Some words of explanation. " * 8
+
+    agent = Agent(FunctionProvider(model), tools=[add])
+    cases = [{"input": f"case {i}: add 1 and 2", "expected": "3", "group": i % 7} for i in range(n)]
+    evaluate(agent, cases[:50], concurrency=50, progress=False)  # warm up: imports, caches
+    proc = psutil.Process()
+    before = proc.memory_info().rss
+    with tempfile.TemporaryDirectory() as tmp:
+        log = os.path.join(tmp, "runs.jsonl")
+        t0 = time.perf_counter()
+        ev = evaluate(agent, cases, scorers=["contains"], concurrency=100, log=log, progress=False)
+        wall = time.perf_counter() - t0
+        after = proc.memory_info().rss
+        size = os.path.getsize(log)
+    print(
+        f"{n} cases with a log ({size / 1e6:.1f} MB on disk): resident memory {before / 1e6:.0f} -> {after / 1e6:.0f} MB "
+        f"(+{(after - before) / 1e6:.0f} MB; target <= 200 MB), {len(ev.rows)} rows, {wall:.1f} s"
+    )
 
 
 # -- the harness -----------------------------------------------------------------------------
@@ -271,11 +330,15 @@ def main() -> None:
     parser.add_argument("--drivers", default=",".join(DRIVERS))
     parser.add_argument("--ray", action="store_true", help="add executor='ray' (2 workers) at C=100")
     parser.add_argument("--delay", type=float, default=DELAY)
+    parser.add_argument("--memory", type=int, metavar="N", help="only measure resident memory over N cases with a log")
     parser.add_argument("--child", nargs=4, metavar=("DRIVER", "URL", "N", "C"), help=argparse.SUPPRESS)
     parser.add_argument("--serve", metavar="PORT_FILE", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         asyncio.run(_serve(args.serve, args.delay))
+        return
+    if args.memory:
+        memory(args.memory)
         return
     if args.child:
         d, url, n, c = args.child
@@ -297,7 +360,7 @@ def main() -> None:
             f"server {url}, every reply after {args.delay * 1000:.0f} ms; 3 model calls per run; {os.cpu_count()} CPUs"
         )
         print(f"load average at start: {os.getloadavg()[0]:.1f}\n")
-        head = f"{'C':>5} {'N':>5} {'driver':<14} {'wall s':>7} {'ideal s':>7} {'x ideal':>7} {'client CPU s':>12} {'CPU/call ms':>11} {'server CPU s':>12}"
+        head = f"{'C':>5} {'N':>5} {'driver':<16} {'wall s':>7} {'ideal s':>7} {'x ideal':>7} {'client CPU s':>12} {'CPU/call ms':>11} {'server CPU s':>12}"
         print(head)
         print("-" * len(head))
         plan = [(c, d) for c in levels for d in args.drivers.split(",")]
@@ -317,7 +380,7 @@ def main() -> None:
             )
             if out.returncode != 0:
                 print(
-                    f"{c:>5} {n:>5} {d:<14} failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"
+                    f"{c:>5} {n:>5} {d:<16} failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"
                 )
                 continue
             r = json.loads(out.stdout.strip().splitlines()[-1])
@@ -326,7 +389,7 @@ def main() -> None:
             ideal = n / c * 3 * args.delay if n >= c else 3 * args.delay
             flag = "" if r["ok"] == n and calls == 3 * n else f"  (!) {r['ok']}/{n} done, {calls} calls"
             print(
-                f"{c:>5} {n:>5} {d:<14} {r['wall']:>7.2f} {ideal:>7.2f} {r['wall'] / ideal:>7.2f} {r['cpu']:>12.2f}"
+                f"{c:>5} {n:>5} {d:<16} {r['wall']:>7.2f} {ideal:>7.2f} {r['wall'] / ideal:>7.2f} {r['cpu']:>12.2f}"
                 f" {r['cpu'] / (3 * n) * 1000:>11.3f} {after['cpu'] - before['cpu']:>12.2f}{flag}"
             )
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
