@@ -44,7 +44,13 @@ from agentnb.toolkinds import callable_parts, is_async_callable, refusal
 if TYPE_CHECKING:
     import jsonschema
 
-_UNCOMPILED = object()
+
+class _Uncompiled:
+    def __reduce__(self) -> str:  # a pickled copy (a tool sent to a Ray worker) is this same sentinel
+        return "_UNCOMPILED"
+
+
+_UNCOMPILED = _Uncompiled()
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
