@@ -108,6 +108,9 @@ def test_every_event_kind_is_shown() -> None:
         "call_repair",
         "call_steered",
         "calls_from_text",
+        # approvals: tests/test_approval.py (the widget as approver)
+        "approval_requested",
+        "approval_decided",
     }
     assert seen | others == set(EVENT_TYPES)
 

@@ -396,6 +396,9 @@ def _protect_questions(lines: list[str]) -> list[str]:
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics on ``ipython`` (called by ``%load_ext agentnb``)."""
     ipython.register_magics(AgentMagics)
+    from agentnb.notebook.eval_magic import EvalMagics
+
+    ipython.register_magics(EvalMagics)
     if _protect_questions not in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.append(_protect_questions)
     if getattr(ipython, "kernel", None) is not None and _await_agent_magics not in ipython.input_transformers_post:

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from agentnb.cost import format_cost
 from agentnb.events import (
     CallDecision,
     CallRepair,
@@ -31,8 +32,9 @@ from agentnb.events import (
 )
 from agentnb.notebook.blocks import CSS, copyable
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
+from agentnb.printer import limit_text
+from agentnb.untrusted import untrusted_html, untrusted_image, untrusted_markdown
 from agentnb.untrusted import untrusted_html as escape
-from agentnb.untrusted import untrusted_image, untrusted_markdown
 
 STYLE = """<style>
 .anb{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45;
@@ -121,6 +123,7 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
         stats.append(took)
     if state.usage.total_tokens:
         stats.append(f"tokens <b>{state.usage.input_tokens}</b> in · <b>{state.usage.output_tokens}</b> out")
+        stats.append(f"cost <b>{format_cost(state.usage.cost)}</b>")
     if state.started is not None:
         stats.append(f"model <b>{escape(state.started.provider)}</b>")
     parts.append('<span class="anb-stat">' + " · ".join(stats) + "</span>")
@@ -307,7 +310,7 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
     ]
     if c.original is not None:
         rows.append(
-            '<div class="anb-edit"><span class="anb-warn">arguments edited in the debugger</span>'
+            f'<div class="anb-edit"><span class="anb-warn">arguments edited {_edited_by(c)}</span>'
             f'<div class="anb-m">the model asked for</div><pre class="anb-old">{escape(_pretty(c.original))}</pre>'
             f'<div class="anb-m">→ run with</div>{copyable(_pretty(c.arguments))}</div>'
         )
@@ -323,6 +326,8 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
             rows.append(
                 '<div><span class="anb-warn"><i class="fa fa-hand-paper-o"></i> skipped by the debugger</span></div>'
             )
+    if c.approval is not None:
+        rows.append(_approval_html(c.approval))
     if c.validation is not None:
         if c.validation.ok:
             rows.append(
@@ -349,6 +354,28 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
         rows.append("<div>" + "".join(untrusted_image(i.data, i.mime) for i in c.images) + "</div>")
     cls = "anb-toolbad" if bad or (c.finished is not None and c.finished.error) else "anb-tool"
     return f'<div class="anb-block {cls}">{"".join(rows)}</div>'
+
+
+def _edited_by(c: CallView) -> str:
+    a = c.approval
+    if a is not None and a.kind == "approval_decided" and a.decision == "edit":
+        return f"by {untrusted_html(a.by)}"
+    return "in the debugger"
+
+
+def _approval_html(a: Any) -> str:
+    """A call's approval: waiting for a decision, or the decision and who made it."""
+    if a.kind == "approval_requested":
+        return f'<div class="anb-warn anb-approval">⏸ waiting for approval ({untrusted_html(a.approver)})</div>'
+    by = untrusted_html(a.by)
+    if a.decision == "deny":
+        reason = untrusted_html(a.reason or "")
+        return (
+            f'<div class="anb-approval"><span class="anb-bad">✗ denied</span> <span class="anb-m">by {by}; '
+            f"not run; the model was told: {reason}</span></div>"
+        )
+    what = "approved" if a.decision == "approve" else "approved with edited arguments"
+    return f'<div class="anb-approval"><span class="anb-ok">✓ {what}</span> <span class="anb-m">by {by}</span></div>'
 
 
 def _dedup_html(c: CallView) -> str:
@@ -429,6 +456,11 @@ def value_table(value_json: str | None, max_rows: int = 20) -> str:
 
 
 def _note_html(n: object) -> str:
+    if isinstance(n, LimitReached) and n.limit != "tool_calls":
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(limit_text(n.limit, n.value, n.used))}'
+            ' reached</span> <span class="anb-m">the model must answer in text now</span></div>'
+        )
     if isinstance(n, LimitReached):
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">tool-call limit reached</span> '

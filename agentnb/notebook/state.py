@@ -60,6 +60,7 @@ class CallView:
     images: list[Image] = field(default_factory=list)
     source: str | None = None  # where the tool came from (``mcp:SERVER``), from ToolStarted
     original: dict[str, Any] | None = None  # the model's arguments, when the debugger edited them
+    approval: Any = None  # ApprovalRequested, then ApprovalDecided
 
     @property
     def settled(self) -> bool:
@@ -70,6 +71,7 @@ class CallView:
             or (self.validation and not self.validation.ok)
             or (self.dedup and self.dedup.action == "skip")
             or any(d.action == "skip" for d in self.decisions)
+            or (self.approval is not None and getattr(self.approval, "decision", None) == "deny")
         )
 
 
@@ -221,7 +223,7 @@ class TraceState:
                 v.t_first = now if v.t_first is None else v.t_first
                 v.t_last = now
                 v.n_deltas += 1
-        _FOLD[kind](self, v, event)
+        _FOLD.get(kind, _note)(self, v, event)  # an unknown kind is kept as a note
         self.dirty.add(depth)
 
     def _finish(self, event: RunFinished) -> None:
@@ -306,6 +308,15 @@ def _step(s: TraceState, v: DepthView, e: Any) -> None:
         c.arguments = e.arguments
 
 
+def _approval(s: TraceState, v: DepthView, e: Any) -> None:
+    c = TraceState._call(v, e.call_id, e.name)
+    c.approval = e
+    if getattr(e, "arguments", None) is not None and e.kind == "approval_decided":
+        if c.original is None:
+            c.original = c.arguments
+        c.arguments = e.arguments
+
+
 def _attachment(s: TraceState, v: DepthView, e: Any) -> None:
     TraceState._call(v, e.call_id, e.name).images.append(e.image)
 
@@ -358,4 +369,6 @@ _FOLD: dict[str, Any] = {
     "constraint_dropped": _note,
     "call_repair": _note,
     "call_steered": _note,
+    "approval_requested": _approval,
+    "approval_decided": _approval,
 }

@@ -129,7 +129,11 @@ class TraceWidget(LiveDisplay, widgets.VBox):
         head.layout.justify_content = "space-between"
         head.layout.align_items = "center"
         self._answer_box = answer
-        super().__init__([head, self._context, self._body, answer])
+        from agentnb.notebook.approval_view import ApprovalPanel
+
+        #: The pending call's Approve / Deny / Edit arguments (this widget is the run's approver).
+        self.approval = ApprovalPanel()
+        super().__init__([head, self._context, self._body, self.approval, answer])
         self.set_history(history)
         self.layout.border = "1px solid var(--jp-border-color2, #d0d7de)"
         self.layout.padding = "6px 10px"
@@ -196,8 +200,36 @@ class TraceWidget(LiveDisplay, widgets.VBox):
         self._stop_callback = callback
         self.stop_button.disabled = callback is None or self.state.finished is not None
 
+    #: Who decided, in :class:`~agentnb.events.ApprovalDecided` events.
+    approver_name = "widget"
+
+    async def decide_approval(self, call: Any, tool: Any = None) -> Any:
+        """Wait for Approve / Deny / Edit on ``call`` (the loop asks; see :mod:`agentnb.approval`).
+
+        While it waits the run is paused and Stop ends it. ``agent.run()`` in a notebook cell
+        holds the kernel, so clicks could not arrive: that raises a :class:`UserError` saying
+        to use ``%agent`` or ``await agent.arun(...)``.
+        """
+        from agentnb.agent import BLOCKING_CELL
+        from agentnb.errors import UserError
+
+        if BLOCKING_CELL.get() and _in_kernel():
+            raise UserError(
+                f"{call.name} needs approval, but agent.run() holds the notebook cell, so the widget's buttons "
+                "cannot answer: use %agent, or 'await agent.arun(..., on_event=widget)'"
+            )
+        self.stop_button.disabled = False
+        self.set_pause(f"waiting for approval of {call.name}", Pause("tool", self.state.current_depth, call.id))
+        try:
+            return await self.approval.decide(call, tool)
+        finally:
+            self.set_pause(None)
+
     def request_stop(self) -> None:
         """What the Stop button does."""
+        if self.approval.stop():  # a call waited for approval: the run ends, the call never runs
+            self.stop_button.disabled = True
+            return
         if self._stop_callback is not None and self.state.finished is None:
             self.stop_button.disabled = True
             self.stop_button.description = "Stopping"
@@ -409,6 +441,14 @@ class _FixedClock:
 
     def __call__(self) -> float:
         return self.t
+
+
+def _in_kernel() -> bool:
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    return getattr(shell, "kernel", None) is not None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
