@@ -234,7 +234,7 @@ _FORBIDDEN = [
     (re.compile(r"^\s*(from html import|import html\b)", re.M), "html.escape: use agentnb.untrusted.untrusted_html"),
     (re.compile(r"\bmarkdown2html\b|\bmarkdown_it\b|\bmistune\b|\bbleach\b|\bnh3\b"), "a Markdown renderer"),
     (re.compile(r"[\"']text/markdown[\"']"), "a text/markdown bundle (rendered trusted, raw HTML live)"),
-    (re.compile(r"(?<!widgets\.)\b(?:HTML|Markdown)\((?!\))"), "IPython.display.HTML/Markdown of text"),
+    (re.compile(r"\bMarkdown\((?!\))"), "IPython.display.Markdown of text (rendered trusted, raw HTML live)"),
 ]
 
 
