@@ -85,7 +85,15 @@ def _runs() -> dict[str, RunResult]:
     follow = Agent(ScriptedProvider([ALL])).run(ALL, history=main)
     failed = Agent(ScriptedProvider([RuntimeError(ALL)])).run(ALL)
     typed = Agent(ScriptedProvider([ALL, json.dumps({"note": ALL})]), output_type=Note).run(ALL)
-    return {"main": main, "follow": follow, "failed": failed, "typed": typed}
+    from agentnb.approval import Deny
+
+    gated = Agent(
+        ScriptedProvider([call("echo", text=ALL), ALL]),
+        tools=[echo],
+        requires_approval=True,
+        approver=lambda c: Deny(ALL),
+    ).run(ALL)
+    return {"main": main, "follow": follow, "failed": failed, "typed": typed, "gated": gated}
 
 
 @pytest.fixture(scope="module")
