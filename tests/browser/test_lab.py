@@ -223,7 +223,7 @@ def _edit_with_a_mistake_first(page: Any, dbg: Any) -> None:
     )
     assert fits == [True, True, True], fits
     editor.fill('{"a": 2, "b": "x"}')
-    dbg.locator(".widget-button", has_text="Run with these arguments").click()
+    dbg.locator(".widget-button.mod-primary", has_text="Run with these arguments").click()
     problem = dbg.locator(".anb-debugger-problem")
     problem.locator("span", has_text="invalid arguments").wait_for(timeout=10_000)
     # The problem stands beside the "paused before ..." line, which is still there.
@@ -233,7 +233,7 @@ def _edit_with_a_mistake_first(page: Any, dbg: Any) -> None:
     assert abs(where["y"] - why["y"]) < 20 and why["x"] > where["x"]  # side by side
     screenshot(dbg, "debugger.png")
     editor.fill('{"a": 2, "b": 40}')
-    dbg.locator(".widget-button", has_text="Run with these arguments").click()
+    dbg.locator(".widget-button.mod-primary", has_text="Run with these arguments").click()
 
 
 def test_stop_during_a_tool_marks_it_cancelled(lab: Any, page: Any) -> None:
