@@ -354,4 +354,5 @@ _FOLD: dict[str, Any] = {
     "constraint_dropped": _note,
     "call_repair": _note,
     "call_steered": _note,
+    "guidance_skipped": _note,
 }
