@@ -110,10 +110,12 @@ def server_count(url: str, text: str) -> int:
 
 @pytest.mark.slow
 def test_llama_cpp_guidance_past_its_budget_is_skipped_and_said(llama_url: str) -> None:
-    # A zero budget: each step whose price is known by then is skipped (the call share, the
-    # probe and the first requests measure it), and the step still ends in a valid call.
+    # A zero budget: each step whose price is known by then is skipped (a two-token echo prices
+    # the ranking's; steering's is known from an earlier step, here given), and the step still
+    # ends in a valid call.
     p = OpenAIProvider("smollm2", base_url=llama_url, tool_calling="untooled", settings=SETTINGS, timeout=300,
                        guidance_budget=0.0)  # fmt: skip
+    p._cost.observe("stream", tokens=10, seconds=0.5)  # as if a call had been steered before
     r = Agent(p, [get_weather], max_tool_calls=1).run("What is the weather in Paris?")
     assert r.error is None, r.error
     skipped = [e for e in r.events if isinstance(e, GuidanceSkipped)]

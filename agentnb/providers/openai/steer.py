@@ -49,6 +49,7 @@ from agentnb.errors import UserError
 from agentnb.events import CallSteered, ConstraintDropped
 from agentnb.providers.base import Completion, OutputConstraint, Request
 from agentnb.providers.guidance.byteguide import ByteGuide
+from agentnb.providers.guidance.steer import request_text
 from agentnb.providers.openai.cost import cost_of
 from agentnb.providers.openai.logprobs import positions
 from agentnb.providers.openai.usage import TokenCounter
@@ -276,7 +277,7 @@ class ServerSteering:
         assert c is not None
         tools = [t for t in c.tools if t.name == c.tool_choice] or list(c.tools)
         guide = ByteGuide(grammar_for(tools, "call"))
-        source = _last_user(messages)
+        source = request_text(request.settings.get("untooled_pick"), ()) or _last_user(messages)
         steerer = Steerer(source, tools)
         prompt = self.template.render(messages)
         budget = int(request.settings.get("max_tokens") or provider.settings.get("max_tokens") or DEFAULT_BUDGET)
