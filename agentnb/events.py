@@ -400,6 +400,22 @@ class ApprovalDecided(_EventBase):
     kind: Literal["approval_decided"] = "approval_decided"
 
 
+@dataclass(frozen=True, slots=True)
+class GuidanceSkipped(_EventBase):
+    """A guidance step (tool ranking, the call-or-answer measurements, steering) was skipped
+    on this step: its estimated cost (``estimate`` seconds, from what such requests cost on
+    this server) would take the step past its ``budget`` (:mod:`agentnb.providers.openai.cost`).
+    The step went on without it."""
+
+    depth: int
+    provider: str
+    step: str
+    reason: str
+    estimate: float
+    budget: float
+    kind: Literal["guidance_skipped"] = "guidance_skipped"
+
+
 Event: TypeAlias = (
     RunStarted
     | ModelRequest
@@ -429,6 +445,7 @@ Event: TypeAlias = (
     | CallsFromText
     | ApprovalRequested
     | ApprovalDecided
+    | GuidanceSkipped
 )
 
 EVENT_TYPES: dict[str, type] = {

@@ -25,6 +25,7 @@ from agentnb.events import (
     DirectOutput,
     Event,
     FinalAnswer,
+    GuidanceSkipped,
     LimitReached,
     ModelRequest,
     ModelResponse,
@@ -143,6 +144,8 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
         case CallSteered(provider=p, name=n, requests=r, tokens=t, changed=c, detail=x):
             how = f"steering chose {c} of {t} tokens" + (f" ({shorten(x, width)})" if x else "")
             return f"{d} {p}: call to {n} steered token by token in {r} request{'s' if r != 1 else ''}; {how}"
+        case GuidanceSkipped(provider=p, step=st, reason=why):
+            return f"{d} {p}: skipped {st} this step ({shorten(why, width)})"
         case FinalAnswer(text=t):
             return f"answer: {t}"
         case OutputMode(mode=m, detail=x):

@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
 #: Pinned for CI's test tools, not needed to run the notebooks.
-TEST_ONLY = {"nbval", "playwright"}
+TEST_ONLY = {"nbval", "playwright", "ray"}  # ray: the tests' cluster, not a notebook's
 #: The notebooks executed in the fresh environment: the quickstart and one more cheap one.
 EXECUTED = ["01_quickstart", "05_deduplication"]
 
@@ -58,7 +58,7 @@ def test_requirements_cover_the_extras_the_notebooks_use() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     binder = pins(BINDER / "requirements.txt")
     wanted = list(project["dependencies"])
-    for extra in ("notebook", "hf", "openai", "mcp", "pydantic"):
+    for extra in ("notebook", "hf", "openai", "mcp", "pydantic", "cost", "eval"):
         wanted += project["optional-dependencies"][extra]
     for requirement in wanted:
         name = _normalise(requirement.split(">")[0].split("=")[0].split("<")[0].split("[")[0])

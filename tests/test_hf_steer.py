@@ -94,7 +94,8 @@ def test_going_on_into_the_next_word_is_a_weaker_hint_than_finishing_this_one() 
     bias = CopyBias("flights Bro oklyn", table, 4.0)
     assert bias.bonus(CALL + '{"city": "Bro') == {i: 2.0 for i in ids(" oklyn")}
     assert bias.bonus(CALL + '{"city": "Br') == {i: 4.0 for i in ids("o")}
-    assert bias.bonus(CALL + '{"city": ') == {i: 2.0 for i in ids("Bro", "o", "oklyn") | ids('"')}
+    start = {i: v for i, v in bias.bonus(CALL + '{"city": ').items() if v > 0}  # leaks aside (below)
+    assert start == {i: 2.0 for i in ids("Bro", "o", "oklyn") | ids('"')}
 
 
 def test_a_list_of_numbers_ends_where_the_numbers_in_the_request_end() -> None:
@@ -102,3 +103,27 @@ def test_a_list_of_numbers_ends_where_the_numbers_in_the_request_end() -> None:
     bias = CopyBias("Sort 5, 5, 500 from biggest", table, 3.0)
     assert ids(",") <= favoured(bias, '{"xs": [5')  # ", 5, 500" goes on
     assert ids("]") <= favoured(bias, '{"xs": [5, 5, 500')  # " from biggest" does not
+
+
+def test_a_string_value_may_not_start_with_the_prompts_format_syntax() -> None:
+    # issue 26 item 11: '{"expression": "}} 12345678 ...' - the format line's "}}" leaked into a value
+    class Tok:
+        def batch_decode(self, ids):
+            return [["}}", '"}', '"', "3", " {", "What"][i[0]] for i in ids]
+
+    table = TokenTable(Tok(), 6)
+    bias = CopyBias("What is 37*91?", table, 6.0)
+    inside = bias.bonus('{"name": "calculator", "arguments": {"expression": "')
+    assert inside[0] < -50 and inside[4] < -50 and inside[3] > 0  # "}}", " {" banned; "3" copies
+    before = bias.bonus('{"name": "calculator", "arguments": {"expression": ')
+    assert before[1] < -50 and 0 not in before  # the quote-and-brace token; a bare "}}" is the grammar's
+    assert CopyBias("f({x})", table, 6.0).bonus('{"name": "f", "arguments": {"e": "').get(4, 0) >= 0  # in the request
+
+
+def test_values_copy_the_users_request_not_the_layers_format_hint() -> None:
+    from agentnb.messages import UserMessage
+    from agentnb.providers.guidance.steer import request_text
+
+    hinted = [UserMessage("What is 37*91?\n(Reply with a function call, as JSON.)")]
+    assert request_text({"query": "What is 37*91?"}, hinted) == "What is 37*91?"
+    assert request_text(None, hinted).startswith("What is 37*91?")

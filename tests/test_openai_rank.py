@@ -77,6 +77,9 @@ class EchoServer(Served):
         class Handler(JsonHandler):
             def do_POST(self) -> None:
                 body = self.read_json()
+                if not self.path.startswith("/v1/"):  # no tokenizer endpoint here (llama.cpp's /extras)
+                    self.send_error(404)
+                    return
                 if self.path.endswith("/completions") and not self.path.endswith("/chat/completions"):
                     outer.completions.append(body)
                     prompt = body["prompt"]
@@ -111,6 +114,7 @@ def echo(request):
 def provider(url: str, **options) -> OpenAIProvider:
     # steering (tests/test_openai_steer.py) would add its own /v1/completions requests
     options.setdefault("steer", False)
+    options.setdefault("guidance_budget", None)  # the cost of ranking: tests/test_openai_guidance_cost.py
     return OpenAIProvider("m", base_url=url, tool_calling="untooled", max_retries=0, timeout=20, **options)
 
 

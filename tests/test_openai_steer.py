@@ -96,6 +96,9 @@ class StepServer(Served):
         class Handler(JsonHandler):
             def do_POST(self) -> None:
                 body = self.read_json()
+                if not self.path.startswith("/v1/"):  # no tokenizer endpoint here (llama.cpp's /extras)
+                    self.send_error(404)
+                    return
                 if self.path.endswith("/chat/completions"):
                     outer.chats.append(body)
                     if body.get("max_tokens") == 1:  # the template check
@@ -150,6 +153,7 @@ def server(request):
 
 
 def provider(url: str, **options) -> OpenAIProvider:
+    options.setdefault("guidance_budget", None)  # the cost of steering: tests/test_openai_guidance_cost.py
     return OpenAIProvider("m", base_url=url, tool_calling="untooled", max_retries=0, timeout=20, **options)
 
 

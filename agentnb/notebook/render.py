@@ -30,7 +30,9 @@ from agentnb.events import (
     RouteSwitched,
     StepDecision,
 )
+from agentnb.events import GuidanceSkipped as Skipped
 from agentnb.notebook.blocks import CSS, copyable
+from agentnb.notebook.notes import skipped_html
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
 from agentnb.printer import limit_text
 from agentnb.untrusted import untrusted_html, untrusted_image, untrusted_markdown
@@ -195,7 +197,7 @@ def _call_mark(c: CallView, ended: str | None = None) -> str:
 
 
 #: Notes a provider reports in ``Completion.events``, before the model call's reply.
-_PROVIDER_NOTES = (RouteSwitched, ConstraintDropped, CallRepair, CallSteered, CallsFromText, ReasoningSummary)
+_PROVIDER_NOTES = (RouteSwitched, ConstraintDropped, CallRepair, CallSteered, CallsFromText, ReasoningSummary, Skipped)
 
 
 def depth_html(v: DepthView, preview: int = 400, pause: Pause | None = None) -> str:
@@ -500,6 +502,8 @@ def _note_html(n: object) -> str:
             f'<span class="anb-m"><code>{escape(n.name)}</code> decoded token by token on {escape(n.provider)} '
             f"in {n.requests} request{plural}; {escape(changed)}</span></div>"
         )
+    if isinstance(n, Skipped):
+        return skipped_html(n)
     if isinstance(n, CallRepair):
         cls, head = ("anb-ok", "call repaired") if n.repaired else ("anb-warn", "call not repaired")
         rejected = escape(json.dumps(n.rejected, ensure_ascii=False))

@@ -371,4 +371,5 @@ _FOLD: dict[str, Any] = {
     "call_steered": _note,
     "approval_requested": _approval,
     "approval_decided": _approval,
+    "guidance_skipped": _note,
 }

@@ -37,6 +37,13 @@ CLOSERS = frozenset('"]}')
 START_SHARE = 0.5
 #: Longest token text looked up when continuing a span.
 MAX_TOKEN_CHARS = 24
+#: Characters of the call's own syntax and of the prompt's format line
+#: (``{"<parameter>": <value>, ...}}``): a string value that starts with one the request does
+#: not contain is that text leaking into the value (``"}} 12345678"``), never a copy.
+_SYNTAX = frozenset("{}[]<>")
+#: The logit penalty on such a start (a ban in all but name: the model's own preference for
+#: the format it was shown can be strong).
+LEAK_PENALTY = 100.0
 #: What ends the value being written, by where it stands (numbers end by themselves).
 _VALUE_CLOSERS = {"string": ('"',), "list": ("]",), "list-string": ('"]',)}
 #: Characters of the tokens that may end a value: '"', '",', '"]}'...
@@ -150,12 +157,28 @@ class TokenTable:
         self._punctuation = [(i, t) for i, t in enumerate(texts) if t and set(t) <= _PUNCTUATION]
         self._by_text: dict[str, list[int]] = {}
         self._closing_masks: dict[str, Any] = {}
+        self._leading: dict[str, list[int]] = {}
         #: Tokens that only open a value: '"', '["', "[" (neutral for copying: a copy can follow).
         self.openers = [i for i, t in enumerate(texts) if t in ('"', '["', "[")]
         for i, text in enumerate(texts):
             key = text.replace('"', "")  # a token like '", ' continues a list of strings
             if key and "\ufffd" not in key and len(key) <= MAX_TOKEN_CHARS:
                 self._by_text.setdefault(key, []).append(i)
+
+    def leading(self, chars: frozenset[str], opener: str = "") -> list[int]:
+        """Tokens whose text, spaces aside, starts with ``opener`` and then one of ``chars``."""
+        key = opener + "".join(sorted(chars))
+        found = self._leading.get(key)
+        if found is None:
+            found = [
+                i
+                for i, t in enumerate(self.texts)
+                if (r := t.lstrip()).startswith(opener)
+                and r[len(opener) : len(opener) + 1] in chars
+                and r[len(opener) :]
+            ]
+            self._leading[key] = found
+        return found
 
     def closing_mask(self, first: str) -> Any:
         """A numpy bool array over the vocabulary: True for closing tokens that start with ``first``."""
@@ -309,7 +332,12 @@ class CopyBias:
         if not value:
             if self._starts is None:
                 self._starts = self.table.continuing(spans(self.source, "", numeric=False)) | set(self.table.openers)
-            return dict.fromkeys(self._starts, weak)
+            out = dict.fromkeys(self._starts, weak)
+            leaks = frozenset(_SYNTAX - set(self.source))
+            if leaks:  # a string value (or its opening quote) followed by the call's own syntax
+                opener = "" if where in ("string", "list-string") else '"'
+                out.update(dict.fromkeys(self.table.leading(leaks, opener), -LEAK_PENALTY))
+            return out
         if where == "list" and not spans(self.source, value, numeric=True):
             # Not a run of the request's numbers ("1, 3" of "from x=1 to x=3"): follow the
             # item being written on its own; a new item may start on any number of the request.
@@ -398,3 +426,20 @@ class RepeatGuard:
         run = tuple(self._tokens[-self.size :])
         self._seen[run] = self._seen.get(run, 0) + 1
         return self._seen[run] >= self.times
+
+
+def request_text(pick: Any, messages: Sequence[Any]) -> str:
+    """What argument values may copy: the user's own request (the UnTooled hint's ``query``,
+    without the reply-format hints the layer appends to the message), else the last user
+    message's text.
+
+    >>> request_text({"query": "What is 37*91?"}, [])
+    'What is 37*91?'
+    """
+    query = pick.get("query") if isinstance(pick, dict) else None
+    if isinstance(query, str) and query:
+        return query
+    for m in reversed(messages):
+        if getattr(m, "role", None) == "user" and isinstance(getattr(m, "content", None), str):
+            return str(m.content)
+    return ""

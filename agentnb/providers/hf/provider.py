@@ -36,7 +36,7 @@ from agentnb.errors import UserError
 from agentnb.messages import Message, Usage, UserMessage
 from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk, collect
 from agentnb.providers.guidance.decide import PROBE
-from agentnb.providers.guidance.steer import CopyBias, RepeatGuard, TokenTable
+from agentnb.providers.guidance.steer import CopyBias, RepeatGuard, TokenTable, request_text
 from agentnb.providers.hf.choose import ToolChoice
 from agentnb.providers.hf.loading import _require_hf, load_model
 from agentnb.providers.hf.options import (
@@ -173,7 +173,7 @@ class TransformersProvider(ToolChoice, Provider):
         options = self.options.merged(settings)
         prompt = self.encode(request.messages)
         constraint = request.constraint if self.supports_constraints else None
-        source = next((m.content for m in reversed(request.messages) if isinstance(m, UserMessage)), "")
+        source = request_text(pick, request.messages)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         stop = threading.Event()

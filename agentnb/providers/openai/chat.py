@@ -28,15 +28,14 @@ from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doct
 from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
 from agentnb.providers.openai import ignored as openai_ignored
 from agentnb.providers.openai import text_calls
-from agentnb.providers.openai.decide import ServerDecision
 from agentnb.providers.openai.errors import (
     _Secret,
     _server_message,
     _without_userinfo,
     classify,
 )
+from agentnb.providers.openai.guided import GuidedSending
 from agentnb.providers.openai.output import final_output, refuses_output, structured_output
-from agentnb.providers.openai.rank import ToolRanker
 from agentnb.providers.openai.route import (
     RoutedSending,
     RouteState,
@@ -46,7 +45,6 @@ from agentnb.providers.openai.route import (
     rejects_tools,
 )
 from agentnb.providers.openai.sdk import _sdk
-from agentnb.providers.openai.steer import ServerSteering
 from agentnb.providers.openai.stream import StreamReader
 from agentnb.providers.openai.wire import (
     known_params,
@@ -64,7 +62,7 @@ PLACEHOLDER_KEY = "EMPTY"
 _WIRE_CACHE_SIZE = 4096
 
 
-class OpenAIProvider(RoutedSending, Provider):
+class OpenAIProvider(GuidedSending, RoutedSending, Provider):
     """A model behind the OpenAI Chat Completions API (or any server that speaks it).
 
     Args:
@@ -100,6 +98,11 @@ class OpenAIProvider(RoutedSending, Provider):
             the server aligns its echoed log-probabilities. ``"auto"`` (default): where the
             server gives them, silently not where it does not; True: the same, and a
             :class:`~agentnb.events.ConstraintDropped` event when it cannot; False: never.
+        guidance_budget: seconds the guidance (ranking, the call-or-answer measurements,
+            steering) may add to a step, estimated from what its requests cost on this server;
+            a step that would pass it is skipped (a :class:`~agentnb.events.GuidanceSkipped`
+            event). ``"auto"`` (default): as long as the plain request took, at least 5 s;
+            None: no limit (:mod:`~agentnb.providers.openai.cost`).
         output_mode: how a run's ``output_type`` is asked for on the native route:
             ``"response_format"`` (a ``json_schema`` response format, strict where the schema
             allows; the default) or ``"tool"`` (a final-answer tool the model calls with the
@@ -141,6 +144,7 @@ class OpenAIProvider(RoutedSending, Provider):
         rank_tools: bool | str = "auto",
         steer: bool | str = "auto",
         chat_template: str | None = None,
+        guidance_budget: float | str | None = "auto",
         **client_options: Any,
     ) -> None:
         sdk = _sdk()  # fail now, with the extra to install, rather than at the first call
@@ -153,9 +157,7 @@ class OpenAIProvider(RoutedSending, Provider):
         # The Responses API path does not take our response_format envelope.
         self._route = RouteState(check_tool_calling(tool_calling), constrain if api == "chat" else False)
         self._untooled: Provider | None = None
-        self._ranker = ToolRanker(rank_tools)
-        self._steering = ServerSteering(steer, chat_template)
-        self._decision = ServerDecision()
+        self._guidance(rank_tools, steer, chat_template, guidance_budget)
         self.name = model
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "").rstrip("/") or None
@@ -276,7 +278,8 @@ class OpenAIProvider(RoutedSending, Provider):
         failure: ProviderError | None = None
         switch = None
         try:
-            response, notes = await self._send(kwargs, request)
+            with self._cost.timing("plain"):
+                response, notes = await self._send(kwargs, request)
             notes = (*ranked, *notes)
         except _sdk().OpenAIError as exc:
             switch = self._switch_for(exc, request)
@@ -368,6 +371,8 @@ class OpenAIProvider(RoutedSending, Provider):
             return
         if reader.failure is not None:
             raise reader.failure  # outside the except blocks: no SDK exception (or key) chained to it
+        if not reader.usage.total_tokens:  # the server reported none (llama-cpp-python's streams)
+            reader.usage = await self._count_usage(kwargs, reader)
         if reader.envelope is not None:
             text = reader.text
             if not looks_constrained(text, _tool_names(request), any_value=_wants_value(request)):
@@ -380,16 +385,6 @@ class OpenAIProvider(RoutedSending, Provider):
                     return
                 notes += self._steering.drain()
         yield self._finish_output(request, reader.completion(notes))
-
-    async def _prepare(self, request: Request) -> tuple[Request, tuple[Any, ...], Completion | None]:
-        """Before a chat request on the untooled route: the call-or-answer decision, the tool
-        ranking and the steered call, each where the server allows it. Returns the request as
-        narrowed, the events so far, and the steered call when there is one (then it is the reply)."""
-        request, decided = await self._decision.narrow(self, request)
-        request, ranked = await self._ranker.narrow(self, request)
-        notes = (*decided, *ranked)
-        steered = await self._steering.completion(self, request, notes)
-        return request, (*notes, *self._steering.drain()), steered
 
     def _refused_output(self, request: Request, kwargs: dict[str, Any], message: str) -> bool:
         """A server that refuses ``response_format`` gets the final-answer tool from now on."""

@@ -38,6 +38,7 @@ from typing import Any, Literal
 
 from agentnb.events import CallDecision
 from agentnb.providers.base import OutputConstraint, Request
+from agentnb.providers.openai.cost import cost_of
 from agentnb.providers.openai.route import AFTER_RESULTS_HINT, ANSWER_HINT
 
 Action = Literal["call", "answer"]
@@ -119,11 +120,19 @@ class ServerDecision:
             return request, (event,)  # the envelope picks among the tools not just called
         pick = request.settings["untooled_pick"]
         fits = None
-        if provider._ranker.enabled and provider._ranker.works is not False and "none" in pick:
+        skips: list[Any] = []
+        ranker, cost = provider._ranker, cost_of(provider)
+        if ranker.enabled and ranker.works is not False and "none" in pick:
             try:
-                fits = await provider._ranker.fits(provider, pick, [t.name for t in c.tools])
+                heads = [pick["none"], *(pick["prompts"][t.name] for t in c.tools)]
+                what = "the tools' fit (call-or-answer decision)"
+                skipped = await ranker.too_costly(provider, heads, pick["query"], what)
+                if skipped is None:
+                    fits = await ranker.fits(provider, pick, [t.name for t in c.tools])
+                else:
+                    skips.append(skipped)
             except Exception:
-                provider._ranker.works = False
+                ranker.works = False
         if fits is None:
             action = "call" if share >= CALL_THRESHOLD else "answer"
             cmp = ">=" if action == "call" else "<"
@@ -141,8 +150,13 @@ class ServerDecision:
             try:
                 verdict = decide(share, fits, missing_numbers=lacks_numbers(best.parameters, pick["query"]), agree=ask)
             except _AnswerNeededError:
+                agree: float | None = None
+                skipped = cost.skip("the model's yes/no (call-or-answer decision)", cost.estimate(ask=1), "one request")
                 try:
-                    agree: float | None = yes_no(await self._next(provider, steering.template.render(question)))
+                    if skipped is None:
+                        agree = yes_no(await self._next(provider, steering.template.render(question)))
+                    else:
+                        skips.append(skipped)
                 except Exception:  # a passing failure: decide without the model's answer
                     agree = None
                 missing = lacks_numbers(best.parameters, pick["query"])
@@ -152,27 +166,28 @@ class ServerDecision:
                                  verdict.threshold, share, verdict.tool_ranking,
                                  best.name if verdict.action == "call" else None)  # fmt: skip
         if action == "answer":  # the envelope without tools: {"answer": ...}
-            return dataclasses.replace(request, settings={**request.settings, ANSWER_HINT: True}), (event,)
+            return dataclasses.replace(request, settings={**request.settings, ANSWER_HINT: True}), (*skips, event)
         narrowed = (
             OutputConstraint((best,), best.name, False, None)
             if best
             else dataclasses.replace(c, tool_choice="required")
         )
-        return dataclasses.replace(request, constraint=narrowed), (event,)
+        return dataclasses.replace(request, constraint=narrowed), (*skips, event)
 
     async def _next(self, provider: Any, prompt: str) -> dict[str, float]:
         """The next token's likeliest alternatives after ``prompt`` (one one-token request)."""
         from agentnb.providers.openai.logprobs import positions
         from agentnb.providers.openai.steer import TOP
 
-        response = await provider.client.with_options(max_retries=0).completions.create(
-            model=provider.model,
-            prompt=prompt,
-            max_tokens=1,
-            temperature=0.0,
-            logprobs=TOP,
-            extra_body={"repeat_penalty": 1.0},
-        )
+        with cost_of(provider).timing("ask"):
+            response = await provider.client.with_options(max_retries=0).completions.create(
+                model=provider.model,
+                prompt=prompt,
+                max_tokens=1,
+                temperature=0.0,
+                logprobs=TOP,
+                extra_body={"repeat_penalty": 1.0},
+            )
         found = positions(getattr(response.choices[0], "logprobs", None))
         if not found:
             raise ValueError("the server gives no log-probabilities")

@@ -52,6 +52,7 @@ from typing import Any, Literal
 from agentnb.errors import UserError
 from agentnb.events import CallDecision, ConstraintDropped
 from agentnb.providers.base import OutputConstraint, Request
+from agentnb.providers.openai.cost import cost_of
 
 #: The request setting UnTooled sends with the query and each tool's ``[[pick]]`` text.
 PICK_HINT = "untooled_pick"
@@ -61,6 +62,8 @@ PROBE = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 
 #: How many alternatives per token a shifted server is asked for (the next token's, read back).
 TOP_K = 400
 _PROBE_K = 5
+#: What prices an echoed token on a server, before anything longer is echoed.
+PRICE = "1, 2"
 _CACHE_SIZE = 256
 Convention = Literal["aligned", "shifted"]
 
@@ -98,6 +101,10 @@ class ToolRanker:
             return request, ()
         query = pick["query"]
         try:
+            heads = [pick["prompts"][t.name] for t in constraint.tools]
+            skipped = await self.too_costly(provider, heads, query, "tool ranking")
+            if skipped is not None:  # every tool stays in the envelope, this step
+                return request, (skipped,)
             if self.convention is None:
                 self.convention = await self._probe(provider)
             scores = [await self._score(provider, pick["prompts"][t.name], query) for t in constraint.tools]
@@ -115,14 +122,34 @@ class ToolRanker:
         event = CallDecision(0, "call", why, ranking=tuple((n, round(s, 4)) for n, s in ranking), tool=best.name)
         return dataclasses.replace(request, constraint=narrowed), (event,)
 
+    async def too_costly(self, provider: Any, heads: list[str], query: str, step: str) -> Any:
+        """The :class:`~agentnb.events.GuidanceSkipped` event when scoring ``query`` under the
+        ``heads`` not scored yet (and the probe, if it is still to come) would take the step
+        past its budget; else None. The first time, a two-token echo prices an echoed token."""
+        cost = cost_of(provider)
+        todo = [h for h in heads if (h, query) not in self.scores]
+        if not todo or cost.limit() is None:
+            return None
+        if not cost.known("echo"):
+            await self._echo(provider, PRICE, 1)
+        tokens = sum(cost.tokens_in(h + query) for h in todo)
+        what = f"{len(todo)} scoring request{'s' if len(todo) != 1 else ''} echoing ~{tokens} tokens"
+        if self.convention is None:
+            tokens += cost.tokens_in(PROBE) // 2  # digits and commas: about two characters a token
+            what += " and a probe"
+        return cost.skip(step, cost.estimate(echo=tokens), what)
+
     async def _echo(self, provider: Any, prompt: str, top: int) -> dict[str, Any]:
-        response = await provider.client.with_options(max_retries=0).completions.create(
-            model=provider.model, prompt=prompt, max_tokens=1, temperature=0.0, echo=True, logprobs=top
-        )
-        logprobs = response.choices[0].logprobs
-        data = logprobs.model_dump() if hasattr(logprobs, "model_dump") else logprobs
-        if not isinstance(data, dict):
-            raise ValueError("the reply has no logprobs")
+        with cost_of(provider).timing("echo") as counts:
+            response = await provider.client.with_options(max_retries=0).completions.create(
+                model=provider.model, prompt=prompt, max_tokens=1, temperature=0.0, echo=True, logprobs=top
+            )
+            logprobs = response.choices[0].logprobs
+            data = logprobs.model_dump() if hasattr(logprobs, "model_dump") else logprobs
+            if not isinstance(data, dict):
+                raise ValueError("the reply has no logprobs")
+            counts["tokens"] = len(data.get("tokens") or ()) or 1
+            counts["chars"] = len(prompt) if prompt not in (PRICE, PROBE) else 0  # text, not digits
         return data
 
     async def _probe(self, provider: Any) -> Convention:

@@ -403,6 +403,7 @@ def check_client_options(sdk: Any, options: dict[str, Any]) -> None:
         "rank_tools",
         "steer",
         "chat_template",
+        "guidance_budget",
     ]
     hints = []
     for name in unknown:

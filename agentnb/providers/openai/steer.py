@@ -47,9 +47,12 @@ from typing import Any
 
 from agentnb.errors import UserError
 from agentnb.events import CallSteered, ConstraintDropped
-from agentnb.providers.base import Completion, OutputConstraint, Request, Usage
+from agentnb.providers.base import Completion, OutputConstraint, Request
 from agentnb.providers.guidance.byteguide import ByteGuide
+from agentnb.providers.guidance.steer import request_text
+from agentnb.providers.openai.cost import cost_of
 from agentnb.providers.openai.logprobs import positions
+from agentnb.providers.openai.usage import TokenCounter
 
 #: Alternatives asked for per token (vLLM's default ``max_logprobs`` is 20).
 TOP = 20
@@ -113,6 +116,8 @@ class Steered:
     rounds: int
     tokens: int
     changes: list[tuple[str, str, str]]
+    #: Each request's prompt (for the usage, where the server reports none).
+    prompts: list[str] = dataclasses.field(default_factory=list)
 
     def detail(self, most: int = 6) -> str:
         """The changes in words: ``principal: "0" not ","``."""
@@ -157,6 +162,7 @@ class ServerSteering:
         self.works: bool | None = None
         self.failure = ""
         self.notes: list[Any] = []
+        self.counter = TokenCounter()
 
     def applies(self, request: Request) -> bool:
         c = request.constraint
@@ -175,18 +181,32 @@ class ServerSteering:
         None when steering does not apply or failed (then ask as usual)."""
         if not self.applies(request):
             return None
+        c = request.constraint
+        assert c is not None
+        skipped = self.too_costly(provider, c.tools)
+        if skipped is not None:  # asked for the usual way (response_format), this step
+            self.notes.append(skipped)
+            return None
         messages = [provider._to_wire(m) for m in request.messages]
         steered = await self.call(provider, request, messages)
         if steered is None:
             return None
-        c = request.constraint
-        assert c is not None
         name = c.tool_choice if c.tool_choice != "required" else (c.tools[0].name if len(c.tools) == 1 else "")
         name = name or _called(steered.text)
         event = CallSteered(
             0, provider.name, name, steered.rounds, steered.tokens, len(steered.changes), steered.detail()
         )
-        return Completion(steered.text, (), Usage(), "stop", (*notes, event))
+        usage = await self.counter.usage(provider, steered.prompts, steered.text, steered.tokens)
+        return Completion(steered.text, (), usage, "stop", (*notes, event))
+
+    def too_costly(self, provider: Any, tools: Sequence[Any]) -> Any:
+        """The :class:`~agentnb.events.GuidanceSkipped` event when steering a call to one of
+        ``tools`` would take the step past its budget (from the measured price of a token
+        with alternatives); else None."""
+        cost = cost_of(provider)
+        longest = max(len(json.dumps({"name": t.name, "arguments": _skeleton(t.parameters)})) for t in tools)
+        tokens = cost.tokens_in("x" * longest)
+        return cost.skip("token-by-token steering", cost.estimate(stream=tokens), f"a call of ~{tokens} tokens")
 
     async def after_envelope(
         self, provider: Any, request: Request, text: str, notes: tuple[Any, ...] = ()
@@ -257,12 +277,13 @@ class ServerSteering:
         assert c is not None
         tools = [t for t in c.tools if t.name == c.tool_choice] or list(c.tools)
         guide = ByteGuide(grammar_for(tools, "call"))
-        source = _last_user(messages)
+        source = request_text(request.settings.get("untooled_pick"), ()) or _last_user(messages)
         steerer = Steerer(source, tools)
         prompt = self.template.render(messages)
         budget = int(request.settings.get("max_tokens") or provider.settings.get("max_tokens") or DEFAULT_BUDGET)
         written, spent, rounds = "", 0, 0
         changes: list[tuple[str, str, str]] = []
+        prompts: list[str] = []
         while not guide.done:
             forced = guide.forced()
             if forced:
@@ -272,16 +293,19 @@ class ServerSteering:
             if spent >= budget or rounds >= MAX_ROUNDS:
                 return None
             rounds += 1
-            progress, change, taken = await self._round(
-                provider, prompt + written, budget - spent, guide, steerer, written
-            )
+            prompts.append(prompt + written)
+            with cost_of(provider).timing("stream") as counts:
+                progress, change, taken = await self._round(
+                    provider, prompt + written, budget - spent, guide, steerer, written
+                )
+                counts["tokens"] = max(1, progress)
             if change is not None:
                 changes.append((_key(written + taken[: -len(change[1])]), *change))
             spent += progress
             written += taken
             if not taken:
                 return None  # the server stopped (or offered nothing allowed) where the call goes on
-        return Steered(written, rounds, spent, changes)
+        return Steered(written, rounds, spent, changes, prompts)
 
     async def _round(
         self, provider: Any, prompt: str, budget: int, guide: ByteGuide, steerer: Steerer, written: str
@@ -339,6 +363,12 @@ def _key(written: str) -> str:
 def _called(text: str) -> str:
     found = re.match(r'\{"name": "([^"]+)"', text)
     return found.group(1) if found else ""
+
+
+def _skeleton(parameters: Any) -> dict[str, str]:
+    """A call's arguments at a typical length: each parameter a dozen characters."""
+    properties = parameters.get("properties") if isinstance(parameters, dict) else None
+    return {str(k): "x" * 12 for k in (properties or {})}
 
 
 def _last_user(messages: Sequence[dict[str, Any]]) -> str:

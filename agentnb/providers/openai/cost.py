@@ -1,0 +1,151 @@
+"""What the guidance costs on this server, measured, and whether a guidance step is worth it.
+
+The guidance on a text-only server (picking the tool from echoed prompt log-probabilities,
+the call-or-answer decision, steering a call token by token) is a handful of extra requests
+per step. Their price depends on the server: vLLM on a GPU answers them in milliseconds;
+llama-cpp-python sorts the whole vocabulary in Python for every token that carries
+log-probabilities, so against it, with one tool, SmolLM2-135M's first step took 37-60 s with
+every step on (3.0 s without the ranking, 0.5 s without any guidance).
+
+So every request the guidance makes is timed here (seconds per echoed prompt token, per
+streamed token with alternatives, per one-token request), the plain reply requests too, and
+before a guidance step runs its cost is estimated from those figures (the price of an echoed
+token is first read from a two-token echo, before the ranking's probe). A step whose estimate would take
+the step past its budget is skipped, and a :class:`~agentnb.events.GuidanceSkipped` event says
+which step, the estimate and the figures it came from. The budget per step
+(``OpenAIProvider(guidance_budget=...)``):
+
+* ``"auto"`` (the default): the guidance may add as much time as the plain request it helps
+  took last on this provider, and at least :data:`FLOOR` seconds (so it never dominates a
+  step, yet a fast server keeps all of it);
+* a number: that many seconds per step;
+* ``None``: no limit (every step runs, whatever it costs).
+
+A step is never skipped before its price is known: the first request of each kind measures it.
+
+>>> cost = GuidanceCost("auto")
+>>> cost.observe("echo", tokens=100, seconds=2.0)     # 20 ms per echoed token
+>>> cost.estimate(echo=300)
+6.0
+>>> cost.begin_step()
+>>> cost.skip("tool ranking", 6.0, "2 scoring requests of ~150 tokens").reason
+'2 scoring requests of ~150 tokens: ~6.0 s (measured here: 20 ms per echoed token); the budget is 5.0 s per step'
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from agentnb.errors import UserError
+from agentnb.events import GuidanceSkipped
+
+#: Seconds the guidance may always add to a step under ``"auto"``.
+FLOOR = 5.0
+#: Characters per token until the server has counted some of our text.
+CHARS_PER_TOKEN = 3.5
+
+
+def check_budget(budget: Any) -> float | str | None:
+    """``budget`` as given, or a :class:`~agentnb.errors.UserError` saying what is allowed."""
+    if budget is None or budget == "auto":
+        return budget  # type: ignore[no-any-return]
+    if isinstance(budget, int | float) and not isinstance(budget, bool) and budget >= 0:
+        return float(budget)
+    raise UserError(f"guidance_budget must be 'auto', a number of seconds >= 0 or None, not {budget!r}")
+
+
+@dataclass
+class _Rate:
+    seconds: float = 0.0
+    tokens: int = 0
+
+    def per_token(self) -> float | None:
+        return self.seconds / self.tokens if self.tokens else None
+
+
+class GuidanceCost:
+    """Per provider: the measured prices of guidance requests, and this step's spending."""
+
+    def __init__(self, budget: Any = "auto") -> None:
+        self.budget = check_budget(budget)
+        self._rates = {"echo": _Rate(), "stream": _Rate(), "ask": _Rate()}
+        self._chars = _Rate()  # characters per token of our text, as the server counts it
+        self.plain: float | None = None  # seconds of the last plain reply request
+        self.spent = 0.0
+        self.names = ""
+
+    # -- measuring ------------------------------------------------------------------------
+
+    def observe(self, kind: str, *, tokens: int, seconds: float, chars: int = 0) -> None:
+        """One request's price: ``kind`` is ``"echo"`` (``tokens`` echoed with log-probabilities),
+        ``"stream"`` (``tokens`` streamed with alternatives), ``"ask"`` (one one-token request)
+        or ``"plain"`` (a reply)."""
+        if kind == "plain":
+            self.plain = seconds
+            return
+        self.spent += seconds
+        rate = self._rates[kind]
+        # the latest figures weigh most (a shared machine's load changes): halve the history
+        rate.seconds, rate.tokens = rate.seconds / 2 + seconds, rate.tokens // 2 + max(1, tokens)
+        if chars and tokens:
+            self._chars.seconds, self._chars.tokens = self._chars.seconds + chars, self._chars.tokens + tokens
+
+    @contextmanager
+    def timing(self, kind: str, tokens: Any = None) -> Iterator[dict[str, int]]:
+        """Time the block; it fills ``tokens`` (and ``chars``) in the dict it is given."""
+        counts: dict[str, int] = {"tokens": 1, "chars": 0}
+        start = time.perf_counter()
+        yield counts
+        self.observe(kind, tokens=counts["tokens"], seconds=time.perf_counter() - start, chars=counts["chars"])
+
+    def tokens_in(self, text: str) -> int:
+        """About how many tokens the server counts in ``text``."""
+        per = self._chars.per_token() or CHARS_PER_TOKEN
+        return max(1, round(len(text) / per))
+
+    def known(self, kind: str) -> bool:
+        return self._rates[kind].tokens > 0
+
+    def estimate(self, *, echo: int = 0, stream: int = 0, ask: int = 0) -> float | None:
+        """Seconds for ``echo`` echoed tokens, ``stream`` streamed ones and ``ask`` one-token
+        requests; None while a price it needs is unknown."""
+        total = 0.0
+        for kind, count in (("echo", echo), ("stream", stream), ("ask", ask)):
+            rate = self._rates[kind].per_token()
+            if count and rate is None:
+                return None
+            total += (rate or 0.0) * count
+        return total
+
+    # -- deciding ---------------------------------------------------------------------------
+
+    def begin_step(self) -> None:
+        self.spent = 0.0
+
+    def limit(self) -> float | None:
+        if self.budget is None or isinstance(self.budget, float):
+            return self.budget
+        return max(FLOOR, self.plain or 0.0)
+
+    def skip(self, step: str, estimate: float | None, what: str) -> GuidanceSkipped | None:
+        """The event that skips ``step`` (``what`` it would ask, ``estimate`` seconds), or None
+        when it fits this step's budget (or its price is not known yet)."""
+        limit = self.limit()
+        if limit is None or estimate is None or self.spent + estimate <= limit:
+            return None
+        names = {"echo": "per echoed token", "stream": "per streamed token", "ask": "per one-token request"}
+        rates = [f"{r * 1000:.0f} ms {names[k]}" for k, v in self._rates.items() if (r := v.per_token()) is not None]
+        measured = f" (measured here: {', '.join(rates)})" if rates else ""
+        spent = f"; {self.spent:.1f} s spent on guidance this step" if self.spent >= 0.05 else ""
+        reason = f"{what}: ~{estimate:.1f} s{measured}{spent}; the budget is {limit:.1f} s per step"
+        return GuidanceSkipped(0, self.names, step, reason, round(estimate, 2), round(limit, 2))
+
+
+def cost_of(provider: Any) -> GuidanceCost:
+    """The provider's :class:`GuidanceCost` (one without a budget for a stand-in provider)."""
+    found = getattr(provider, "_cost", None)
+    return found if isinstance(found, GuidanceCost) else GuidanceCost(None)

@@ -1,0 +1,151 @@
+"""Cost-aware guidance on a server, and usage counted where the server reports none.
+
+The fast part checks the cost model, the event and its views; the slow part runs against a
+real llama-cpp-python server serving the embedded SmolLM2-135M (started here on 127.0.0.1,
+always stopped), whose streams carry no usage and whose log-probabilities are slow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import sys
+import urllib.request
+
+import pytest
+from server_process import free_port, running
+
+from agentnb import Agent, tool
+from agentnb.errors import UserError
+from agentnb.events import CallSteered, GuidanceSkipped, ModelResponse, event_from_dict, event_to_dict
+from agentnb.messages import UserMessage
+from agentnb.notebook.notes import skipped_html
+from agentnb.printer import format_event
+from agentnb.providers import OpenAIProvider, Request
+from agentnb.providers.openai.cost import FLOOR, GuidanceCost
+
+SETTINGS = {"max_tokens": 60, "temperature": 0.0, "seed": 0}
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather in a city.
+
+    Args:
+        city: the city name
+    """
+    return f"It is 18 C and sunny in {city}."
+
+
+# -- the cost model -------------------------------------------------------------------------
+
+
+def test_a_step_is_skipped_only_once_its_price_is_known_and_past_the_budget() -> None:
+    cost = GuidanceCost("auto")
+    cost.begin_step()
+    assert cost.skip("tool ranking", cost.estimate(echo=500), "x") is None  # price unknown: it runs
+    cost.observe("echo", tokens=50, seconds=1.0)  # 20 ms per echoed token
+    cost.begin_step()
+    assert cost.skip("tool ranking", cost.estimate(echo=200), "x") is None  # 4 s < FLOOR
+    event = cost.skip("tool ranking", cost.estimate(echo=400), "2 scoring requests")
+    assert isinstance(event, GuidanceSkipped) and event.estimate == 8.0 and event.budget == FLOOR
+    assert "20 ms per echoed token" in event.reason and "2 scoring requests" in event.reason
+    cost.observe("plain", tokens=1, seconds=30.0)  # a slow plain request: the guidance may take as long
+    assert cost.skip("tool ranking", cost.estimate(echo=400), "x") is None
+    assert GuidanceCost(None).skip("s", 1e9, "x") is None
+    fixed = GuidanceCost(0.5)
+    fixed.observe("ask", tokens=1, seconds=1.0)
+    fixed.begin_step()
+    assert fixed.skip("yes/no", fixed.estimate(ask=1), "one request") is not None
+
+
+def test_the_spending_of_a_step_counts_against_its_budget() -> None:
+    cost = GuidanceCost(2.0)
+    cost.begin_step()
+    cost.observe("echo", tokens=100, seconds=1.5)
+    assert cost.skip("steering", cost.estimate(echo=40), "a call") is not None  # 1.5 spent + 0.6 > 2
+    cost.begin_step()
+    assert cost.skip("steering", cost.estimate(echo=40), "a call") is None
+
+
+@pytest.mark.parametrize("bad", [-1, "fast", True, [1]])
+def test_a_bad_budget_is_a_user_error(bad: object) -> None:
+    with pytest.raises(UserError, match="guidance_budget"):
+        OpenAIProvider("m", base_url="http://127.0.0.1:1/v1", guidance_budget=bad)
+
+
+def test_the_event_is_shown_saved_and_escaped() -> None:
+    event = GuidanceSkipped(1, "smollm2", "tool ranking", "~40 s <script>x</script>", 40.0, 5.0)
+    assert event_from_dict(json.loads(json.dumps(event_to_dict(event)))) == event
+    line = format_event(event)
+    assert line is not None and "skipped tool ranking" in line and "~40 s" in line
+    html = skipped_html(event)
+    assert "<script>" not in html and "&lt;script&gt;" in html and "tool ranking" in html
+
+
+# -- against llama-cpp-python ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def llama_url():
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("needs llama-cpp-python[server] (./dev setup builds it)")
+    from agentnb.providers.hf import smollm2_path
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--n_ctx", "2048", "--n_threads", "1", "--verbose", "False"]
+    with running(cmd, f"http://127.0.0.1:{port}/v1") as url:
+        yield url
+
+
+def server_count(url: str, text: str) -> int:
+    body = json.dumps({"input": text}).encode()
+    root = url[: -len("/v1")]
+    req = urllib.request.Request(root + "/extras/tokenize/count", body, {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as reply:
+        return int(json.load(reply)["count"])
+
+
+@pytest.mark.slow
+def test_llama_cpp_guidance_past_its_budget_is_skipped_and_said(llama_url: str) -> None:
+    # A zero budget: each step whose price is known by then is skipped (a two-token echo prices
+    # the ranking's; steering's is known from an earlier step, here given), and the step still
+    # ends in a valid call.
+    p = OpenAIProvider("smollm2", base_url=llama_url, tool_calling="untooled", settings=SETTINGS, timeout=300,
+                       guidance_budget=0.0)  # fmt: skip
+    p._cost.observe("stream", tokens=10, seconds=0.5)  # as if a call had been steered before
+    r = Agent(p, [get_weather], max_tool_calls=1).run("What is the weather in Paris?")
+    assert r.error is None, r.error
+    skipped = [e for e in r.events if isinstance(e, GuidanceSkipped)]
+    steps = {e.step for e in skipped}
+    assert "the tools' fit (call-or-answer decision)" in steps, steps
+    assert "token-by-token steering" in steps, steps
+    assert all(e.estimate > 0 and e.budget == 0 and "ms per" in e.reason for e in skipped)
+    assert not any(isinstance(e, CallSteered) for e in r.events)
+    assert r.messages[1].tool_calls and r.messages[1].tool_calls[0].name == "get_weather"
+
+
+@pytest.mark.slow
+def test_llama_cpp_steered_calls_and_streams_report_usage(llama_url: str) -> None:
+    # steered: tool_choice="required", one tool, no budget: the call is decoded token by token
+    p = OpenAIProvider("smollm2", base_url=llama_url, tool_calling="untooled", settings=SETTINGS, timeout=300,
+                       guidance_budget=None)  # fmt: skip
+    request = Request([UserMessage("What is the weather in Paris?")], [get_weather], tool_choice="required")
+    done = asyncio.run(p.untooled().complete(request))
+    assert any(isinstance(e, CallSteered) for e in done.events)
+    steered = next(e for e in done.events if isinstance(e, CallSteered))
+    assert done.usage.input_tokens > 50 and 0 < done.usage.output_tokens <= steered.tokens + 30
+    # a streamed reply (no steering): llama-cpp-python sends no usage; counted by its tokenizer
+    q = OpenAIProvider("smollm2", base_url=llama_url, tool_calling="untooled", settings=SETTINGS, timeout=300,
+                       steer=False)  # fmt: skip
+    r = Agent(q, [get_weather], max_tool_calls=1).run("What is the weather in Paris?", stream=True)
+    assert r.error is None, r.error
+    responses = [e for e in r.events if isinstance(e, ModelResponse)]
+    assert responses and all(e.usage.input_tokens > 0 and e.usage.output_tokens > 0 for e in responses)
+    assert r.usage.total_tokens == sum(e.usage.total_tokens for e in responses) > 0
+    answer = r.messages[-1].content
+    assert isinstance(answer, str) and answer
+    # the last reply was the envelope {"answer": ...}: its count is the tokenizer's, not a guess
+    assert responses[-1].usage.output_tokens >= server_count(llama_url, answer)
