@@ -123,6 +123,8 @@ class LoopConfig:
     output: OutputSpec | None = None
     max_output_retries: int = 2
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
+    #: Tools anew when a tool source changed them (an MCP server's list_changed), else None.
+    refresh: Callable[[], dict[str, Tool] | None] | None = None
 
 
 @dataclass(slots=True)
@@ -170,6 +172,8 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
     threaded = SYNC_TOOLS_IN_THREAD.get()
     limit_chars = cfg.max_result_chars
     while True:
+        if cfg.refresh is not None and (fresh := cfg.refresh()) is not None:
+            tools, all_tools, names = fresh, tuple(fresh.values()), tuple(fresh)
         limited = state.tool_calls >= cfg.max_tool_calls
         offer = bool(tools) and not limited and choice != "none"
         request = Request(
