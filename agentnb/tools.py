@@ -44,7 +44,13 @@ from agentnb.toolkinds import callable_parts, is_async_callable, refusal
 if TYPE_CHECKING:
     import jsonschema
 
-_UNCOMPILED = object()
+
+class _Uncompiled:
+    def __reduce__(self) -> str:  # a pickled copy (a tool sent to a Ray worker) is this same sentinel
+        return "_UNCOMPILED"
+
+
+_UNCOMPILED = _Uncompiled()
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -129,6 +135,7 @@ class Tool:
         "is_async",
         "direct_output",
         "allow_repeat",
+        "requires_approval",
         "timeout",
         "max_result_chars",
         "examples",
@@ -150,6 +157,7 @@ class Tool:
         *,
         direct_output: bool = False,
         allow_repeat: bool = False,
+        requires_approval: bool = False,
         timeout: float | None = None,
         max_result_chars: int | None = None,
         examples: Iterable[Any] = (),
@@ -189,6 +197,8 @@ class Tool:
         self.is_async = fn is not None and is_async_callable(fn)
         self.direct_output = direct_output
         self.allow_repeat = allow_repeat
+        #: A call of this tool never runs without a decision (see :mod:`agentnb.approval`).
+        self.requires_approval = requires_approval
         self.timeout = timeout
         #: Bound on the characters of a result the model reads (None: the agent's bound).
         self.max_result_chars = max_result_chars
@@ -448,6 +458,7 @@ def tool(
     description: str | None = ...,
     direct_output: bool = ...,
     allow_repeat: bool = ...,
+    requires_approval: bool = ...,
     timeout: float | None = ...,
     max_result_chars: int | None = ...,
     examples: Iterable[Any] = ...,
@@ -459,7 +470,8 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
 
     Use bare (``@tool``) or with options (``@tool(direct_output=True, timeout=5)``).
     An OpenAI-format dict is accepted too: ``tool({"type": "function", ...}, fn=handler)``.
-    Options: ``name``, ``description``, ``direct_output``, ``allow_repeat``, ``timeout``
+    Options: ``name``, ``description``, ``direct_output``, ``allow_repeat``,
+    ``requires_approval`` (no call runs without a decision: :mod:`agentnb.approval`), ``timeout``
     (seconds), ``max_result_chars`` (how much of a result the model reads; default: the
     agent's), ``examples`` (``[(query, arguments), ...]``).
 

