@@ -31,7 +31,7 @@ async def list_all(client: Any) -> list[Any]:
     return listing
 
 
-def message_handler(on_change: Callable[[], None]) -> Callable[[Any], Any]:
+def message_handler(on_change: Callable[[], None]) -> Any:
     """A client ``message_handler`` that calls ``on_change`` on a tools ``list_changed``."""
     from mcp_types import ToolListChangedNotification
 

@@ -264,7 +264,8 @@ class MCPServer:
                 listener = follow(client, self._tools_changed)
                 ready.set_result(None)
                 await stop.wait()
-                listener = _cancelled(listener)
+                _cancelled(listener)
+                listener = None
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
