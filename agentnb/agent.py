@@ -38,7 +38,8 @@ from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
 from agentnb.stopped import settle_stopped_step
 from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
-from agentnb.tools import Tool, coerce_tools
+from agentnb.tools import Tool
+from agentnb.toolset import ToolSet
 
 #: The one default for the tool-call limit: ``Agent(...).max_tool_calls`` unless given, e.g.
 #: ``Agent("local").max_tool_calls == DEFAULT_MAX_TOOL_CALLS == 10`` (see the module docstring).
@@ -125,7 +126,10 @@ class Agent:
             from agentnb.providers.untooled import UnTooled
 
             self.provider = UnTooled(self.provider)
-        self.tools: dict[str, Tool] = coerce_tools(tools)
+        # MCP servers among the tools are followed: a server that changes its tools (and says
+        # so) has them offered from the next model call on (agentnb.toolset).
+        self._toolset = ToolSet(tools)
+        self.tools: dict[str, Tool] = self._toolset.current
         if not isinstance(max_tool_calls, int) or max_tool_calls < 0:
             raise UserError(f"max_tool_calls must be a whole number >= 0, not {max_tool_calls!r}")
         self.limits = check_limits(limits)
@@ -207,6 +211,10 @@ class Agent:
         # _sink (arun's): events go to this callback instead of being yielded; only the result
         # is yielded. One generator hop less per event, and the same code path.
         state = RunState(self.messages_for(prompt, history))
+        refresh = self._toolset.refresh if self._toolset.sources else None
+        if refresh is not None:  # a source changed its tools since the last run (or during it)
+            refresh()
+            self.tools = self._toolset.current
         cfg = LoopConfig(
             self.provider,
             self.tools,
@@ -221,6 +229,7 @@ class Agent:
             max_output_retries=self.max_output_retries,
             approval=self._gate(approver, _sink),
             limits=run_limits if run_limits is not None and run_limits.budgets else None,
+            refresh=refresh,
         )
         start = perf_counter()
         error: BaseException | None = None
@@ -258,6 +267,8 @@ class Agent:
             error = exc
             if exc.__suppress_context__:  # "raise ... from None": the hidden SDK error can hold
                 exc.__context__ = None  # the API key; result.exception must not keep it
+        if refresh is not None:  # the tools as the run left them
+            self.tools = self._toolset.current
         depth = state.events[-1].depth
         reason = state.stop_reason or "cancelled"
         message = f"{type(error).__name__}: {error}" if error is not None else None

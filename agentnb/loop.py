@@ -135,6 +135,8 @@ class LoopConfig:
     approval: ApprovalGate | None = None
     #: Budgets besides the tool-call limit (None: none; see :mod:`agentnb.limits`).
     limits: UsageLimits | None = None
+    #: Tools anew when a tool source changed them (an MCP server's list_changed), else None.
+    refresh: Callable[[], dict[str, Tool] | None] | None = None
 
 
 @dataclass(slots=True)
@@ -187,6 +189,8 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
     budgets = cfg.limits
     t0 = perf_counter()
     while True:
+        if cfg.refresh is not None and (fresh := cfg.refresh()) is not None:
+            tools, all_tools, names = fresh, tuple(fresh.values()), tuple(fresh)
         if budgets is not None:
             if state.limit is None:
                 hit = reached(

@@ -84,7 +84,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.quick:
-        args.split, args.limit = "odd", 1
+        args.split, args.limit = "odd", 2  # the limit comes first: requests 0-1, of which 1 is odd
     from agentnb.providers.hf import local_provider
 
     provider = local_provider()

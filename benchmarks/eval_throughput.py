@@ -1,6 +1,7 @@
 """Client CPU per model call when many runs go through one server: ``evaluate`` against baselines.
 
-Run: ``python benchmarks/eval_throughput.py`` (``--quick``: concurrency 1/10/100 with fewer runs;
+Run: ``python benchmarks/eval_throughput.py`` (``--quick`` or ``AGENTNB_BENCH_QUICK=1``: a smoke run
+in seconds, concurrency 1 and 10 with a few runs each;
 ``--levels 100``: one level; ``--ray``: add ``executor="ray"`` with 2 workers at C=100;
 ``--memory 10000``: resident memory over 10,000 cases with a log, nothing else).
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import resource
@@ -325,7 +327,7 @@ def _stats(url: str) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--quick", action="store_true", default=os.environ.get("AGENTNB_BENCH_QUICK") == "1")
     parser.add_argument("--levels", default=None, help="comma-separated concurrency levels")
     parser.add_argument("--drivers", default=",".join(DRIVERS))
     parser.add_argument("--ray", action="store_true", help="add executor='ray' (2 workers) at C=100")
@@ -345,11 +347,9 @@ def main() -> None:
         child(d, url, int(n), int(c))
         return
     levels = (
-        [int(x) for x in args.levels.split(",")]
-        if args.levels
-        else ([1, 10, 100] if args.quick else [1, 10, 100, 1000])
+        [int(x) for x in args.levels.split(",")] if args.levels else ([1, 10] if args.quick else [1, 10, 100, 1000])
     )
-    runs = {1: 10 if args.quick else 20, 10: 100 if args.quick else 200, 100: 300 if args.quick else 1000, 1000: 3000}
+    runs = {1: 3 if args.quick else 20, 10: 20 if args.quick else 200, 100: 1000, 1000: 3000}
     port_file = f"/tmp/agentnb-bench-{os.getpid()}.port"
     server = subprocess.Popen([sys.executable, __file__, "--serve", port_file, "--delay", str(args.delay)])
     try:
@@ -368,6 +368,9 @@ def main() -> None:
             plan.append((100, "evaluate-ray"))
         for c, d in plan:
             n = runs.get(c, 10 * c)
+            if d == "evaluate+aiohttp" and importlib.util.find_spec("aiohttp") is None:
+                print(f"{c:>5} {n:>5} {d:<16} skipped: needs pip install 'openai[aiohttp]'")
+                continue
             before = _stats(url)
             env = {
                 **os.environ,

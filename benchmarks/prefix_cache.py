@@ -94,7 +94,7 @@ def main() -> None:
     reuse = UnTooled(local_provider(prefix_cache=True, max_new_tokens=args.max_new_tokens))
     fresh = UnTooled(local_provider(prefix_cache=False, max_new_tokens=args.max_new_tokens))
     step(fresh, 1)  # warm-up: grammar compilation, first-call allocations
-    step(reuse, 10)  # ... and a cache that holds another conversation
+    step(reuse, min(10, args.depths + 1))  # ... and a cache that holds another conversation
     print("median of 3; step = whole reply (prefill + ~20 decoded tokens), first = time to the first token")
     print(
         "depth  prompt tokens  step: no reuse (s)  reuse (s)  speed-up   first: no reuse (s)  reuse (s)  speed-up  same reply"

@@ -190,6 +190,8 @@ def main() -> None:
             layer = make_layer(variant, url, args)
             for set_name, cases in sets.items():
                 halves = {"tuning": cases[0::2][: args.limit], "held-out": cases[1::2][: args.limit]}
+                if args.quick:  # one held-out case per variant
+                    del halves["tuning"]
                 every: list[dict[str, Any]] = []
                 for half, chosen in halves.items():
                     if not chosen:

@@ -164,7 +164,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.quick:
-        args.split, args.limit, args.max_new_tokens = "odd", 1, 48
+        args.split, args.limit, args.max_new_tokens, args.sets = "odd", 1, 48, "fc"
 
     from agentnb.providers.hf import local_provider
 

@@ -30,6 +30,7 @@ MODEL = {
 #: What each prints when it got to its table (a line every run prints, whatever the figures).
 PRINTS = {
     "call_decision.py": "need a tool -> call",
+    "eval_throughput.py": "load average at end",
     "grounded_answers.py": "s/task",
     "loop_overhead.py": "us/step",
     "mcp_overhead.py": "MCP adds",
@@ -79,3 +80,4 @@ def test_the_benchmark_runs_in_quick_mode(script: Path) -> None:
     tail = (done.stdout + done.stderr)[-3000:]
     assert done.returncode == 0, tail
     assert PRINTS[script.name] in done.stdout, tail
+    assert "failed:" not in done.stdout, tail  # a part that failed (eval_throughput's drivers)

@@ -17,17 +17,21 @@ import concurrent.futures
 import threading
 import weakref
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from agentnb.mcp.server import MCPServer
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class Closable(Protocol):
+    """What the runtime keeps track of: an open server it closes at exit (an MCPServer)."""
+
+    def close(self, timeout: float = 10.0) -> None: ...
+
 
 _lock = threading.Lock()
 _runtime: Runtime | None = None
 #: Open servers, closed at exit. Weak: a server nobody holds is closed by its finaliser.
-_open: weakref.WeakSet[MCPServer] = weakref.WeakSet()
+_open: weakref.WeakSet[Closable] = weakref.WeakSet()
 
 
 class Runtime:
@@ -59,15 +63,15 @@ def runtime() -> Runtime:
         return _runtime
 
 
-def register(server: MCPServer) -> None:
+def register(server: Closable) -> None:
     _open.add(server)
 
 
-def unregister(server: MCPServer) -> None:
+def unregister(server: Closable) -> None:
     _open.discard(server)
 
 
-def open_servers() -> list[MCPServer]:
+def open_servers() -> list[Closable]:
     """Every server whose session is open now."""
     return list(_open)
 

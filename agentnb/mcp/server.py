@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 from agentnb.errors import AgentnbError, MissingDependencyError, UserError
 from agentnb.mcp import runtime as rt
 from agentnb.mcp.convert import MCPToolError, build_tool, result_text, tool_name
+from agentnb.mcp.follow import follow, list_all, message_handler
+from agentnb.mcp.naming import server_name
 from agentnb.tools import Tool, ToolContext
 
 #: Seconds a ``tools/call`` may take before it is abandoned and reported to the model.
@@ -83,6 +85,11 @@ class MCPServer:
         self._errlog: Any = None
         #: The command line of a stdio server (None for HTTP).
         self.command: list[str] | None = None
+        #: Counts the server's ``tools/list_changed`` notifications: an agent that sees it move
+        #: lists the tools again before its next model call (see :mod:`agentnb.mcp.follow`).
+        self.tools_version = 0
+        self._stale = False
+        self._mode = "auto"  # the SDK client's protocol negotiation ("legacy": before 2026-07-28)
 
     # -- construction -----------------------------------------------------------------------
 
@@ -101,7 +108,9 @@ class MCPServer:
         ``command`` alone may be a whole command line (``"python server.py"``); ``python``
         means the interpreter running agentnb. ``env`` adds to the SDK's minimal default
         environment (``PATH``, ``HOME``, ...). The server's stderr is kept and quoted in errors.
-        Options: ``name`` (shown in traces), ``timeout`` (per call, seconds),
+        Options: ``name`` (shown in traces and errors; default: the package or script the
+        command runs, e.g. ``server-everything`` for ``npx -y
+        @modelcontextprotocol/server-everything stdio``), ``timeout`` (per call, seconds),
         ``startup_timeout``, ``include`` and ``prefix`` (see :meth:`tools`).
         """
         _sdk()
@@ -110,8 +119,7 @@ class MCPServer:
         argv = [command, *args] if args or os.path.exists(command) else shlex.split(command)
         if argv[0] in ("python", "python3"):
             argv[0] = sys.executable
-        default = os.path.basename(argv[-1]) if len(argv) > 1 else os.path.basename(argv[0])
-        label = name or os.path.splitext(default)[0] or "mcp"
+        label = name or server_name(argv)  # its package or script, not a trailing argument
 
         def transport(server: MCPServer) -> Any:
             from mcp import StdioServerParameters
@@ -247,25 +255,24 @@ class MCPServer:
     async def _serve(self, ready: asyncio.Future[None], stop: asyncio.Event) -> None:
         from mcp import Client
 
+        listener: asyncio.Task[None] | None = None
+        handler = message_handler(self._tools_changed)
         try:
-            async with Client(self._transport(self), cache=None) as client:
-                listing: list[Any] = []
-                cursor = None
-                for _ in range(100):  # a paginator that never ends cannot hang the start
-                    page = await client.list_tools(cursor=cursor)
-                    listing += page.tools
-                    cursor = page.next_cursor
-                    if not cursor:
-                        break
-                self._client, self._listing = client, listing
+            async with Client(self._transport(self), cache=None, message_handler=handler, mode=self._mode) as client:
+                self._stale = False
+                self._client, self._listing = client, await list_all(client)
+                listener = follow(client, self._tools_changed)
                 ready.set_result(None)
                 await stop.wait()
+                _cancelled(listener)
+                listener = None
         except BaseException as exc:
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(repr(exc)))
             if not isinstance(exc, Exception):
                 raise
         finally:
+            _cancelled(listener)
             self._client = None
 
     async def _shutdown(self, timeout: float) -> None:
@@ -281,8 +288,26 @@ class MCPServer:
 
     # -- tools ------------------------------------------------------------------------------
 
+    def _tools_changed(self) -> None:
+        """The server said its tools changed (on the MCP thread): list them on the next use."""
+        self._stale = True
+        self.tools_version += 1
+
+    def _relist(self) -> None:
+        if not (self._stale and self.started):
+            return
+        self._stale = False  # before listing: a change announced meanwhile lists again
+        client = self._client
+        try:
+            self._listing = rt.runtime().submit(list_all(client)).result(self.startup_timeout)
+        except Exception:  # keep the old listing; calls to vanished tools fail as tool errors
+            self._stale = True
+
     def tools(self, include: Iterable[str] | None = None, prefix: str | None = None) -> list[Tool]:
         """The server's tools as agentnb tools (starts the server if needed).
+
+        After the server announced a change (``notifications/tools/list_changed``) they are
+        listed again first.
 
         Args:
             include: only these tools (by the server's names); default: the server's
@@ -290,7 +315,14 @@ class MCPServer:
             prefix: put before every name (``"fs_"``), so two servers cannot clash; default:
                 the server's ``prefix`` option.
         """
-        self.start()
+        try:
+            self.start()
+        except MCPError:
+            if not self._listing:
+                raise
+            # A server that went away after listing its tools (an open listen stream notices
+            # at once): its tools stay; a call reports it, and starts it again.
+        self._relist()
         wanted = tuple(include) if include is not None else self.include
         prefix = self.prefix if prefix is None else prefix
         names = [t.name for t in self._listing]
@@ -311,7 +343,12 @@ class MCPServer:
         reports an error, does not answer within ``timeout``, or goes away.
         """
         if not self.started:
-            await asyncio.to_thread(self.start)
+            try:
+                await asyncio.to_thread(self.start)
+            except MCPError as exc:
+                raise MCPToolError(
+                    f"the MCP server {self.name} is not running and did not start again: {exc}"
+                ) from None
         runtime = rt.runtime()
         future = runtime.submit(self._call(name, arguments))
         try:
@@ -357,6 +394,11 @@ class MCPServer:
         except (OSError, ValueError):
             return ""
         return f"\nserver stderr (last lines):\n{text}" if text else ""
+
+
+def _cancelled(task: asyncio.Task[None] | None) -> None:
+    if task is not None:
+        task.cancel()
 
 
 def _describe(exc: BaseException) -> str:
