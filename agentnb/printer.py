@@ -30,7 +30,9 @@ from agentnb.events import (
     ModelResponse,
     OutputMode,
     OutputValidated,
+    ProviderAnswered,
     ReasoningSummary,
+    RequestRetried,
     RouteSwitched,
     RunFinished,
     RunStarted,
@@ -142,6 +144,11 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
         case CallSteered(provider=p, name=n, requests=r, tokens=t, changed=c, detail=x):
             how = f"steering chose {c} of {t} tokens" + (f" ({shorten(x, width)})" if x else "")
             return f"{d} {p}: call to {n} steered token by token in {r} request{'s' if r != 1 else ''}; {how}"
+        case ProviderAnswered(provider=p, passed=passed):
+            before = "; ".join(f"{n}: {shorten(why, width)}" for n, why in passed)
+            return f"{d} answered by {p}" + (f" (after {before})" if before else "")
+        case RequestRetried(provider=p):
+            return f"{d} {p}: {event.describe()}"  # type: ignore[union-attr]
         case FinalAnswer(text=t):
             return f"answer: {t}"
         case OutputMode(mode=m, detail=x):

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from agentnb.errors import MissingDependencyError, ProviderError, UserError
 from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
-from agentnb.providers import openai_ignored, text_calls
+from agentnb.providers import openai_ignored, retry, text_calls
 from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
 from agentnb.providers.openai_decide import ServerDecision
 from agentnb.providers.openai_errors import (
@@ -207,7 +207,7 @@ class OpenAIProvider(RoutedSending, Provider):
         return sdk.AsyncOpenAI(
             api_key=self._key.value,
             base_url=self.base_url,
-            max_retries=self.max_retries,
+            max_retries=0,  # retries are agentnb.providers.retry's, never the SDK's too
             timeout=self.timeout,
             **sdk_options(sdk, self._client_options),
         )
@@ -418,7 +418,8 @@ class OpenAIProvider(RoutedSending, Provider):
         text = self._key.redact(str(error))
         if self._route.tool_calling == "native" and rejects_tools(text):
             text += " (this model or server takes no tools: use tool_calling='untooled', or 'auto')"
-        return error if text == str(error) else type(error)(text, status=error.status)
+        error = error if text == str(error) else type(error)(text, status=error.status)
+        return retry.carry(exc, error)
 
     def _classify(self, exc: Exception, streaming: bool) -> ProviderError:
         where = self.base_url or "the OpenAI API"
