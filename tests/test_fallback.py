@@ -12,7 +12,7 @@ from agentnb.events import ProviderAnswered
 from agentnb.providers import OpenAIProvider
 from agentnb.providers.fallback import FallbackProvider
 from agentnb.testing import ScriptedProvider, Streamed, call
-from agentnb.testing.server import Reply, ScriptedServer, text
+from agentnb.testing.server import Reply, ScriptedServer
 
 
 @tool
@@ -91,7 +91,10 @@ def test_only_some_failures_fall_back() -> None:
     result = Agent(FallbackProvider([bad_key, never])).run("hi")
     assert result.stop_reason == "error" and "bad key" in (result.error or "") and never.requests == []
     both = FallbackProvider(
-        [ScriptedProvider([ServerError("down", status=503)], name="a"), ScriptedProvider([ServerError("also down", status=502)])]
+        [
+            ScriptedProvider([ServerError("down", status=503)], name="a"),
+            ScriptedProvider([ServerError("also down", status=502)]),
+        ]
     )
     result = Agent(both).run("hi")
     assert result.stop_reason == "error" and "a: down; scripted: also down" in (result.error or "")

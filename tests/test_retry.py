@@ -98,14 +98,14 @@ def test_retry_after_forms_and_what_is_retried() -> None:
     assert retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.0  # a date in the past
     assert retry_after({"retry-after-ms": "x", "retry-after": "3"}) == 3.0
 
-    class Status(Exception):
+    class StatusError(Exception):
         def __init__(self, status: int, headers: dict[str, str]) -> None:
             self.status_code = status
             self.response = type("R", (), {"headers": headers})()
 
-    assert retry_reason(Status(400, {})) is None
-    assert retry_reason(Status(500, {"x-should-retry": "false"})) is None
-    assert retry_reason(Status(429, {"retry-after": "2"})) == ("rate limited", 429, 2.0)
+    assert retry_reason(StatusError(400, {})) is None
+    assert retry_reason(StatusError(500, {"x-should-retry": "false"})) is None
+    assert retry_reason(StatusError(429, {"retry-after": "2"})) == ("rate limited", 429, 2.0)
     policy = RetryPolicy(initial=1, factor=2, max_delay=5, jitter=0.2)
     assert all(0.8 <= policy.backoff(0) <= 1.2 for _ in range(50))
     assert policy.backoff(10) <= 5 * 1.2
