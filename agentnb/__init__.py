@@ -57,6 +57,7 @@ __all__ = [
     "AuthenticationError",
     "Deny",
     "Edit",
+    "Evaluation",
     "Image",
     "MissingDependencyError",
     "ModelBehaviorError",
@@ -82,6 +83,8 @@ __all__ = [
     "UsageLimits",
     "UserError",
     "UserMessage",
+    "aevaluate",
+    "evaluate",
     "get_provider",
     "load_transcript",
     "tool",
@@ -94,6 +97,10 @@ def __getattr__(name: str) -> Any:
         from agentnb.providers.untooled import UnTooled
 
         return UnTooled
+    if name in ("evaluate", "aevaluate", "Evaluation"):  # many runs: loaded on first use
+        from agentnb import evaluation
+
+        return getattr(evaluation, name)
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 

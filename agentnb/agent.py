@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import threading
@@ -36,6 +37,7 @@ from agentnb.loop import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, 
 from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
+from agentnb.stopped import settle_stopped_step
 from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
 from agentnb.tools import Tool, coerce_tools
 
@@ -240,8 +242,14 @@ class Agent:
                         _sink(event)
         except (asyncio.CancelledError, KeyboardInterrupt, StopRun) as exc:
             state.stop_reason = "cancelled"
-            # Calls of an unfinished step are dropped with it: count only the kept ones.
-            state.tool_calls = state.kept_tool_calls
+            # The interrupted step keeps what it did: the model's turn, finished results, and
+            # a note for each call that did not run; tool_calls counts the calls handled.
+            late = settle_stopped_step(state, cfg.max_result_chars)
+            state.events.extend(late)
+            if _sink is not None:
+                with contextlib.suppress(StopRun):  # the callback that stopped the run sees them
+                    for event in late:
+                        _sink(event)
             if isinstance(exc, asyncio.CancelledError):
                 cancelled = exc
         except UserError:

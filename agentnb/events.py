@@ -132,11 +132,14 @@ class DedupDecision(_EventBase):
 
 @dataclass(frozen=True, slots=True)
 class StepDecision(_EventBase):
-    """A step controller (the debugger) decided what to do before a model or tool call."""
+    """A step controller (the debugger) decided what to do before a model or tool call.
+
+    ``stop``: the run was stopped there; for a model call, the request was never sent.
+    """
 
     depth: int
     target: Literal["model", "tool"]
-    action: Literal["run", "skip", "edit"]
+    action: Literal["run", "skip", "edit", "stop"]
     call_id: str | None = None
     arguments: dict[str, Any] | None = None
     kind: Literal["step_decision"] = "step_decision"
@@ -235,6 +238,9 @@ class FinalAnswer(_EventBase):
     depth: int
     text: str
     kind: Literal["final_answer"] = "final_answer"
+    #: Who wrote ``text``: the model, or agentnb when the model would only call tools after
+    #: it was asked to answer in text (see :mod:`agentnb.endings`).
+    by: Literal["model", "agentnb"] = "model"
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,7 +292,7 @@ class CallRepair(_EventBase):
 @dataclass(frozen=True, slots=True)
 class CallSteered(_EventBase):
     """A call was decoded token by token on a server, with the in-process steering
-    (:mod:`agentnb.providers.openai_steer`): the server proposed each token and its
+    (:mod:`agentnb.providers.openai.steer`): the server proposed each token and its
     alternatives; agentnb kept the grammar and favoured copies of the request.
 
     ``requests``: the server requests it took; ``tokens``: the tokens read; ``changed``: the
@@ -308,7 +314,7 @@ class CallSteered(_EventBase):
 class CallsFromText(_EventBase):
     """A native reply held its tool calls as text (``<tool_call>{...}</tool_call>``, a bare
     JSON call, ...): the server passed the tools to the model but did not parse its calls.
-    The provider read them (:mod:`agentnb.providers.text_calls`) and the loop runs them.
+    The provider read them (:mod:`agentnb.providers.openai.text_calls`) and the loop runs them.
     """
 
     depth: int

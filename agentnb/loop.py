@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from agentnb.approval import denied_message
 from agentnb.cost import priced
 from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
-from agentnb.errors import ModelBehaviorError
+from agentnb.endings import OpenStep, no_answer_text
+from agentnb.errors import ModelBehaviorError, StopRun
 from agentnb.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -149,6 +150,9 @@ class RunState:
     stop_reason: StopReason | None = None
     value: Any = None
     output_retries: int = 0
+    #: The step in progress (its model turn and tool calls) until its messages are committed;
+    #: a stop mid-step keeps what it did (agentnb.endings.settle_stopped_step).
+    step: OpenStep | None = None
     requests: int = 0  # model requests made
     limit: str | None = None  # the limit that ended the run, when one did
 
@@ -164,6 +168,8 @@ class _Exec:
     error: str | None = None
     ctx: ToolContext | None = None
     duration: float = 0.0
+    done: bool = False  # it ran to its end (a result or an error the model reads)
+    reported: bool = False  # its ToolFinished event was yielded
 
 
 async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
@@ -210,7 +216,11 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         )
         yield ModelRequest(depth, len(request.messages), names if offer else (), request.tool_choice)
         if cfg.controller is not None:
-            await cfg.controller.before_model(depth, request)
+            try:
+                await cfg.controller.before_model(depth, request)
+            except StopRun:  # announced above, never sent: say so, so no view counts it
+                yield StepDecision(depth, "model", "stop")
+                raise
         start = perf_counter()
         state.requests += 1
         if cfg.stream:
@@ -232,6 +242,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             used = priced(cfg.provider, used)
             state.usage += used
         calls = completion.tool_calls
+        state.step = OpenStep(depth, completion)
         for note in completion.events:  # the provider's own decisions, at this depth
             yield dataclasses.replace(note, depth=depth)
         yield ModelResponse(depth, completion.text, calls, used, perf_counter() - start)
@@ -243,6 +254,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             pending: list[Message] = [AssistantMessage(completion.text, calls, reasoning=completion.reasoning)]
             pending += [ToolMessage(c.id, c.name, "Not executed: no tools are available now.", True) for c in calls]
             state.messages.extend(pending)
+            state.step = None
             state.output = completion.text or ""
             if calls and not asked_again:
                 # A call where none is offered: ask once more, plainly, for a text answer.
@@ -251,6 +263,16 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                 depth += 1
                 continue
             state.output = completion.text or ""
+            by: Literal["model", "agentnb"] = "model"
+            if calls and not state.output.strip():  # it would only call: say so, in agentnb's words
+                if state.limit is not None and state.limit != "tool_calls":
+                    why = f"the {state.limit} limit"
+                elif limited:
+                    why = f"the tool-call limit ({cfg.max_tool_calls})"
+                else:
+                    why = f"tool_choice={cfg.tool_choice!r}"
+                state.output = no_answer_text(state.messages, [c.name for c in calls], why)
+                by = "agentnb"
             # "limit" only when the limit changed something: with max_tool_calls=0 a plain
             # answer is an answer.
             state.stop_reason = (
@@ -258,7 +280,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             )
             if state.stop_reason == "limit" and state.limit is None:
                 state.limit = "tool_calls"
-            if cfg.output is not None:  # structured output: validate, maybe ask for a repair
+            if cfg.output is not None and by == "model":  # structured output: validate, maybe repair
                 from agentnb.output import output_step  # only runs with an output_type
 
                 verdict, check, repair = output_step(
@@ -273,12 +295,13 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                 state.value = check.value
                 if not check.ok:
                     state.stop_reason = "invalid_output"
-            yield FinalAnswer(depth, state.output)
+            yield FinalAnswer(depth, state.output, by=by)
             return
 
         # Decide what to do with each call, in order; only executions need work afterwards.
         budget = cfg.max_tool_calls - state.tool_calls
         plans: list[ToolMessage | _Exec | int] = []  # int: a repeat of plans[int] in this turn
+        state.step.plans, state.step.budget = plans, budget
         in_turn: dict[str, int] = {}
         for i, call in enumerate(calls):
             yield ToolCallRequested(depth, call.id, call.name, call.arguments)
@@ -347,8 +370,9 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             await _execute(execs[0], depth, cfg.tool_timeout, threaded=threaded)
             yield _finished(depth, execs[0])
         elif execs:
-            async for p in _execute_all(execs, depth, cfg.tool_timeout):
-                yield _finished(depth, p)
+            async with aclosing(_execute_all(execs, depth, cfg.tool_timeout)) as finished:  # type: ignore[type-var]
+                async for p in finished:
+                    yield _finished(depth, p)
 
         messages: list[Message] = [AssistantMessage(completion.text, calls, reasoning=completion.reasoning)]
         images: list[Image] = []
@@ -379,6 +403,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             messages.append(UserMessage(ATTACHMENT_NOTE, tuple(images)))
         state.messages.extend(messages)  # the step is complete: commit it
         state.kept_tool_calls = state.tool_calls
+        state.step = None
 
         if direct:
             state.output = "\n\n".join(p.result for p in direct)
@@ -402,6 +427,7 @@ def _limit(tool: Tool, default: int | None) -> int | None:
 
 
 def _finished(depth: int, p: _Exec) -> ToolFinished:
+    p.reported = True
     structured = p.ctx.structured if p.ctx is not None else None
     return ToolFinished(depth, p.call.id, p.call.name, p.result, p.error, p.duration, structured)
 
@@ -445,6 +471,7 @@ async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threa
             p.error = exception_text(exc)
             p.result = f"Error: {tool.name} raised {p.error}"
     p.duration = perf_counter() - start
+    p.done = True
     return p
 
 

@@ -45,6 +45,7 @@ from agentnb.events import (
     UnknownTool,
     ValidationResult,
 )
+from agentnb.untrusted import untrusted_terminal
 
 
 def limit_text(name: str, value: float | None, used: float | None) -> str:
@@ -202,6 +203,7 @@ class TextPrinter:
             self.file.flush()
 
     def _write(self, text: str) -> None:
+        text = untrusted_terminal(text)  # model text may carry escape sequences: shown, never sent
         try:
             self.file.write(text)
         except UnicodeEncodeError:  # a lone surrogate from a model, or a narrow terminal encoding

@@ -27,6 +27,7 @@ EXPECTED = [
     "07_magics_reference",
     "08_structured_output",
     "09_mcp_tools",
+    "10_evaluation",
     "11_control",
 ]
 TEST_COMMAND = (

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
 from agentnb.cost import format_cost
@@ -36,7 +35,8 @@ from agentnb.events import (
 from agentnb.notebook.blocks import CSS, copyable
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
 from agentnb.printer import limit_text
-from agentnb.untrusted import untrusted_html
+from agentnb.untrusted import untrusted_html, untrusted_image, untrusted_markdown
+from agentnb.untrusted import untrusted_html as escape
 
 STYLE = """<style>
 .anb{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45;
@@ -67,6 +67,13 @@ STYLE = """<style>
 .anb details summary{cursor:pointer;color:#0969da;font-size:12px}
 .anb table.anb-value{border-collapse:collapse;margin:3px 0;font-size:12px}
 .anb table.anb-value td,.anb table.anb-value th{border:1px solid var(--jp-border-color2,#d0d7de);padding:1px 6px;text-align:left}
+.anb table.anb-value .anb-num{text-align:right;font-variant-numeric:tabular-nums}
+.anb table.anb-rank{color:var(--jp-ui-font-color2,#57606a)}
+.anb-md p{margin:4px 0}.anb-md pre{max-height:none}.anb-md table{border-collapse:collapse;margin:4px 0}
+.anb-md th,.anb-md td{border:1px solid var(--jp-border-color2,#d0d7de);padding:2px 8px}
+.anb-md blockquote{margin:4px 0;padding-left:10px;border-left:3px solid var(--jp-border-color2,#d0d7de)}
+.anb-img{color:var(--jp-ui-font-color2,#57606a);font-size:12px}
+.anb-raw summary{color:var(--jp-ui-font-color2,#57606a)!important}
 .anb img{max-width:320px;max-height:240px;border:1px solid #d0d7de;border-radius:4px;margin:4px 4px 0 0}
 """
 STYLE = STYLE + CSS + "</style>"
@@ -102,7 +109,9 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
     """The status line: state, turn, model and tool calls, time (paused time apart), tokens, model."""
     status = "paused" if state.pause is not None and state.finished is None else state.status
     label = _STOP_TEXT.get(status, status)
-    parts = [f'<span class="anb-title">agentnb</span> <span class="anb-badge anb-s-{status}">{escape(label)}</span>']
+    parts = [
+        f'<span class="anb-title">agentnb</span> <span class="anb-badge anb-s-{escape(status)}">{escape(label)}</span>'
+    ]
     limit = state.started.max_tool_calls if state.started else None
     calls = f"{state.tool_calls}/{limit}" if limit is not None else str(state.tool_calls)
     stats = [f"model calls <b>{state.model_calls}</b>", f"tool calls <b>{calls}</b>"]
@@ -248,6 +257,11 @@ def _model_html(v: DepthView, pause: Pause | None) -> str:
             body.append(f"<pre>{escape(resp.text)}</pre>")
     elif pause is not None and pause.target == "model" and pause.depth == v.depth:
         body.append('<div class="anb-warn">paused before this model call</div>')
+    elif v.unsent:
+        body.append('<div class="anb-bad">stopped in the debugger: this model call was never sent</div>')
+    elif v.ended and (v.text or v.call_deltas or v.n_deltas):
+        what = "stopped" if v.ended == "cancelled" else "failed"
+        body.append(f'<div class="anb-bad">{what} while the model was replying: its reply above is unfinished</div>')
     elif v.ended:
         body.append(f'<div class="anb-bad">{_ENDED_MODEL.get(v.ended, "stopped before the model replied")}</div>')
     elif v.n_deltas or v.text or v.call_deltas:
@@ -267,9 +281,13 @@ def decision_html(d: CallDecision) -> str:
     ]
     if d.ranking:
         cells = "".join(
-            f"<tr><td><code>{escape(name)}</code></td><td>{score:+.2f}</td></tr>" for name, score in d.ranking[:5]
+            f'<tr><td><code>{escape(name)}</code></td><td class="anb-num">{score:+.2f}</td></tr>'
+            for name, score in d.ranking[:5]
         )
-        rows.append(f'<table class="anb-m"><tr><th>tool</th><th>fit vs. no tool</th></tr>{cells}</table>')
+        rows.append(
+            '<table class="anb-value anb-rank"><tr><th>tool</th><th class="anb-num">fit vs. no tool</th></tr>'
+            f"{cells}</table>"
+        )
     rows.append("</div>")
     return "".join(rows)
 
@@ -343,7 +361,7 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
     elif c.started:
         rows.append('<div class="anb-m">running…</div>')
     if c.images:
-        rows.append("<div>" + "".join(f'<img src="{i.data_url}" alt="attached image">' for i in c.images) + "</div>")
+        rows.append("<div>" + "".join(untrusted_image(i.data, i.mime) for i in c.images) + "</div>")
     cls = "anb-toolbad" if bad or (c.finished is not None and c.finished.error) else "anb-tool"
     return f'<div class="anb-block {cls}">{"".join(rows)}</div>'
 
@@ -409,6 +427,13 @@ def output_html(e: Any) -> str:
     errs = "".join(f"<li>{escape(x)}</li>" for x in e.errors)
     head = f'<span class="anb-bad">✗ not a valid {escape(e.type_name)}</span> <span class="anb-m">{then}</span>'
     return f'<div class="anb-block anb-toolbad">{head}<ul style="margin:2px 0">{errs}</ul></div>'
+
+
+def answer_html(answer: str, value_json: str | None = None) -> str:
+    """The final answer: a structured value as its table, text as sanitized Markdown (raw text one click away)."""
+    if value_json is not None:
+        return value_table(value_json)
+    return untrusted_markdown(answer, raw=True)
 
 
 def value_table(value_json: str | None, max_rows: int = 20) -> str:

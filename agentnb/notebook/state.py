@@ -99,6 +99,8 @@ class DepthView:
     n_deltas: int = 0
     #: Why the model called a tool or answered (from providers that decide it themselves).
     decision: CallDecision | None = None
+    #: The run was stopped (in the debugger) before this depth's model request was sent.
+    unsent: bool = False
 
     @property
     def done(self) -> bool:
@@ -157,7 +159,7 @@ class TraceState:
     @property
     def model_calls(self) -> int:
         """Model calls made so far (one the debugger holds back is not made yet)."""
-        n = sum(1 for v in self.depths.values() if v.request is not None)
+        n = sum(1 for v in self.depths.values() if v.request is not None and not v.unsent)
         return n - 1 if self.pause is not None and self.pause.target == "model" else n
 
     @property
@@ -293,6 +295,8 @@ def _started(s: TraceState, v: DepthView, e: Any) -> None:
 
 
 def _step(s: TraceState, v: DepthView, e: Any) -> None:
+    if e.target == "model" and e.action == "stop":
+        v.unsent = True
     if e.call_id is None:
         v.notes.append(e)
         return

@@ -34,7 +34,7 @@ from agentnb.messages import AssistantMessage, Image, SystemMessage, ToolMessage
 from agentnb.output import FINAL_TOOL, answer_from_final_tool, final_tool_description
 from agentnb.providers import retry
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk, ToolCallChunk
-from agentnb.providers.openai_errors import _cause, _Secret, _server_message, _without_userinfo
+from agentnb.providers.openai.errors import _cause, _Secret, _server_message, _without_userinfo
 from agentnb.providers.sdk_client import LoopBoundClient, sdk_options
 
 __all__ = ["AnthropicProvider"]
