@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import dataclasses
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import aclosing
@@ -265,6 +266,13 @@ class Agent:
         except Exception as exc:  # provider failures end the run but keep the transcript
             state.stop_reason = "error"
             error = exc
+            for note in getattr(exc, "events", ()):  # what the provider did before it failed (retries)
+                note = dataclasses.replace(note, depth=state.events[-1].depth)
+                state.events.append(note)
+                if _sink is None:
+                    yield note
+                else:
+                    _sink(note)
             if exc.__suppress_context__:  # "raise ... from None": the hidden SDK error can hold
                 exc.__context__ = None  # the API key; result.exception must not keep it
         if refresh is not None:  # the tools as the run left them

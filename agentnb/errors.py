@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AgentnbError(Exception):
     """Base class of every exception agentnb raises on purpose.
@@ -95,6 +97,9 @@ class ProviderError(AgentnbError):
     >>> r.stop_reason, r.error, r.exception.status
     ('error', 'ProviderError: server down', 503)
     """
+
+    #: Events of what happened before the failure, e.g. the retries (RequestRetried) it took.
+    events: tuple[Any, ...] = ()
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status

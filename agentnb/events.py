@@ -416,6 +416,42 @@ class GuidanceSkipped(_EventBase):
     kind: Literal["guidance_skipped"] = "guidance_skipped"
 
 
+@dataclass(frozen=True, slots=True)
+class RequestRetried(_EventBase):
+    """A provider's request failed in a way worth retrying (429, 5xx, a dropped connection) and
+    was sent again after ``delay`` seconds (:mod:`agentnb.providers.retry`).
+
+    ``attempt`` counts the retries (1 first) out of ``retries``; ``status`` is the HTTP status
+    (None for a connection failure).
+    """
+
+    depth: int
+    provider: str
+    attempt: int
+    retries: int
+    reason: str
+    delay: float
+    status: int | None = None
+    kind: Literal["request_retried"] = "request_retried"
+
+    def describe(self) -> str:
+        """In words, e.g. ``rate limited, retrying in 2.0 s (retry 1 of 2)``."""
+        return f"{self.reason}, retrying in {self.delay:.1f} s (retry {self.attempt} of {self.retries})"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderAnswered(_EventBase):
+    """Which provider of a :class:`~agentnb.providers.fallback.FallbackProvider` answered this
+    step (``index``: its place, 0 the preferred); ``passed`` lists the providers tried or skipped
+    before it, each with why: ``(name, reason)``."""
+
+    depth: int
+    provider: str
+    index: int
+    passed: tuple[tuple[str, str], ...] = ()
+    kind: Literal["provider_answered"] = "provider_answered"
+
+
 Event: TypeAlias = (
     RunStarted
     | ModelRequest
@@ -446,6 +482,8 @@ Event: TypeAlias = (
     | ApprovalRequested
     | ApprovalDecided
     | GuidanceSkipped
+    | RequestRetried
+    | ProviderAnswered
 )
 
 EVENT_TYPES: dict[str, type] = {

@@ -31,7 +31,9 @@ from agentnb.events import (
     ModelResponse,
     OutputMode,
     OutputValidated,
+    ProviderAnswered,
     ReasoningSummary,
+    RequestRetried,
     RouteSwitched,
     RunFinished,
     RunStarted,
@@ -146,6 +148,11 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} {p}: call to {n} steered token by token in {r} request{'s' if r != 1 else ''}; {how}"
         case GuidanceSkipped(provider=p, step=st, reason=why):
             return f"{d} {p}: skipped {st} this step ({shorten(why, width)})"
+        case ProviderAnswered(provider=p, passed=passed):
+            before = "; ".join(f"{n}: {shorten(why, width)}" for n, why in passed)
+            return f"{d} answered by {p}" + (f" (after {before})" if before else "")
+        case RequestRetried(provider=p):
+            return f"{d} {p}: {event.describe()}"  # type: ignore[union-attr]
         case FinalAnswer(text=t):
             return f"answer: {t}"
         case OutputMode(mode=m, detail=x):

@@ -27,6 +27,8 @@ EXPECTED = [
     "07_magics_reference",
     "08_structured_output",
     "09_mcp_tools",
+    "10_evaluation",
+    "11_control",
 ]
 TEST_COMMAND = (
     ".venv/bin/pytest --nbval notebooks --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-timeout 300"

@@ -111,6 +111,9 @@ def test_every_event_kind_is_shown() -> None:
         # approvals: tests/test_approval.py (the widget as approver)
         "approval_requested",
         "approval_decided",
+        # tests/test_retry.py and tests/test_fallback.py
+        "request_retried",
+        "provider_answered",
     }
     assert seen | others == set(EVENT_TYPES)
 

@@ -41,7 +41,9 @@ def plan(line: str, namespace: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]
     try:
         args = parser().parse_args(shlex.split(line))
     except (argparse.ArgumentError, ValueError, SystemExit) as exc:
-        raise UserError(f"%agent_eval: {exc}; usage: %agent_eval DATASET AGENT [AGENT ...] [--scorers a,b] ...") from None
+        raise UserError(
+            f"%agent_eval: {exc}; usage: %agent_eval DATASET AGENT [AGENT ...] [--scorers a,b] ..."
+        ) from None
     dataset = namespace.get(args.dataset, args.dataset)
     agents = {}
     for name in args.agents:

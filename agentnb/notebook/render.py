@@ -26,7 +26,9 @@ from agentnb.events import (
     ConstraintDropped,
     DirectOutput,
     LimitReached,
+    ProviderAnswered,
     ReasoningSummary,
+    RequestRetried,
     RouteSwitched,
     StepDecision,
 )
@@ -197,7 +199,17 @@ def _call_mark(c: CallView, ended: str | None = None) -> str:
 
 
 #: Notes a provider reports in ``Completion.events``, before the model call's reply.
-_PROVIDER_NOTES = (RouteSwitched, ConstraintDropped, CallRepair, CallSteered, CallsFromText, ReasoningSummary, Skipped)
+_PROVIDER_NOTES = (
+    RouteSwitched,
+    ConstraintDropped,
+    CallRepair,
+    CallSteered,
+    CallsFromText,
+    ReasoningSummary,
+    RequestRetried,
+    ProviderAnswered,
+    Skipped,
+)
 
 
 def depth_html(v: DepthView, preview: int = 400, pause: Pause | None = None) -> str:
@@ -458,6 +470,19 @@ def value_table(value_json: str | None, max_rows: int = 20) -> str:
 
 
 def _note_html(n: object) -> str:
+    if isinstance(n, ProviderAnswered):
+        cls = "anb-warn" if n.passed else "anb-ok"
+        before = "".join(f"<li>{untrusted_html(name)}: {untrusted_html(why)}</li>" for name, why in n.passed)
+        return (
+            f'<div class="anb-block anb-note"><span class="{cls}">answered by {untrusted_html(n.provider)}</span>'
+            + (f'<ul class="anb-m" style="margin:2px 0">{before}</ul>' if before else "")
+            + "</div>"
+        )
+    if isinstance(n, RequestRetried):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(n.describe())}</span> '
+            f'<span class="anb-m">{untrusted_html(n.provider)}</span></div>'
+        )
     if isinstance(n, LimitReached) and n.limit != "tool_calls":
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(limit_text(n.limit, n.value, n.used))}'

@@ -369,6 +369,8 @@ _FOLD: dict[str, Any] = {
     "constraint_dropped": _note,
     "call_repair": _note,
     "call_steered": _note,
+    "request_retried": _note,
+    "provider_answered": _note,
     "approval_requested": _approval,
     "approval_decided": _approval,
     "guidance_skipped": _note,

@@ -29,6 +29,7 @@ _LAZY = {
     "OpenAIProvider": "agentnb.providers.openai",
     "AnthropicProvider": "agentnb.providers.anthropic",
     "UnTooled": "agentnb.providers.untooled",
+    "FallbackProvider": "agentnb.providers.fallback",
     "TransformersProvider": "agentnb.providers.hf",
     "local_provider": "agentnb.providers.hf",
 }
@@ -77,10 +78,12 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     return kind, (model or None)
 
 
-def get_provider(spec: str | Provider, **options: Any) -> Provider:
+def get_provider(spec: str | Provider | list[Any] | tuple[Any, ...], **options: Any) -> Provider:
     """Return ``spec`` if it is already a provider, else build one from a spec string.
 
     ``options`` go to the provider's constructor (e.g. ``base_url=...`` for ``openai:``).
+    A list of providers or specs is a :class:`~agentnb.providers.fallback.FallbackProvider`
+    (the preferred first; ``options`` go to it).
 
     >>> get_provider("openai:qwen2.5", base_url="http://127.0.0.1:8000/v1")
     OpenAIProvider('qwen2.5', base_url='http://127.0.0.1:8000/v1')
@@ -91,6 +94,10 @@ def get_provider(spec: str | Provider, **options: Any) -> Provider:
     """
     if isinstance(spec, Provider):
         return spec
+    if isinstance(spec, (list, tuple)):
+        from agentnb.providers.fallback import FallbackProvider
+
+        return FallbackProvider(spec, **options)
     if not isinstance(spec, str):
         raise UserError(f"expected a Provider or a spec string, got {type(spec).__name__}")
     kind, model = parse_spec(spec)

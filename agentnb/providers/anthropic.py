@@ -32,6 +32,7 @@ from agentnb.errors import (
 )
 from agentnb.messages import AssistantMessage, Image, SystemMessage, ToolMessage, Usage, UserMessage
 from agentnb.output import FINAL_TOOL, answer_from_final_tool, final_tool_description
+from agentnb.providers import retry
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk, ToolCallChunk
 from agentnb.providers.openai.errors import _cause, _Secret, _server_message, _without_userinfo
 from agentnb.providers.sdk_client import LoopBoundClient, sdk_options
@@ -118,7 +119,7 @@ class AnthropicProvider(Provider):
         return sdk.AsyncAnthropic(
             api_key=self._key.value,
             base_url=self.base_url,
-            max_retries=self.max_retries,
+            max_retries=0,  # retries are agentnb.providers.retry's, never the SDK's too
             timeout=self.timeout,
             **sdk_options(sdk, self._client_options),
         )
@@ -180,11 +181,12 @@ class AnthropicProvider(Provider):
 
     async def complete(self, request: Request) -> Completion:
         kwargs = self.build_request(request)
+        notes: list[Any] = []
         try:
-            message = await self.client.messages.create(**kwargs)
+            message = await retry.send(self, lambda: self.client.messages.create(**kwargs), notes)
         except _sdk().AnthropicError as exc:
             raise self._error(exc) from None
-        return _final_answer(request, parse_message(message))
+        return retry.with_events(_final_answer(request, parse_message(message)), notes)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         kwargs = self.build_request(request)
@@ -193,8 +195,9 @@ class AnthropicProvider(Provider):
         usage_in = usage_out = 0
         stop: str | None = None
         received = 0
+        notes: list[Any] = []
         try:
-            stream = await self.client.messages.create(stream=True, **kwargs)
+            stream = await retry.send(self, lambda: self.client.messages.create(stream=True, **kwargs), notes)
             async for event in stream:
                 received += 1
                 kind = event.type
@@ -231,12 +234,13 @@ class AnthropicProvider(Provider):
             raise ProviderError(f"{where} sent a stream that ended {what} and no stop_reason; the answer is incomplete")
         reasoning = tuple(blocks[i] for i in sorted(blocks))
         done = assembler.finish(Usage(usage_in, usage_out), stop)
-        yield _final_answer(request, Completion(done.text, done.tool_calls, done.usage, stop, reasoning=reasoning))
+        final = Completion(done.text, done.tool_calls, done.usage, stop, reasoning=reasoning)
+        yield retry.with_events(_final_answer(request, final), notes)
 
     def _error(self, exc: Exception, *, streaming: bool = False) -> ProviderError:
         """A typed agentnb error with the server's own message (and never the key)."""
         error = self._classify(exc, streaming)
-        return type(error)(self._key.redact(str(error)), status=error.status)
+        return retry.carry(exc, type(error)(self._key.redact(str(error)), status=error.status))
 
     def _classify(self, exc: Exception, streaming: bool) -> ProviderError:
         sdk = _sdk()

@@ -39,6 +39,7 @@ import argparse
 import json
 import socket
 import threading
+import time
 from collections import deque
 from dataclasses import asdict, dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -54,7 +55,9 @@ class Reply:
     text sent. When streamed, text and each call's arguments are cut into ``pieces``
     fragments; ``split_names`` cuts names in two as well; ``interleave`` alternates the
     fragments of parallel calls; ``chunks`` replaces all that with explicit chunk bodies;
-    ``disconnect_after`` drops the connection after that many chunks.
+    ``disconnect_after`` drops the connection after that many chunks (0 on a JSON reply: before
+    any response). ``delay`` waits that many seconds before answering (a long one: a server that
+    accepts the request and never answers).
     """
 
     status: int = 200
@@ -70,6 +73,7 @@ class Reply:
     interleave: bool = False
     chunks: list[dict[str, Any]] | None = None
     disconnect_after: int | None = None
+    delay: float = 0.0
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -103,6 +107,7 @@ class Recorded:
     path: str
     headers: dict[str, str]
     body: Any
+    at: float = field(default_factory=time.monotonic)  # when it arrived (time.monotonic())
 
 
 class ScriptedServer:
@@ -321,6 +326,12 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             record = Recorded("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body)
             reply = server._next(record)
             model = body.get("model", "wire") if isinstance(body, dict) else "wire"
+            if reply.delay:
+                time.sleep(reply.delay)
+            if reply.disconnect_after == 0 and not (isinstance(body, dict) and body.get("stream")):
+                self.connection.shutdown(socket.SHUT_RDWR)  # a dropped connection: no response at all
+                self.close_connection = True
+                return
             if reply.status >= 400:
                 err = {"message": reply.error, "type": reply.error_type, "param": None, "code": None}
                 self._json(reply.status, {"error": err}, reply.headers)
@@ -337,8 +348,11 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("content-length", str(len(data)))
             for k, v in (headers or {}).items():
                 self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
+                self.close_connection = True
 
         def _sse(self, chunks: list[dict[str, Any]], reply: Reply) -> None:
             self.send_response(200)

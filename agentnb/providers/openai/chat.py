@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from agentnb.errors import ProviderError, UserError
 from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
+from agentnb.providers import retry
 from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
 from agentnb.providers.openai import ignored as openai_ignored
 from agentnb.providers.openai import text_calls
@@ -211,7 +212,7 @@ class OpenAIProvider(GuidedSending, RoutedSending, Provider):
         return sdk.AsyncOpenAI(
             api_key=self._key.value,
             base_url=self.base_url,
-            max_retries=self.max_retries,
+            max_retries=0,  # retries are agentnb.providers.retry's, never the SDK's too
             timeout=self.timeout,
             **sdk_options(sdk, self._client_options),
         )
@@ -415,7 +416,8 @@ class OpenAIProvider(GuidedSending, RoutedSending, Provider):
         text = self._key.redact(str(error))
         if self._route.tool_calling == "native" and rejects_tools(text):
             text += " (this model or server takes no tools: use tool_calling='untooled', or 'auto')"
-        return error if text == str(error) else type(error)(text, status=error.status)
+        error = error if text == str(error) else type(error)(text, status=error.status)
+        return retry.carry(exc, error)
 
     def _classify(self, exc: Exception, streaming: bool) -> ProviderError:
         where = self.base_url or "the OpenAI API"

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from agentnb.events import ReasoningSummary
 from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolMessage, Usage, UserMessage
+from agentnb.providers import retry
 from agentnb.providers.base import (
     Chunk,
     Completion,
@@ -139,11 +140,12 @@ def to_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
 
 async def complete(provider: OpenAIProvider, request: Request) -> Completion:
     kwargs = build_request(provider, request)
+    notes: list[Any] = []
     try:
-        response = await provider.client.responses.create(**kwargs)
+        response = await retry.send(provider, lambda: provider.client.responses.create(**kwargs), notes)
     except _sdk().OpenAIError as exc:
         raise provider._error(exc) from None
-    return _with_output_mode(request, parse_response(response))
+    return retry.with_events(_with_output_mode(request, parse_response(response)), notes)
 
 
 def _with_output_mode(request: Request, completion: Completion) -> Completion:
@@ -161,8 +163,9 @@ def _with_output_mode(request: Request, completion: Completion) -> Completion:
 async def stream(provider: OpenAIProvider, request: Request) -> AsyncIterator[Chunk | Completion]:
     kwargs = build_request(provider, request)
     final: Any = None
+    notes: list[Any] = []
     try:
-        events = await provider.client.responses.create(stream=True, **kwargs)
+        events = await retry.send(provider, lambda: provider.client.responses.create(stream=True, **kwargs), notes)
         async for event in events:
             kind = event.type
             if kind == "response.output_text.delta":
@@ -191,7 +194,7 @@ async def stream(provider: OpenAIProvider, request: Request) -> AsyncIterator[Ch
         raise ProviderError("the Responses stream ended without a completed response")
     # The completed response holds every item whole: it is the source of truth; the chunks
     # above were for showing progress.
-    yield _with_output_mode(request, parse_response(final))
+    yield retry.with_events(_with_output_mode(request, parse_response(final)), notes)
 
 
 def parse_response(response: Any) -> Completion:

@@ -265,18 +265,32 @@ class RoutedSending:
 
         A server that refuses ``stream_options`` is asked again without it; one that refuses a
         ``response_format`` shape, with the next shape or none. A request that tries something
-        not yet known to work here (tools under ``auto``, a ``response_format``) goes out
-        without the SDK's retries, so a refusal costs one request; other failures of such a
-        probe are then retried as usual.
+        not yet known to work here (tools under ``auto``, a ``response_format``) is not retried
+        when the server's error says it takes no tools, so a refusal costs one request. Rate
+        limits, server errors and dropped connections are retried by :mod:`.retry` (its events
+        are among those returned); a timeout is not.
         """
         import openai as sdk
 
+        from agentnb.providers.retry import send_with_retries
+
         notes: list[Any] = []
         probing = self._probing(kwargs, request)
+        enveloped = self._enveloped(kwargs, request)
+
+        def refused(exc: Exception) -> bool:  # a refusal of what is being tried: not retried
+            message = self._message(exc)
+            return probing and (rejects_tools(message) or (enveloped and rejects_constraint(message)))
+
         while True:
-            client = self.client.with_options(max_retries=0) if probing else self.client
             try:
-                response = await client.chat.completions.create(**as_sent(kwargs))
+                response = await send_with_retries(
+                    lambda: self.client.chat.completions.create(**as_sent(kwargs)),
+                    retries=self.max_retries,  # type: ignore[attr-defined]
+                    provider=self.name,
+                    notes=notes,
+                    refused=refused,
+                )
             except sdk.APIStatusError as exc:
                 message = self._message(exc)
                 if "stream_options" in kwargs and "stream_options" in message and exc.status_code < 500:
@@ -298,15 +312,7 @@ class RoutedSending:
                     kwargs.clear()
                     kwargs.update(self.build_request(request), **streaming)
                     continue
-                if probing and not rejects_tools(message) and (exc.status_code == 429 or exc.status_code >= 500):
-                    probing = False  # not a refusal: the usual retries
-                    continue
                 raise
-            except sdk.APIConnectionError:
-                if not probing:
-                    raise
-                probing = False
-                continue
             if request.tools:
                 self._route.tools_verified = True
             if self._enveloped(kwargs, request):
