@@ -33,6 +33,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--executor", default="local", choices=("local", "ray"))
     p.add_argument("--input", default="input")
     p.add_argument("--expected", default="expected")
+    p.add_argument("--no-progress", action="store_true", help="no progress widget")
     return p
 
 
@@ -63,6 +64,8 @@ def plan(line: str, namespace: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]
         "input": args.input,
         "expected": args.expected or None,
     }
+    if args.no_progress:
+        options["progress"] = False
     return agents if len(agents) > 1 else next(iter(agents.values())), dataset, options
 
 
