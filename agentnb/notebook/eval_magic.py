@@ -42,7 +42,9 @@ def plan(line: str, namespace: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]
     try:
         args = parser().parse_args(shlex.split(line))
     except (argparse.ArgumentError, ValueError, SystemExit) as exc:
-        raise UserError(f"%agent_eval: {exc}; usage: %agent_eval DATASET AGENT [AGENT ...] [--scorers a,b] ...") from None
+        raise UserError(
+            f"%agent_eval: {exc}; usage: %agent_eval DATASET AGENT [AGENT ...] [--scorers a,b] ..."
+        ) from None
     dataset = namespace.get(args.dataset, args.dataset)
     agents = {}
     for name in args.agents:
@@ -76,7 +78,7 @@ class EvalMagics(Magics):
         from agentnb.evaluation import evaluate
 
         try:
-            agents, dataset, options = plan(line, self.shell.user_ns)
+            agents, dataset, options = plan(line, self.shell.user_ns if self.shell is not None else {})
             return evaluate(agents, dataset, **options)
         except UserError as exc:
             print(f"agentnb: {exc}")
