@@ -394,3 +394,28 @@ def test_tools_and_a_used_openai_provider_travel_pickled_as_ray_sends_them() -> 
     asyncio.run(use())
     clone = pickle.loads(pickle.dumps(Agent(provider, tools=[_double])))
     assert clone.provider._clients._client is None and clone.tools["_double"].validate({"x": 1}) == []
+
+
+def test_the_progress_widget_counts_rows_escapes_names_and_its_stop_button_stops(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from agentnb.evaluation.progress import ProgressWidget
+
+    widget = ProgressWidget()
+    clicked = 0
+
+    async def model(messages: Any, tools: Any) -> str:
+        nonlocal clicked
+        clicked += 1
+        if clicked == 3:
+            widget.stop_button.click()  # as a user would, while runs are in flight
+        await asyncio.sleep(0.02)
+        return "ok"
+
+    name = "<b>bold</b>"
+    ev = agentnb.evaluate(
+        {name: Agent(FunctionProvider(model))}, [f"q{i}" for i in range(30)], concurrency=2, progress=widget
+    )
+    assert ev.stopped and 1 <= len(ev.rows) < 30
+    assert widget.stop_button.disabled and widget.bar.value == len(ev.rows)
+    assert "&lt;b&gt;bold&lt;/b&gt;" in widget.lines.value and "<b>bold" not in widget.lines.value
