@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from agentnb.agent import DEFAULT_MAX_TOOL_CALLS, Agent
+from agentnb.approval import Approve, Deny, Edit
 from agentnb.errors import (
     AgentnbError,
     AuthenticationError,
@@ -29,6 +30,7 @@ from agentnb.errors import (
     ToolDefinitionError,
     UserError,
 )
+from agentnb.limits import UsageLimits
 from agentnb.loop import StepController, ToolDecision
 from agentnb.messages import (
     AssistantMessage,
@@ -50,8 +52,11 @@ __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
     "Agent",
     "AgentnbError",
+    "Approve",
     "AssistantMessage",
     "AuthenticationError",
+    "Deny",
+    "Edit",
     "Evaluation",
     "Image",
     "MissingDependencyError",
@@ -75,6 +80,7 @@ __all__ = [
     "ToolMessage",
     "UnTooled",
     "Usage",
+    "UsageLimits",
     "UserError",
     "UserMessage",
     "aevaluate",

@@ -20,6 +20,7 @@ from agentnb.errors import UserError
 from agentnb.printer import TextPrinter
 from agentnb.providers import get_provider
 from agentnb.tools import Tool
+from agentnb.untrusted import untrusted_terminal
 
 # SmolLM2-135M decides by itself whether to call a tool (tool_choice="auto"); these requests
 # show it calling each tool, then answering from the result, and answering a chat line in text.
@@ -60,7 +61,8 @@ def load_tools(specs: Sequence[str]) -> list[Tool]:
 
 
 def _say(text: str) -> None:
-    """Print model text; a lone surrogate or a narrow terminal encoding is escaped, not a crash."""
+    """Print model text; control sequences, a lone surrogate or a narrow terminal encoding are escaped."""
+    text = untrusted_terminal(text)
     try:
         print(text)
     except UnicodeEncodeError:
@@ -79,9 +81,9 @@ def _provider_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def _run(agent: Agent, prompt: str, stream: bool, quiet: bool) -> int:
+def _run(agent: Agent, prompt: str, stream: bool, quiet: bool, approver: Any = None) -> int:
     printer = None if quiet else TextPrinter(sys.stdout)
-    result = agent.run(prompt, on_event=printer, stream=stream)
+    result = agent.run(prompt, on_event=printer, stream=stream, approver=approver)
     if quiet:
         _say(result.output)
     return 1 if result.stop_reason == "error" else 0
@@ -107,12 +109,27 @@ def cmd_run(args: argparse.Namespace) -> int:
         tools=tools,
         system=args.system,
         max_tool_calls=args.max_tool_calls,
+        requires_approval=[n.strip() for n in args.require_approval.split(",") if n.strip()]
+        if args.require_approval
+        else False,
     )
+    approver = _approver(args.approval)
     if args.json:
-        result = agent.run(args.prompt, stream=args.stream)
-        _say(json.dumps(result.to_dict(), ensure_ascii=False))
+        result = agent.run(args.prompt, stream=args.stream, approver=approver)
+        print(json.dumps(result.to_dict()))  # ASCII: control characters and surrogates as \u escapes
         return 1 if result.stop_reason == "error" else 0
-    return _run(agent, args.prompt, args.stream, args.quiet)
+    return _run(agent, args.prompt, args.stream, args.quiet, approver)
+
+
+def _approver(mode: str | None) -> Any:
+    """``--approval ask`` prompts at the terminal, ``deny`` denies; default: ask on a terminal."""
+    if mode is None:
+        mode = "ask" if sys.stdin.isatty() else "deny"
+    if mode == "deny":
+        return None  # unattended: calls that need approval are denied, with the reason
+    from agentnb.terminal_approval import TerminalApprover
+
+    return TerminalApprover()
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -171,6 +188,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
     run.add_argument("--quiet", action="store_true", help="print only the answer")
     run.add_argument("--json", action="store_true", help="print the whole transcript as JSON")
+    run.add_argument("--require-approval", metavar="NAMES", help="tools (a,b) whose calls need approval")
+    run.add_argument(
+        "--approval",
+        choices=("ask", "deny"),
+        help="calls that need approval: ask at the terminal, or deny (default: ask when stdin is a terminal)",
+    )
     run.set_defaults(func=cmd_run)
 
     ev = sub.add_parser("eval", help="evaluate an agent on a JSONL/CSV dataset; log each case, print the summary")
@@ -194,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except UserError as exc:
-        print(f"agentnb: error: {exc}", file=sys.stderr)
+        print(f"agentnb: error: {untrusted_terminal(str(exc))}", file=sys.stderr)
         return 2
 
 

@@ -1,8 +1,15 @@
-"""A small MCP server for notebook 09, written with the MCP SDK's own server class.
+"""A small MCP server for notebook 09 and the docs, written with the MCP SDK's own server class.
 
-Run it yourself with ``python mcp_demo_server.py`` (it speaks MCP over stdin/stdout), or
-``python mcp_demo_server.py http 8000`` for streamable HTTP at http://127.0.0.1:8000/mcp.
+It ships inside agentnb, so a notebook that uses it runs from any folder, and it imports only
+the MCP SDK, so it runs as a plain script: ``python -m agentnb.mcp.demo_server`` or
+``python path/to/demo_server.py`` (MCP over stdin/stdout); add ``http 8000`` for streamable
+HTTP at http://127.0.0.1:8000/mcp. From agentnb::
+
+    from agentnb.mcp import MCPServer, demo_server
+    server = MCPServer.stdio("python", demo_server.__file__, name="demo")
 """
+
+from __future__ import annotations
 
 import struct
 import sys
@@ -50,7 +57,12 @@ def _bars(values: list[float], height: int = 60, bar: int = 12) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
 
     head = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", head) + chunk(b"IDAT", zlib.compress(b"".join(rows))) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", head)
+        + chunk(b"IDAT", zlib.compress(b"".join(rows)))
+        + chunk(b"IEND", b"")
+    )
 
 
 if __name__ == "__main__":

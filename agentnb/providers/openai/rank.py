@@ -150,7 +150,7 @@ class ToolRanker:
 
     async def fits(self, provider: Any, pick: dict[str, Any], names: list[str]) -> dict[str, float]:
         """Each tool's fit to the request against no tool's, per request token (the in-process
-        measure, :mod:`agentnb.providers.hf.decide`): one scoring request per tool and one for
+        measure, :mod:`agentnb.providers.guidance.decide`): one scoring request per tool and one for
         "no tool", each remembered. Raises what the server raises."""
         query = pick["query"]
         if self.convention is None:

@@ -23,20 +23,21 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentnb.errors import MissingDependencyError, ProviderError, UserError
+from agentnb.errors import ProviderError, UserError
 from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
-from agentnb.providers import openai_ignored, text_calls
 from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
-from agentnb.providers.openai_decide import ServerDecision
-from agentnb.providers.openai_errors import (
+from agentnb.providers.openai import ignored as openai_ignored
+from agentnb.providers.openai import text_calls
+from agentnb.providers.openai.decide import ServerDecision
+from agentnb.providers.openai.errors import (
     _Secret,
     _server_message,
     _without_userinfo,
     classify,
 )
-from agentnb.providers.openai_output import final_output, refuses_output, structured_output
-from agentnb.providers.openai_rank import ToolRanker
-from agentnb.providers.openai_route import (
+from agentnb.providers.openai.output import final_output, refuses_output, structured_output
+from agentnb.providers.openai.rank import ToolRanker
+from agentnb.providers.openai.route import (
     RoutedSending,
     RouteState,
     ToolCalling,
@@ -44,9 +45,10 @@ from agentnb.providers.openai_route import (
     check_tool_calling,
     rejects_tools,
 )
-from agentnb.providers.openai_steer import ServerSteering
-from agentnb.providers.openai_stream import StreamReader
-from agentnb.providers.openai_wire import (
+from agentnb.providers.openai.sdk import _sdk
+from agentnb.providers.openai.steer import ServerSteering
+from agentnb.providers.openai.stream import StreamReader
+from agentnb.providers.openai.wire import (
     known_params,
     parse_completion,
     to_openai,
@@ -54,7 +56,7 @@ from agentnb.providers.openai_wire import (
 from agentnb.providers.sdk_client import LoopBoundClient, sdk_options
 from agentnb.providers.untooled.envelope import looks_constrained, unwrap
 
-__all__ = ["OpenAIProvider", "parse_completion", "to_openai"]
+__all__ = ["OpenAIProvider", "parse_completion", "responses_provider", "to_openai"]
 
 #: Local servers ignore the key but the SDK insists on one (vLLM's documented placeholder).
 PLACEHOLDER_KEY = "EMPTY"
@@ -93,7 +95,7 @@ class OpenAIProvider(RoutedSending, Provider):
             longer asked (a :class:`~agentnb.events.ConstraintDropped` event).
         rank_tools: on the untooled route, when a call is required among several tools, pick
             the tool first from the server's prompt log-probabilities (``/v1/completions`` with
-            ``echo``), as the in-process backend does (:mod:`~agentnb.providers.openai_rank`):
+            ``echo``), as the in-process backend does (:mod:`~agentnb.providers.openai.rank`):
             one extra request per tool and step, and once per provider a probe that reads how
             the server aligns its echoed log-probabilities. ``"auto"`` (default): where the
             server gives them, silently not where it does not; True: the same, and a
@@ -105,7 +107,7 @@ class OpenAIProvider(RoutedSending, Provider):
             visibly (an :class:`~agentnb.events.OutputMode` event says which, every step).
         api: ``"chat"`` (Chat Completions, the default, what compatible servers speak) or
             ``"responses"`` (OpenAI's Responses API, which reasoning models need to keep their
-            reasoning across tool calls; see :mod:`agentnb.providers.openai_responses`).
+            reasoning across tool calls; see :mod:`agentnb.providers.openai.responses`).
         client_options: passed to ``openai.AsyncOpenAI`` (``organization``,
             ``default_headers``, ``http_client``, ...); any other name is a :class:`UserError`.
 
@@ -114,6 +116,8 @@ class OpenAIProvider(RoutedSending, Provider):
     >>> OpenAIProvider("m", base_url="http://127.0.0.1:8000/v1", tool_calling="untooled").route
     'untooled'
     """
+
+    price_provider = "openai"  # agentnb.cost
 
     supports_native_tools = True
     supports_streaming = True
@@ -262,7 +266,7 @@ class OpenAIProvider(RoutedSending, Provider):
         if self._via_untooled(request):
             return await self.untooled().complete(request)
         if self.api == "responses":
-            from agentnb.providers import openai_responses
+            from agentnb.providers.openai import responses as openai_responses
 
             return await openai_responses.complete(self, request)
         request, ranked, steered = await self._prepare(request)
@@ -322,7 +326,7 @@ class OpenAIProvider(RoutedSending, Provider):
                 yield item
             return
         if self.api == "responses":
-            from agentnb.providers import openai_responses
+            from agentnb.providers.openai import responses as openai_responses
 
             async for item in openai_responses.stream(self, request):
                 yield item
@@ -428,17 +432,18 @@ class OpenAIProvider(RoutedSending, Provider):
 # -- helpers ------------------------------------------------------------------------------
 
 
-def _sdk() -> Any:
-    try:
-        import openai
-    except ImportError:
-        raise MissingDependencyError("OpenAIProvider", "openai") from None
-    return openai
-
-
 def _tool_names(request: Request) -> list[str]:
     return [t.name for t in request.constraint.tools] if request.constraint is not None else []
 
 
 def _wants_value(request: Request) -> bool:
     return request.constraint is not None and request.constraint.output is not None
+
+
+def responses_provider(model: str, **options: Any) -> OpenAIProvider:
+    """An :class:`OpenAIProvider` on the Responses API (the ``openai-responses:MODEL`` spec).
+
+    >>> responses_provider("o4-mini", api_key="sk-example-key-000").api
+    'responses'
+    """
+    return OpenAIProvider(model, api="responses", **options)

@@ -4,19 +4,19 @@ Left to choose inside the JSON envelope (:mod:`agentnb.providers.untooled.envelo
 model behind a server answers in text most of the time, even when a tool is plainly needed:
 SmolLM2-135M behind llama-cpp-python called on 32% of the fc cases. The in-process backend
 decides with four measurements and a rule fitted on benchmarks/data
-(:mod:`agentnb.providers.hf.decide`); a server that steers calls
-(:mod:`agentnb.providers.openai_steer`) gives the same measurements:
+(:mod:`agentnb.providers.guidance.decide`); a server that steers calls
+(:mod:`agentnb.providers.openai.steer`) gives the same measurements:
 
 * **call share**: the first token of the reply, with the server's 20 likeliest alternatives
   (one one-token request in the server's chat template): the share of their probability on
   tokens that start a JSON call. No such token among them counts as the least of them (an
   upper bound);
 * **fit**: each tool's and "no tool"'s score of the request, from the server's echoed prompt
-  log-probabilities (:meth:`agentnb.providers.openai_rank.ToolRanker.fits`, remembered per
+  log-probabilities (:meth:`agentnb.providers.openai.rank.ToolRanker.fits`, remembered per
   request). A server without them decides by the call share alone, as in-process does
   without a ranking;
 * **missing numbers**: as in-process;
-* **the model's yes/no** to :data:`~agentnb.providers.hf.decide.PROBE`, one more one-token
+* **the model's yes/no** to :data:`~agentnb.providers.guidance.decide.PROBE`, one more one-token
   request, only when it could change the verdict.
 
 The verdict is a :class:`~agentnb.events.CallDecision` event. A call goes to the best-fitting
@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from agentnb.events import CallDecision
 from agentnb.providers.base import OutputConstraint, Request
-from agentnb.providers.openai_route import AFTER_RESULTS_HINT, ANSWER_HINT
+from agentnb.providers.openai.route import AFTER_RESULTS_HINT, ANSWER_HINT
 
 Action = Literal["call", "answer"]
 #: The call share under which, without a ranking, the reply is text (in-process's default).
@@ -94,7 +94,7 @@ class ServerDecision:
         :class:`~agentnb.events.CallDecision` saying why; unchanged when it cannot decide."""
         if not self.applies(provider, request):
             return request, ()
-        from agentnb.providers.hf.decide import decide, lacks_numbers
+        from agentnb.providers.guidance.decide import decide, lacks_numbers
 
         c = request.constraint
         assert c is not None
@@ -162,8 +162,8 @@ class ServerDecision:
 
     async def _next(self, provider: Any, prompt: str) -> dict[str, float]:
         """The next token's likeliest alternatives after ``prompt`` (one one-token request)."""
-        from agentnb.providers.openai_logprobs import positions
-        from agentnb.providers.openai_steer import TOP
+        from agentnb.providers.openai.logprobs import positions
+        from agentnb.providers.openai.steer import TOP
 
         response = await provider.client.with_options(max_retries=0).completions.create(
             model=provider.model,
@@ -184,6 +184,6 @@ class _AnswerNeededError(Exception):
 
 
 def _probe() -> str:
-    from agentnb.providers.hf.decide import PROBE
+    from agentnb.providers.guidance.decide import PROBE
 
     return PROBE

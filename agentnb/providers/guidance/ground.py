@@ -3,7 +3,7 @@
 A small model asked to answer from a tool's result often writes something else: SmolLM2-135M
 answered "The answer is: 2000-01-01" when the weekday tool had returned ``Saturday``, and 2737
 when the calculator had returned 3367. :class:`ResultBias` extends the copy bias that keeps call
-arguments on the request (:mod:`agentnb.providers.hf.steer`) to the tool messages, for the prose
+arguments on the request (:mod:`agentnb.providers.guidance.steer`) to the tool messages, for the prose
 written after them:
 
 * **starting**: until a content word or number of a result (``Saturday``, ``3367``,
@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
-from agentnb.providers.hf.steer import START_SHARE, TokenTable, spans
+from agentnb.providers.guidance.steer import START_SHARE, TokenTable, spans
 
 #: Words and numbers of a result an answer should carry: numbers (with decimals, signs, dates),
 #: and words of two letters or more.
@@ -127,25 +126,3 @@ class ResultBias:
             if any(spans(r, piece, numeric=False) for r in self.results):
                 return piece
         return ""
-
-
-class Grounding:
-    """The prose of one reply as it is decoded, and each step's adjustment (see :class:`ResultBias`)."""
-
-    def __init__(self, table: TokenTable, bias: ResultBias) -> None:
-        self.table = table
-        self.bias = bias
-        self.written = ""
-
-    def took(self, tokens: Sequence[int]) -> None:
-        self.written += "".join(self.table.texts[t] for t in tokens)
-
-    def adjust(self, logits: Any) -> Any:
-        bonus = self.bias.bonus(self.written)
-        if not bonus:
-            return logits
-        import torch
-
-        index = torch.tensor(list(bonus), device=logits.device)
-        values = torch.tensor(list(bonus.values()), dtype=logits.dtype, device=logits.device)
-        return logits.index_add(0, index, values)

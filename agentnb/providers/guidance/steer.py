@@ -1,6 +1,6 @@
 """Steering a constrained call as it is decoded: finish it within budget, copy values from the request.
 
-The grammar (:mod:`agentnb.providers.hf.constraint`) decides which tokens may come next; this
+The grammar (:mod:`agentnb.providers.guidance.constraint`) decides which tokens may come next; this
 module nudges the choice among them. Two things, both only while a JSON call is written:
 
 * **Closing**: a call still open when the token budget is spent gets a few more tokens, and
@@ -371,43 +371,6 @@ class CopyBias:
             for closer in _VALUE_CLOSERS.get(where, ()):
                 within.update(self.table.ending(closer))
         return within, next_word - within
-
-
-class Steering:
-    """The steering of one call as it is decoded: the text so far, and each step's adjustment.
-
-    ``adjust(logits, allowed, closing=...)`` takes the model's logits and the grammar's mask (a
-    numpy bool array), and returns both, adjusted; ``closing`` once the token budget is spent.
-    """
-
-    def __init__(self, table: TokenTable, bias: CopyBias | None, *more: Any) -> None:
-        self.table = table
-        self.bias = bias
-        #: Further biases with a ``bonus(written) -> {token: logit bonus}`` method.
-        self.more = more
-        self.written = ""
-
-    def took(self, tokens: Sequence[int]) -> None:
-        self.written += "".join(self.table.texts[t] for t in tokens)
-
-    def adjust(self, logits: Any, allowed: Any, *, closing: bool = False) -> tuple[Any, Any]:
-        if closing:
-            closer = scan(self.written).closer()
-            closes = allowed & self.table.closing_mask(closer) if closer else allowed
-            if closes.any():
-                allowed = closes
-        bonus: dict[int, float] = {}
-        for bias in (self.bias, *self.more):
-            if bias is not None:
-                for token, value in bias.bonus(self.written).items():
-                    bonus[token] = bonus.get(token, 0.0) + value
-        if bonus:
-            import torch
-
-            index = torch.tensor(list(bonus), device=logits.device)
-            values = torch.tensor(list(bonus.values()), dtype=logits.dtype, device=logits.device)
-            logits = logits.index_add(0, index, values)
-        return logits, allowed
 
 
 class RepeatGuard:

@@ -11,7 +11,7 @@ what is allowed; this only shifts the model's preference.
 >>> class Tok:
 ...     def batch_decode(self, ids):
 ...         return [["]", "]}", ",", ", ", "x"][i[0]] for i in ids]
->>> from agentnb.providers.hf.steer import TokenTable
+>>> from agentnb.providers.guidance.steer import TokenTable
 >>> items = RepeatedItems("Vegan recipes with chickpeas and spinach", TokenTable(Tok(), 5), 4.0)
 >>> items.bonus('{"name": "f", "arguments": {"xs": ["chickpeas", "spinach", "chicken"')
 {}
@@ -27,7 +27,7 @@ import json
 import re
 from typing import Any
 
-from agentnb.providers.hf.steer import TokenTable, scan
+from agentnb.providers.guidance.steer import TokenTable, scan
 
 
 def completed_items(written: str) -> list[Any] | None:

@@ -1,6 +1,6 @@
 """A server's chat template, rendered here, so a request can go to its plain ``/v1/completions``.
 
-Steering a call token by token on a server (:mod:`agentnb.providers.openai_steer`) sends the
+Steering a call token by token on a server (:mod:`agentnb.providers.openai.steer`) sends the
 conversation as one prompt text that ends inside the assistant's reply. That needs the text the
 server's chat endpoint would have built. Servers do not say which template they use
 (llama-cpp-python's server has no endpoint for it), so the common families are tried and a

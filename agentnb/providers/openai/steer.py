@@ -2,7 +2,7 @@
 
 A server given the call's JSON schema (``response_format``) makes every call parse, but it
 cannot do what the in-process backend does while a value is written
-(:mod:`agentnb.providers.hf.steer`): favour tokens that copy the user's request ("$250k" ->
+(:mod:`agentnb.providers.guidance.steer`): favour tokens that copy the user's request ("$250k" ->
 ``250000``, "2,500" -> ``2500``, "2024-01-15" kept as written), keep a call open for an
 optional parameter the request names, close a list whose items start coming back. A small model
 left alone writes ``250``, ``2.5``, ``"2024-15-31"``.
@@ -13,19 +13,19 @@ vLLM and SGLang document them). So when a call is required (``tool_choice="requi
 provider decodes it here:
 
 1. the prompt is the conversation in the server's own chat template
-   (:mod:`agentnb.providers.chat_templates`, checked against the server once), followed by
+   (:mod:`agentnb.providers.openai.templates`, checked against the server once), followed by
    the call written so far;
 2. the server writes on greedily, streaming each token with its :data:`TOP` most likely
    alternatives (no repetition penalty: a value like ``250000`` repeats digits);
 3. each token is checked here: the grammar of the call (llguidance over bytes, the same
-   grammar as in-process: :func:`agentnb.providers.hf.constraint.grammar_for`) says which
+   grammar as in-process: :func:`agentnb.providers.guidance.constraint.grammar_for`) says which
    alternatives may come next, and the in-process steering adds its bonuses to their
    log-probabilities. Where the best of them is the server's own token, reading goes on; where
    it is another, that one is written, the stream is closed and the server is asked to go on
    from there. Text the grammar forces (keys, the tool's name) is written without asking.
 
 Under ``tool_choice="auto"`` the call-or-answer decision is made first, from the server's
-log-probabilities as in-process (:mod:`agentnb.providers.openai_decide`), and a call is then
+log-probabilities as in-process (:mod:`agentnb.providers.openai.decide`), and a call is then
 steered here. Where that decision cannot be made the constrained envelope decides, and a call
 it writes is decoded again here, for the tool it names (:meth:`ServerSteering.after_envelope`).
 
@@ -48,8 +48,8 @@ from typing import Any
 from agentnb.errors import UserError
 from agentnb.events import CallSteered, ConstraintDropped
 from agentnb.providers.base import Completion, OutputConstraint, Request, Usage
-from agentnb.providers.openai_logprobs import positions
-from agentnb.providers.untooled.byteguide import ByteGuide
+from agentnb.providers.guidance.byteguide import ByteGuide
+from agentnb.providers.openai.logprobs import positions
 
 #: Alternatives asked for per token (vLLM's default ``max_logprobs`` is 20).
 TOP = 20
@@ -76,7 +76,7 @@ class Steerer:
     applied to the alternatives a server gives at each position."""
 
     def __init__(self, source: str, tools: Sequence[Any], strength: float = STRENGTH) -> None:
-        from agentnb.providers.hf.optional import named_optionals
+        from agentnb.providers.guidance.optional import named_optionals
 
         self.source = source
         self.strength = strength
@@ -86,9 +86,9 @@ class Steerer:
         """Each alternative's bonus after ``written`` (the call so far)."""
         if not self.source or not texts:
             return [0.0] * len(texts)
-        from agentnb.providers.hf.lists import RepeatedItems
-        from agentnb.providers.hf.optional import NamedOptionals
-        from agentnb.providers.hf.steer import CopyBias, TokenTable
+        from agentnb.providers.guidance.lists import RepeatedItems
+        from agentnb.providers.guidance.optional import NamedOptionals
+        from agentnb.providers.guidance.steer import CopyBias, TokenTable
 
         table = TokenTable(_Texts(texts), len(texts))
         biases: list[Any] = [
@@ -145,7 +145,7 @@ class ServerSteering:
     """
 
     def __init__(self, enabled: bool | str = "auto", template: str | None = None) -> None:
-        from agentnb.providers.chat_templates import TEMPLATES
+        from agentnb.providers.openai.templates import TEMPLATES
 
         if enabled not in (True, False, "auto"):
             raise UserError(f"steer must be True, False or 'auto', not {enabled!r}")
@@ -242,7 +242,7 @@ class ServerSteering:
         return out
 
     async def _template(self, provider: Any) -> Any:
-        from agentnb.providers.chat_templates import find_template
+        from agentnb.providers.openai.templates import find_template
 
         names = [self.template_name] if self.template_name else None
         found = await find_template(provider, names)
@@ -251,7 +251,7 @@ class ServerSteering:
         return found
 
     async def _decode(self, provider: Any, request: Request, messages: list[dict[str, Any]]) -> Steered | None:
-        from agentnb.providers.hf.constraint import grammar_for
+        from agentnb.providers.guidance.constraint import grammar_for
 
         c = request.constraint
         assert c is not None

@@ -3,7 +3,7 @@
 Servers send them in two forms: the legacy completions form (``tokens`` and ``top_logprobs``,
 a dict per token: llama-cpp-python, vLLM) and the chat form (``content``, a list of ``{"token",
 "logprob", "top_logprobs"}``: OpenAI's chat API, llama.cpp's ``llama-server``). Used by
-:mod:`agentnb.providers.openai_steer` and :mod:`agentnb.providers.openai_decide`.
+:mod:`agentnb.providers.openai.steer` and :mod:`agentnb.providers.openai.decide`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """A call's grammar read one byte at a time, so any server's token text can be checked against it.
 
 The in-process backend checks token ids against an llguidance grammar built for its own
-tokenizer (:mod:`agentnb.providers.hf.constraint`). A server's tokens arrive as text, so
+tokenizer (:mod:`agentnb.providers.guidance.constraint`). A server's tokens arrive as text, so
 :class:`ByteGuide` builds the same grammar over a tokenizer whose tokens are the 256 bytes:
 whatever a server's tokenizer, its tokens are runs of bytes. Used to steer calls on a server
-(:mod:`agentnb.providers.openai_steer`).
+(:mod:`agentnb.providers.openai.steer`).
 
->>> from agentnb.providers.hf.constraint import grammar_for
+>>> from agentnb.providers.guidance.constraint import grammar_for
 >>> from agentnb.tools import Tool
 >>> f = Tool("f", "F.", {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]})
 >>> guide = ByteGuide(grammar_for([f], "call"))

@@ -9,6 +9,7 @@ reloaded transcript. Their text is never shown; a summary, where the API gives o
 Request building and parsing live here; the client, key, retries and error mapping are
 :class:`~agentnb.providers.openai.OpenAIProvider`'s.
 
+>>> from agentnb.providers.openai import responses_provider
 >>> p = responses_provider("o4-mini", api_key="sk-example-key-000")
 >>> p.api, build_request(p, Request([UserMessage("hi")]))["input"]
 ('responses', [{'role': 'user', 'content': 'hi'}])
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentnb.events import ReasoningSummary
 from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolMessage, Usage, UserMessage
@@ -30,27 +31,33 @@ from agentnb.providers.base import (
     ToolCallChunk,
     parse_arguments,
 )
-from agentnb.providers.openai import _sdk
+from agentnb.providers.openai.sdk import _sdk
 
-if TYPE_CHECKING:
-    from agentnb.providers.openai import OpenAIProvider
-
-__all__ = ["build_request", "complete", "responses_provider", "stream"]
+__all__ = ["build_request", "complete", "stream"]
 
 _create_params: frozenset[str] | None = None
 
 
-def responses_provider(model: str, **options: Any) -> OpenAIProvider:
-    """An :class:`OpenAIProvider` on the Responses API (the ``openai-responses:MODEL`` spec)."""
-    from agentnb.providers.openai import OpenAIProvider
+class OpenAIProvider(Protocol):
+    """What this route reads of :class:`~agentnb.providers.openai.OpenAIProvider` (its client,
+    settings and error mapping); a protocol, so this module does not import the provider."""
 
-    return OpenAIProvider(model, api="responses", **options)
+    model: str
+    settings: dict[str, Any]
+    base_url: str | None
+    _key: Any
+
+    @property
+    def client(self) -> Any: ...
+
+    def _error(self, exc: Exception, *, streaming: bool = False) -> Exception: ...
 
 
 def build_request(provider: OpenAIProvider, request: Request) -> dict[str, Any]:
     """The keyword arguments of ``responses.create`` for one request.
 
     >>> from agentnb import tool
+    >>> from agentnb.providers.openai import responses_provider
     >>> @tool
     ... def add(a: int, b: int) -> int:
     ...     '''Add two integers.'''

@@ -34,7 +34,7 @@ from agentnb.errors import UserError
 from agentnb.events import ConstraintDropped, RouteSwitched
 from agentnb.messages import AssistantMessage, ToolMessage
 from agentnb.providers.base import OutputConstraint, Provider, Request
-from agentnb.providers.openai_wire import as_sent
+from agentnb.providers.openai.wire import as_sent
 from agentnb.providers.untooled.enforce import enforceable
 from agentnb.providers.untooled.envelope import ANSWER_SCHEMA, envelope_schema
 
@@ -42,7 +42,7 @@ ToolCalling = Literal["auto", "native", "untooled"]
 TOOL_CALLING: tuple[str, ...] = ("auto", "native", "untooled")
 #: Request settings UnTooled adds for backends that ``understand_untooled_hints``; never sent.
 AFTER_RESULTS_HINT = "untooled_after_tool_results"
-#: Set by the server-side decision (:mod:`agentnb.providers.openai_decide`) for a text answer:
+#: Set by the server-side decision (:mod:`agentnb.providers.openai.decide`) for a text answer:
 #: every tool is left out of the envelope; never sent.
 ANSWER_HINT = "untooled_answer"
 HINTS = frozenset({AFTER_RESULTS_HINT, ANSWER_HINT, "untooled_pick", "untooled_results"})

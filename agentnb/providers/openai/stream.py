@@ -3,9 +3,9 @@
 What the user sees while it streams is decided here: text goes out as it arrives, except
 - on the untooled route, the envelope's JSON (only an answer's text is shown,
   :class:`~agentnb.providers.untooled.envelope.AnswerStream`);
-- on the native route, what may be a call written as text (:mod:`agentnb.providers.text_calls`);
+- on the native route, what may be a call written as text (:mod:`agentnb.providers.openai.text_calls`);
 - under ``tool_calling="auto"``, until the server is seen to use the tools, all text (it is
-  dropped if the model never saw them, :mod:`agentnb.providers.openai_ignored`).
+  dropped if the model never saw them, :mod:`agentnb.providers.openai.ignored`).
 A stream that breaks, or ends without a ``finish_reason``, is a typed error; the text shown
 before it stays shown.
 """
@@ -17,9 +17,10 @@ from typing import Any
 
 from agentnb.errors import ProviderError
 from agentnb.messages import ToolCall, Usage
-from agentnb.providers import openai_ignored, text_calls
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Request, TextChunk
-from agentnb.providers.openai_wire import _tool_call_chunk, _usage
+from agentnb.providers.openai import ignored as openai_ignored
+from agentnb.providers.openai import text_calls
+from agentnb.providers.openai.wire import _tool_call_chunk, _usage
 from agentnb.providers.untooled.envelope import AnswerStream
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentnb.providers.hf.steer import TokenTable, scan
+from agentnb.providers.guidance.steer import TokenTable, scan
 
 
 def _stem(part: str) -> str:
