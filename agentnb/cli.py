@@ -200,7 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("file", help="a .jsonl or .csv file: one case per line/row ('input', optional 'expected')")
     common(ev, "local")
     ev.add_argument("--log", help="JSONL log: each finished case is appended; cases already in it are skipped")
-    ev.add_argument("--scorers", default="contains", help="built-in scorers by name, comma-separated (default: contains)")
+    ev.add_argument(
+        "--scorers", default="contains", help="built-in scorers by name, comma-separated (default: contains)"
+    )
     ev.add_argument("--concurrency", type=int, default=8)
     ev.add_argument("--repeats", type=int, default=1)
     ev.add_argument("--timeout", type=float, default=None, help="seconds per case")
