@@ -238,6 +238,53 @@ async def drive_raw(url: str, n: int, c: int) -> list[str]:
     return out
 
 
+async def drive_pydantic_evals(url: str, n: int, c: int) -> list[str]:
+    """pydantic-ai's agent under pydantic_evals' ``Dataset.evaluate`` (a peer; its own venv)."""
+    from pydantic_ai import Agent as PydanticAgent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider as PydanticOpenAI
+    from pydantic_evals import Case, Dataset
+
+    agent = PydanticAgent(OpenAIChatModel("m", provider=PydanticOpenAI(base_url=url, api_key="x")))
+
+    @agent.tool_plain
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    async def task(prompt: str) -> str:
+        return (await agent.run(prompt)).output
+
+    dataset = Dataset(name="bench", cases=[Case(name=f"c{i}", inputs=f"add 1 and 2 (case {i})") for i in range(n)])
+    report = await dataset.evaluate(task, max_concurrency=c, progress=False)
+    return [case.output for case in report.cases]
+
+
+async def drive_langgraph(url: str, n: int, c: int) -> list[str]:
+    """LangGraph's prebuilt ReAct agent, ``abatch(max_concurrency=C)`` (a peer; its own venv)."""
+    import warnings
+
+    from langchain_core.tools import tool as lc_tool
+    from langchain_openai import ChatOpenAI
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+
+    @lc_tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    graph = create_react_agent(ChatOpenAI(model="m", base_url=url, api_key="x", max_retries=0), [add])
+    inputs = [{"messages": [("user", f"add 1 and 2 (case {i})")]} for i in range(n)]
+    results = await graph.abatch(inputs, config={"max_concurrency": c})
+    return [r["messages"][-1].content for r in results]
+
+
+PEERS = {"pydantic-evals": drive_pydantic_evals, "langgraph": drive_langgraph}
+
+
 async def drive_evaluate_aiohttp(url: str, n: int, c: int) -> list[str]:
     return await drive_evaluate(url, n, c, http="aiohttp")
 
@@ -261,7 +308,7 @@ def child(driver: str, url: str, n: int, c: int) -> None:
         def fn(u: str, k: int, cc: int) -> Any:
             return drive_evaluate(u, k, cc, executor="ray")
     else:
-        fn = DRIVERS[driver]
+        fn = DRIVERS.get(driver) or PEERS[driver]
 
     async def measured() -> tuple[list[str], float, float]:
         await fn(url, 1, 1)  # imports and first connections outside the measurement
@@ -331,6 +378,12 @@ def main() -> None:
     parser.add_argument("--levels", default=None, help="comma-separated concurrency levels")
     parser.add_argument("--drivers", default=",".join(DRIVERS))
     parser.add_argument("--ray", action="store_true", help="add executor='ray' (2 workers) at C=100")
+    parser.add_argument(
+        "--peers-python",
+        metavar="PYTHON",
+        help="a Python with pydantic-ai-slim[openai]==2.62.0, pydantic-evals==2.62.0, langgraph==1.2.24 and "
+        "langchain-openai==1.8.1 installed (its own venv): adds those peers at every level",
+    )
     parser.add_argument("--delay", type=float, default=DELAY)
     parser.add_argument("--memory", type=int, metavar="N", help="only measure resident memory over N cases with a log")
     parser.add_argument("--child", nargs=4, metavar=("DRIVER", "URL", "N", "C"), help=argparse.SUPPRESS)
@@ -363,7 +416,8 @@ def main() -> None:
         head = f"{'C':>5} {'N':>5} {'driver':<16} {'wall s':>7} {'ideal s':>7} {'x ideal':>7} {'client CPU s':>12} {'CPU/call ms':>11} {'server CPU s':>12}"
         print(head)
         print("-" * len(head))
-        plan = [(c, d) for c in levels for d in args.drivers.split(",")]
+        drivers = args.drivers.split(",") + (list(PEERS) if args.peers_python else [])
+        plan = [(c, d) for c in levels for d in drivers]
         if args.ray:
             plan.append((100, "evaluate-ray"))
         for c, d in plan:
@@ -378,8 +432,9 @@ def main() -> None:
                     [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH", "")]
                 ),
             }
+            python = args.peers_python if d in PEERS else sys.executable
             out = subprocess.run(
-                [sys.executable, __file__, "--child", d, url, str(n), str(c)], capture_output=True, text=True, env=env
+                [python, __file__, "--child", d, url, str(n), str(c)], capture_output=True, text=True, env=env
             )
             if out.returncode != 0:
                 print(

@@ -371,3 +371,51 @@ def test_wilson_interval_always_holds_the_rate_and_plot_draws() -> None:
     )
     fig = ev.plot()
     assert [ax.get_title() for ax in fig.axes] == ["pass rate (95% CI)", "pass rate by level", "latency (s)"]
+
+
+@tool
+def _double(x: int) -> int:
+    """Double a number."""
+    return 2 * x
+
+
+def test_tools_and_a_used_openai_provider_travel_pickled_as_ray_sends_them() -> None:
+    from ray import cloudpickle as pickle  # what the Ray executor sends them with
+
+    from agentnb.providers import OpenAIProvider
+
+    copy = pickle.loads(pickle.dumps(_double))
+    assert copy.validate({"x": 2}) == [] and copy.validate({"x": "no"})  # the validator still compiles
+    provider = OpenAIProvider("m", base_url="http://127.0.0.1:9/v1", api_key="sk-secret-key")
+
+    async def use() -> None:
+        assert provider.client is not None  # a live client: locks and sockets, not picklable
+
+    asyncio.run(use())
+    clone = pickle.loads(pickle.dumps(Agent(provider, tools=[_double])))
+    assert clone.provider._clients._client is None and clone.tools["_double"].validate({"x": 1}) == []
+
+
+def test_the_progress_widget_counts_rows_escapes_names_and_its_stop_button_stops(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from agentnb.evaluation.progress import ProgressWidget
+
+    widget = ProgressWidget()
+    clicked = 0
+
+    async def model(messages: Any, tools: Any) -> str:
+        nonlocal clicked
+        clicked += 1
+        if clicked == 3:
+            widget.stop_button.click()  # as a user would, while runs are in flight
+        await asyncio.sleep(0.02)
+        return "ok"
+
+    name = "<b>bold</b>"
+    ev = agentnb.evaluate(
+        {name: Agent(FunctionProvider(model))}, [f"q{i}" for i in range(30)], concurrency=2, progress=widget
+    )
+    assert ev.stopped and 1 <= len(ev.rows) < 30
+    assert widget.stop_button.disabled and widget.bar.value == len(ev.rows)
+    assert "&lt;b&gt;bold&lt;/b&gt;" in widget.lines.value and "<b>bold" not in widget.lines.value

@@ -108,7 +108,7 @@ class RayExecutor:
         except ImportError:
             from agentnb.errors import MissingDependencyError
 
-            raise MissingDependencyError("executor='ray' needs Ray: pip install 'agentnb[ray]'") from None
+            raise MissingDependencyError("executor='ray'", "ray") from None
         payload = _pickled(cloudpickle, self.agents, self.options)
         if not ray.is_initialized():
             ray.init(address=self.address, include_dashboard=False, log_to_driver=False)

@@ -121,6 +121,7 @@ class ProgressWidget:
 
         t = self.tally
         assert t is not None
+        self._draw()  # the last rows, which the throttle may have held back
         self.stop_button.disabled = True
         state = "stopped" if ev.stopped else "finished"
         lines = "<br>".join(untrusted_html(t.line(a)) for a in t.agents)

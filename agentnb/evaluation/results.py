@@ -102,7 +102,9 @@ class Evaluation:
 
     def _ordered(self) -> list[dict[str, Any]]:
         order = {a: i for i, a in enumerate(self.agents)}
-        return sorted(self.rows, key=lambda r: (r.get("index", 0), order.get(r.get("agent"), 0), r.get("repeat", 0)))
+        return sorted(
+            self.rows, key=lambda r: (r.get("index", 0), order.get(str(r.get("agent")), 0), r.get("repeat", 0))
+        )
 
     @property
     def table(self) -> Any:

@@ -112,7 +112,7 @@ async def aevaluate(
             loop.create_task(_worker(todo, runner, checks, timeout, ev, writer, views, stopper))
             for _ in range(concurrency)
         ]
-        stopper._loop, stopper._cancel = loop, lambda: [w.cancel() for w in workers]  # type: ignore[func-returns-value]
+        stopper._loop, stopper._cancel = loop, lambda: _cancel_all(workers)
         await asyncio.gather(*workers)
     except asyncio.CancelledError:
         ev.stopped = True
@@ -198,6 +198,11 @@ async def _worker(
         ev.add(row, result=None if writer is not None else result, offset=offset)
         for view in views:
             view.row(row)
+
+
+def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:
+    for task in tasks:
+        task.cancel()
 
 
 def make_row(

@@ -33,6 +33,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--executor", default="local", choices=("local", "ray"))
     p.add_argument("--input", default="input")
     p.add_argument("--expected", default="expected")
+    p.add_argument("--no-progress", action="store_true", help="no progress widget")
     return p
 
 
@@ -65,6 +66,8 @@ def plan(line: str, namespace: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]
         "input": args.input,
         "expected": args.expected or None,
     }
+    if args.no_progress:
+        options["progress"] = False
     return agents if len(agents) > 1 else next(iter(agents.values())), dataset, options
 
 
@@ -75,7 +78,7 @@ class EvalMagics(Magics):
         from agentnb.evaluation import evaluate
 
         try:
-            agents, dataset, options = plan(line, self.shell.user_ns)
+            agents, dataset, options = plan(line, self.shell.user_ns if self.shell is not None else {})
             return evaluate(agents, dataset, **options)
         except UserError as exc:
             print(f"agentnb: {exc}")
