@@ -42,7 +42,9 @@ from agentnb.messages import (
 from agentnb.printer import TextPrinter
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
+from agentnb.session import Session
 from agentnb.tools import Tool, ToolContext, ToolExample, tool
+from agentnb.tracing import instrument, uninstrument
 
 __version__ = "0.1.0"
 
@@ -61,6 +63,7 @@ __all__ = [
     "RateLimitError",
     "RunResult",
     "ServerError",
+    "Session",
     "StepController",
     "StopRun",
     "SystemMessage",
@@ -77,8 +80,10 @@ __all__ = [
     "UserError",
     "UserMessage",
     "get_provider",
+    "instrument",
     "load_transcript",
     "tool",
+    "uninstrument",
 ]
 
 

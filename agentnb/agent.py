@@ -31,6 +31,7 @@ from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished, RunStarted
 from agentnb.loop import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, run_loop
 from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
+from agentnb.observe import RunLink, vendor_of, watchers_for
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
 from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
@@ -71,6 +72,10 @@ class Agent:
             result (its start and end, with a note saying how much was cut); a tool's own
             ``max_result_chars`` wins; ``None`` for no bound. Events, the transcript and the
             widget keep the whole result.
+        name: the agent's name (in events, spans, and as a tool's default name).
+        instrument: watch this agent's runs: ``True`` for OpenTelemetry spans through the global
+            tracer provider, a ``TracerProvider``, or watchers (see :mod:`agentnb.observe`);
+            :func:`agentnb.instrument` does it for every agent.
 
     >>> from agentnb import tool
     >>> from agentnb.testing import ScriptedProvider, call
@@ -99,6 +104,8 @@ class Agent:
         output_type: Any = None,
         max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+        name: str | None = None,
+        instrument: Any = None,
     ) -> None:
         self.provider = get_provider(provider)
         if not self.provider.supports_native_tools:
@@ -124,6 +131,8 @@ class Agent:
             raise UserError(f"max_output_retries must be a whole number >= 0, not {max_output_retries!r}")
         self.output_spec = _output_spec(output_type) if output_type is not None else None
         self.max_output_retries = max_output_retries
+        self.name = name
+        self.watchers: tuple[Any, ...] = _watchers(instrument)
 
     @property
     def output_type(self) -> Any:
@@ -152,6 +161,7 @@ class Agent:
         stream: bool | None = True,
         output_type: Any = None,
         _sink: Callable[[Event], Any] | None = None,
+        _link: RunLink | None = None,
     ) -> AsyncIterator[Event | RunResult]:
         """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
 
@@ -168,10 +178,13 @@ class Agent:
         # _sink (arun's): events go to this callback instead of being yielded; only the result
         # is yielded. One generator hop less per event, and the same code path.
         state = RunState(self.messages_for(prompt, history))
+        limit = self.max_tool_calls
+        if _link is not None and _link.max_tool_calls is not None:
+            limit = max(0, min(limit, _link.max_tool_calls))
         cfg = LoopConfig(
             self.provider,
             self.tools,
-            self.max_tool_calls,
+            limit,
             self.tool_choice,
             stream is not False,
             self.tool_timeout,
@@ -183,8 +196,17 @@ class Agent:
         )
         start = perf_counter()
         error: BaseException | None = None
-        first = _run_started(self, state.messages, history)
+        first = _run_started(self, state.messages, history, _link)
         state.events.append(first)
+        watch = watchers_for(self.watchers, first, _link)  # None: nobody watches (no cost)
+        for note in _link.notes if _link is not None else ():
+            state.events.append(note)
+            if watch is not None:
+                watch(note)
+            if _sink is None:
+                yield note
+            else:
+                _sink(note)
         if _sink is None:
             yield first
         else:
@@ -194,6 +216,8 @@ class Agent:
             async with aclosing(run_loop(cfg, state)) as events:  # type: ignore[type-var]
                 async for event in events:
                     state.events.append(event)
+                    if watch is not None:
+                        watch(event)
                     if _sink is None:
                         yield event
                     else:
@@ -216,6 +240,8 @@ class Agent:
         message = f"{type(error).__name__}: {error}" if error is not None else None
         end = RunFinished(depth, reason, state.tool_calls, state.usage, perf_counter() - start, message)
         state.events.append(end)
+        if watch is not None:
+            watch(end)
         result = RunResult(
             state.output,
             tuple(state.messages),
@@ -249,6 +275,7 @@ class Agent:
         stream: bool | None = None,
         output_type: Any = None,
         on_cancel: Literal["raise", "return"] = "raise",
+        _link: RunLink | None = None,
     ) -> RunResult:
         """Run to the end and return the result; ``on_event`` sees every event live.
 
@@ -268,6 +295,7 @@ class Agent:
                     stream=streaming,
                     _sink=sink,
                     output_type=output_type,
+                    _link=_link,
                 )
             ) as items:
                 async for item in items:
@@ -294,6 +322,7 @@ class Agent:
         controller: StepController | None = None,
         stream: bool | None = None,
         output_type: Any = None,
+        _link: RunLink | None = None,
     ) -> RunResult:
         """Synchronous :meth:`arun`; works inside a running event loop (Jupyter) too."""
         return run_sync(
@@ -305,8 +334,54 @@ class Agent:
                 stream=stream,
                 output_type=output_type,
                 on_cancel="return",
+                _link=_link,
             )
         )
+
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+        """This agent as a tool another agent can call (it takes one ``prompt`` argument).
+
+        The inner run's events appear in the calling run's stream (as
+        :class:`~agentnb.events.SubAgentEvent`), its usage and tool calls count toward the
+        calling run's, it gets the calling run's step controller, and a Stop stops both.
+        See :mod:`agentnb.agent_tool`.
+
+        >>> from agentnb.testing import ScriptedProvider, call
+        >>> researcher = Agent(ScriptedProvider(["Paris is the capital."]), name="researcher")
+        >>> writer = Agent(ScriptedProvider([call("researcher", prompt="capital of France?"), "Paris."]),
+        ...                tools=[researcher.as_tool()])
+        >>> r = writer.run("Write about France")
+        >>> r.output, [e.event.kind for e in r.events if e.kind == "sub_agent"][:2]
+        ('Paris.', ['run_started', 'model_request'])
+        """
+        from agentnb.agent_tool import agent_tool
+
+        return agent_tool(self, name, description)
+
+    def session(self, **options: Any) -> Any:
+        """A :class:`~agentnb.session.Session`: a conversation with this agent over many runs.
+
+        >>> from agentnb.testing import ScriptedProvider
+        >>> chat = Agent(ScriptedProvider(["Hi Ada.", "You are Ada."])).session()
+        >>> _ = chat.run("I am Ada.")
+        >>> chat.run("Who am I?").output, chat.turns
+        ('You are Ada.', 2)
+        """
+        from agentnb.session import Session
+
+        return Session(self, **options)
+
+
+def _watchers(instrument: Any) -> tuple[Any, ...]:
+    if instrument is None or instrument is False:
+        return ()
+    if hasattr(instrument, "start"):
+        return (instrument,)
+    if isinstance(instrument, (list, tuple)):
+        return tuple(w for i in instrument for w in _watchers(i))
+    from agentnb.tracing.otel import SpanWatcher  # OpenTelemetry loads only when asked for
+
+    return (SpanWatcher(None if instrument is True else instrument),)
 
 
 def _discard(event: Event) -> None:
@@ -327,7 +402,9 @@ def _partial_output(events: list[Event]) -> str:
     return "".join(reversed(pieces))
 
 
-def _run_started(agent: Agent, messages: list[Message], history: RunResult | Sequence[Message] | None) -> RunStarted:
+def _run_started(
+    agent: Agent, messages: list[Message], history: RunResult | Sequence[Message] | None, link: RunLink | None = None
+) -> RunStarted:
     """The first event: what is asked, of which model, in which turn of a conversation."""
     p = agent.provider
     inner = getattr(p, "inner", None)
@@ -337,7 +414,25 @@ def _run_started(agent: Agent, messages: list[Message], history: RunResult | Seq
     turn = 1 + sum(1 for m in messages[:earlier] if isinstance(m, UserMessage) and m.content != ATTACHMENT_NOTE)
     prompt = next((m.content for m in reversed(messages[earlier:]) if isinstance(m, UserMessage)), None)
     n = len(messages)
-    return RunStarted(0, p.name, tuple(agent.tools), agent.max_tool_calls, n, prompt, system, backend, turn)
+    conversation = link.conversation_id if link is not None else None
+    if link is not None and link.turn is not None:
+        turn = link.turn
+    model = getattr(p, "model", None) or getattr(inner, "model", None)
+    return RunStarted(
+        0,
+        p.name,
+        tuple(agent.tools),
+        agent.max_tool_calls,
+        n,
+        prompt,
+        system,
+        backend,
+        turn,
+        agent_name=agent.name,
+        conversation_id=conversation,
+        model=model if isinstance(model, str) else None,
+        vendor=vendor_of(p),
+    )
 
 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:

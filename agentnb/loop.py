@@ -23,7 +23,7 @@ from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
-from agentnb.errors import ModelBehaviorError
+from agentnb.errors import ModelBehaviorError, StopRun
 from agentnb.events import (
     AttachmentAdded,
     DedupAction,
@@ -36,6 +36,7 @@ from agentnb.events import (
     ModelResponse,
     StepDecision,
     StopReason,
+    SubAgentEvent,
     TextDelta,
     ToolCallDelta,
     ToolCallRequested,
@@ -45,6 +46,7 @@ from agentnb.events import (
     ValidationResult,
 )
 from agentnb.history import MessageView
+from agentnb.loop_nested import nested_calls
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
 from agentnb.providers.base import Completion, Provider, Request, TextChunk
 from agentnb.toolrun import (
@@ -198,7 +200,15 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         calls = completion.tool_calls
         for note in completion.events:  # the provider's own decisions, at this depth
             yield dataclasses.replace(note, depth=depth)
-        yield ModelResponse(depth, completion.text, calls, completion.usage, perf_counter() - start)
+        yield ModelResponse(
+            depth,
+            completion.text,
+            calls,
+            completion.usage,
+            perf_counter() - start,
+            finish_reason=completion.finish_reason,
+            model=completion.model,
+        )
         # A named or required choice forces the first call only (as the OpenAI Agents SDK
         # resets it): forcing every turn would loop until the limit.
         choice = "auto" if choice != "none" else choice
@@ -283,7 +293,19 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         execs = [p for p in plans if isinstance(p, _Exec)]
         for p in execs:
             yield ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source)
-        if len(execs) == 1:
+        if any(getattr(p.tool, "nested", False) for p in execs):
+            # Agents as tools: their runs' events come out live, and count toward this run.
+            left = cfg.max_tool_calls - state.tool_calls
+            async for item in nested_calls(execs, depth, cfg.controller, left, _execute, cfg.tool_timeout):
+                if isinstance(item, SubAgentEvent):
+                    inner = item.event
+                    if inner.kind == "run_finished":  # deeper runs are in their parent's total
+                        state.usage += inner.usage
+                        state.tool_calls += inner.tool_calls
+                    yield item
+                else:
+                    yield _finished(depth, item)
+        elif len(execs) == 1:
             await _execute(execs[0], depth, cfg.tool_timeout, threaded=threaded)
             yield _finished(depth, execs[0])
         elif execs:
@@ -341,10 +363,13 @@ def _finished(depth: int, p: _Exec) -> ToolFinished:
     return ToolFinished(depth, p.call.id, p.call.name, p.result, p.error, p.duration, structured)
 
 
-async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threaded: bool) -> _Exec:
+async def _execute(
+    p: _Exec, depth: int, default_timeout: float | None, *, threaded: bool, ctx: ToolContext | None = None
+) -> _Exec:
     """Run one tool; exceptions and timeouts become an error result for the model."""
     tool = p.tool
-    ctx = ToolContext(p.call.id, tool.name, depth)
+    if ctx is None:
+        ctx = ToolContext(p.call.id, tool.name, depth)
     p.ctx = ctx
     timeout = tool.timeout or default_timeout
     start = perf_counter()
@@ -364,6 +389,8 @@ async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threa
         else:
             value = fn(**kwargs)
         p.result = render_result(value, ctx)
+    except StopRun:  # a Stop inside the tool (an inner agent's debugger): the run stops
+        raise
     except (Exception, SystemExit) as exc:  # a failing tool is data for the model, not a crash
         if isinstance(exc, Escaped):  # a BaseException from a tool thread
             if not isinstance(exc.inner, SystemExit):

@@ -26,6 +26,7 @@ EXPECTED_ALL = [
     "RateLimitError",
     "RunResult",
     "ServerError",
+    "Session",
     "StepController",
     "StopRun",
     "SystemMessage",
@@ -42,8 +43,10 @@ EXPECTED_ALL = [
     "UserError",
     "UserMessage",
     "get_provider",
+    "instrument",
     "load_transcript",
     "tool",
+    "uninstrument",
 ]
 
 CORE_MODULES = [
@@ -87,6 +90,13 @@ CORE_MODULES = [
     "agentnb.tools",
     "agentnb.transcript",
     "agentnb.validate",
+    "agentnb.observe",
+    "agentnb.session",
+    "agentnb.agent_tool",
+    "agentnb.loop_nested",
+    "agentnb.tracing",
+    "agentnb.tracing.redact",
+    "agentnb.tracing.otel",
 ]
 
 
@@ -99,7 +109,7 @@ def test_all_is_pinned() -> None:
 def test_import_stays_light() -> None:
     code = (
         "import sys, agentnb, agentnb.testing, agentnb.providers;"
-        "heavy = [m for m in ('torch', 'transformers', 'openai', 'ipywidgets', 'IPython', 'jsonschema')"
+        "heavy = [m for m in ('torch', 'transformers', 'openai', 'ipywidgets', 'IPython', 'jsonschema', 'opentelemetry')"
         " if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
