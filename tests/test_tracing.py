@@ -151,7 +151,7 @@ def test_tool_error_sets_status_and_decisions_are_span_events(spans: Any) -> Non
     names = [e.name for e in run.events]
     assert "agentnb.validation_failed" in names
     dedups = [e for e in run.events if e.name == "agentnb.dedup"]
-    assert [e.attributes["action"] for e in dedups] == ["execute", "execute", "skip"]
+    assert [e.attributes["action"] for e in dedups] == ["skip"]
     assert run.status.status_code is StatusCode.UNSET  # the run itself answered
 
 

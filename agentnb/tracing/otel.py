@@ -13,8 +13,8 @@ Attributes follow the GenAI conventions (``gen_ai.operation.name``, ``gen_ai.pro
 ``gen_ai.request.model``, ``gen_ai.response.model``, ``gen_ai.usage.*``,
 ``gen_ai.response.finish_reasons``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
 ``gen_ai.agent.name``, ``gen_ai.conversation.id``). A run's decisions (route switches, dedup
-decisions, failed validations, retries, limits, the debugger's choices) are span events named
-``agentnb.<kind>``. A failed tool or run sets its span's status to ERROR.
+decisions on repeated calls, failed validations, retries, limits, the debugger's choices) are
+span events named ``agentnb.<kind>``. A failed tool or run sets its span's status to ERROR.
 
 Message content (prompts, answers, tool arguments and results) is recorded only with
 ``content=True``, then with secrets redacted (:mod:`agentnb.tracing.redact`).
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from time import time_ns
 from typing import Any
 
 from agentnb.errors import MissingDependencyError
@@ -51,7 +52,6 @@ _NOTES = (
     "call_decision",
     "output_mode",
     "unknown_tool",
-    "dedup",
     "step_decision",
     "limit_reached",
     "direct_output",
@@ -112,21 +112,26 @@ class SpanWatcher:
 
 
 class _RunSpans:
-    """The spans of one run (and, through ``children``, of the runs its tools started)."""
+    """The spans of one run (and, through ``children``, of the runs its tools started).
 
-    __slots__ = ("w", "parent", "run", "ctx", "chat", "tools", "children", "model", "vendor", "base")
+    A model call's or a tool call's span is made when it ends, with its start time and all its
+    attributes at once (half the SDK work of starting it early and adding to it); a tool call
+    that runs an agent gets its span as soon as the inner run starts, to be its parent.
+    """
+
+    __slots__ = ("w", "parent", "run", "ctx", "chat", "notes", "started", "tools", "children", "chat_attrs")
 
     def __init__(self, watcher: SpanWatcher, parent: Any) -> None:
         self.w = watcher
         self.parent = parent  # an OTel context (None: the current one)
         self.run: Any = None
         self.ctx: Any = None
-        self.chat: Any = None
-        self.tools: dict[str, Any] = {}
+        self.chat: int | None = None  # the open model call's start time (ns)
+        self.notes: list[tuple[str, dict[str, Any], int]] = []  # its span events so far
+        self.started: dict[str, tuple[int, Any]] = {}  # open tool calls: start time, tool_started
+        self.tools: dict[str, Any] = {}  # open tool calls that already have a span
         self.children: dict[str, _RunSpans] = {}
-        self.model: str | None = None
-        self.vendor = ""
-        self.base: dict[str, Any] = {}
+        self.chat_attrs: dict[str, Any] = {}
 
     def see(self, event: Event) -> None:
         handler = _HANDLERS.get(event.kind)
@@ -136,10 +141,13 @@ class _RunSpans:
     # -- spans --------------------------------------------------------------------------------
     def run_started(self, e: Any) -> None:
         w = self.w
-        self.model = e.model or e.provider
-        self.vendor = e.vendor or e.provider
-        self.base = {"gen_ai.provider.name": self.vendor, "gen_ai.request.model": self.model}
-        attrs: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", **self.base}
+        model = e.model or e.provider
+        base = {"gen_ai.provider.name": e.vendor or e.provider, "gen_ai.request.model": model}
+        self.chat_attrs = {"gen_ai.operation.name": "chat", **base}
+        if w.openinference:
+            self.chat_attrs["openinference.span.kind"] = "LLM"
+            self.chat_attrs["llm.model_name"] = model
+        attrs: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", **base}
         if e.agent_name:
             attrs["gen_ai.agent.name"] = e.agent_name
         if e.conversation_id:
@@ -162,28 +170,16 @@ class _RunSpans:
         self.ctx = _trace.set_span_in_context(self.run)
 
     def model_request(self, e: Any) -> None:
-        attrs = {"gen_ai.operation.name": "chat", **self.base}
-        if self.w.openinference:
-            attrs["openinference.span.kind"] = "LLM"
-            attrs["llm.model_name"] = self.model
-        self.chat = self.w.tracer.start_span(
-            f"chat {self.model}", context=self.ctx, kind=SpanKind.CLIENT, attributes=attrs
-        )
+        self.chat = time_ns()
 
     def model_response(self, e: Any) -> None:
-        span = self.chat
-        if span is None:
-            self.model_request(e)
-            span = self.chat
-        self.chat = None
         u = e.usage
         finish = e.finish_reason or ("tool_calls" if e.tool_calls else "stop")
-        attrs: dict[str, Any] = {
-            "gen_ai.response.model": e.model or self.model,
-            "gen_ai.response.finish_reasons": (finish,),
-            "gen_ai.usage.input_tokens": u.input_tokens,
-            "gen_ai.usage.output_tokens": u.output_tokens,
-        }
+        attrs = dict(self.chat_attrs)
+        attrs["gen_ai.response.model"] = e.model or attrs["gen_ai.request.model"]
+        attrs["gen_ai.response.finish_reasons"] = (finish,)
+        attrs["gen_ai.usage.input_tokens"] = u.input_tokens
+        attrs["gen_ai.usage.output_tokens"] = u.output_tokens
         w = self.w
         if w.openinference:
             attrs["llm.token_count.prompt"] = u.input_tokens
@@ -195,32 +191,55 @@ class _RunSpans:
             attrs["gen_ai.output.messages"] = w.text([{"role": "assistant", "parts": parts, "finish_reason": finish}])
             if w.openinference:
                 attrs["output.value"] = w.text(e.text or "")
-        span.set_attributes(attrs)
-        span.end()
+        self._chat_span(attrs).end()
+
+    def _chat_span(self, attrs: dict[str, Any]) -> Any:
+        start = self.chat if self.chat is not None else time_ns()
+        self.chat = None
+        span = self.w.tracer.start_span(
+            f"chat {attrs['gen_ai.request.model']}",
+            context=self.ctx,
+            kind=SpanKind.CLIENT,
+            attributes=attrs,
+            start_time=start,
+        )
+        if self.notes:
+            for name, values, at in self.notes:
+                span.add_event(name, values, at)
+            self.notes = []
+        return span
 
     def tool_started(self, e: Any) -> None:
-        w = self.w
-        attrs: dict[str, Any] = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": e.name,
-            "gen_ai.tool.call.id": e.call_id,
-            "gen_ai.tool.type": "extension" if e.source else "function",
-        }
-        if w.openinference:
-            attrs["openinference.span.kind"] = "TOOL"
-            attrs["tool.name"] = e.name
-        if w.content:
-            attrs["gen_ai.tool.call.arguments"] = w.text(e.arguments)
+        self.started[e.call_id] = (time_ns(), e)
+
+    def _tool_span(self, call_id: str) -> Any:
+        span = self.tools.get(call_id)
+        if span is None and call_id in self.started:
+            start, e = self.started.pop(call_id)
+            w = self.w
+            attrs: dict[str, Any] = {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": e.name,
+                "gen_ai.tool.call.id": e.call_id,
+                "gen_ai.tool.type": "extension" if e.source else "function",
+            }
             if w.openinference:
-                attrs["input.value"] = attrs["gen_ai.tool.call.arguments"]
-        self.tools[e.call_id] = w.tracer.start_span(
-            f"execute_tool {e.name}", context=self.ctx, kind=SpanKind.INTERNAL, attributes=attrs
-        )
+                attrs["openinference.span.kind"] = "TOOL"
+                attrs["tool.name"] = e.name
+            if w.content:
+                attrs["gen_ai.tool.call.arguments"] = w.text(e.arguments)
+                if w.openinference:
+                    attrs["input.value"] = attrs["gen_ai.tool.call.arguments"]
+            span = self.tools[call_id] = w.tracer.start_span(
+                f"execute_tool {e.name}", context=self.ctx, kind=SpanKind.INTERNAL, attributes=attrs, start_time=start
+            )
+        return span
 
     def tool_finished(self, e: Any) -> None:
-        span = self.tools.pop(e.call_id, None)
+        span = self._tool_span(e.call_id)
         if span is None:
             return
+        del self.tools[e.call_id]
         w = self.w
         if w.content:
             span.set_attribute("gen_ai.tool.call.result", w.text(e.result))
@@ -233,11 +252,21 @@ class _RunSpans:
     def sub_agent(self, e: Any) -> None:
         child = self.children.get(e.call_id)
         if child is None:
-            tool = self.tools.get(e.call_id)
-            child = self.children[e.call_id] = _RunSpans(self.w, _trace.set_span_in_context(tool) if tool else self.ctx)
+            tool = self._tool_span(e.call_id)
+            child = _RunSpans(self.w, _trace.set_span_in_context(tool) if tool is not None else self.ctx)
+            self.children[e.call_id] = child
         child.see(e.event)
         if e.event.kind == "run_finished":
             del self.children[e.call_id]
+
+    def _open(self) -> list[Any]:
+        """Spans of calls still running (a run cut off by a Stop or an error), now made."""
+        spans = [self._chat_span(dict(self.chat_attrs))] if self.chat is not None else []
+        for call_id in list(self.started):
+            self._tool_span(call_id)
+        spans += self.tools.values()
+        self.tools = {}
+        return spans
 
     def run_finished(self, e: Any) -> None:
         if self.run is None:
@@ -245,12 +274,11 @@ class _RunSpans:
         ended = e.stop_reason in ("cancelled", "error")
         for child in self.children.values():  # inner runs cut off with this one
             child.close("the calling run ended")
-        for span in [self.chat, *self.tools.values()]:
-            if span is not None:
-                if ended:
-                    span.set_status(Status(StatusCode.ERROR, f"run {e.stop_reason}"))
-                span.end()
-        self.chat, self.tools, self.children = None, {}, {}
+        self.children = {}
+        for span in self._open():
+            if ended:
+                span.set_status(Status(StatusCode.ERROR, f"run {e.stop_reason}"))
+            span.end()
         u = e.usage
         attrs: dict[str, Any] = {
             "gen_ai.usage.input_tokens": u.input_tokens,
@@ -271,17 +299,22 @@ class _RunSpans:
     def close(self, why: str) -> None:
         for child in self.children.values():
             child.close(why)
-        for span in [self.chat, *self.tools.values(), self.run]:
+        for span in [*self._open(), self.run]:
             if span is not None:
                 span.set_status(Status(StatusCode.ERROR, why))
                 span.end()
-        self.run = self.chat = None
+        self.run = None
 
     # -- span events --------------------------------------------------------------------------
     def note(self, e: Any) -> None:
-        target = self.chat if self.chat is not None else self.run
-        if target is not None:
-            target.add_event(f"agentnb.{e.kind}", _flat(e))
+        if self.chat is not None:  # a provider's decision about the model call under way
+            self.notes.append((f"agentnb.{e.kind}", _flat(e), time_ns()))
+        elif self.run is not None:
+            self.run.add_event(f"agentnb.{e.kind}", _flat(e))
+
+    def dedup(self, e: Any) -> None:
+        if e.seen_before:  # a first call simply runs (its span says so); a repeat is a decision
+            self.note(e)
 
     def validation(self, e: Any) -> None:
         if e.errors and self.run is not None:
@@ -346,5 +379,6 @@ _HANDLERS: dict[str, Callable[[_RunSpans, Any], None]] = {
     "output_validation": _RunSpans.output_validation,
     "final_answer": _RunSpans.final_answer,
     "reasoning_summary": _RunSpans.reasoning_summary,
+    "dedup": _RunSpans.dedup,
     **{kind: _RunSpans.note for kind in _NOTES},
 }
