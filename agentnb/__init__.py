@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from agentnb.agent import DEFAULT_MAX_TOOL_CALLS, Agent
+from agentnb.approval import Approve, Deny, Edit
 from agentnb.errors import (
     AgentnbError,
     AuthenticationError,
@@ -29,6 +30,7 @@ from agentnb.errors import (
     ToolDefinitionError,
     UserError,
 )
+from agentnb.limits import UsageLimits
 from agentnb.loop import StepController, ToolDecision
 from agentnb.messages import (
     AssistantMessage,
@@ -52,8 +54,12 @@ __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
     "Agent",
     "AgentnbError",
+    "Approve",
     "AssistantMessage",
     "AuthenticationError",
+    "Deny",
+    "Edit",
+    "Evaluation",
     "Image",
     "MissingDependencyError",
     "ModelBehaviorError",
@@ -77,8 +83,11 @@ __all__ = [
     "ToolMessage",
     "UnTooled",
     "Usage",
+    "UsageLimits",
     "UserError",
     "UserMessage",
+    "aevaluate",
+    "evaluate",
     "get_provider",
     "instrument",
     "load_transcript",
@@ -93,6 +102,10 @@ def __getattr__(name: str) -> Any:
         from agentnb.providers.untooled import UnTooled
 
         return UnTooled
+    if name in ("evaluate", "aevaluate", "Evaluation"):  # many runs: loaded on first use
+        from agentnb import evaluation
+
+        return getattr(evaluation, name)
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 

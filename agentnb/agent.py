@@ -20,6 +20,7 @@ True
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -27,13 +28,16 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import Any, Literal, TypeVar
 
+from agentnb.approval import ApprovalGate, check_requires_approval
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished, RunStarted
+from agentnb.limits import UsageLimits, check_limits
 from agentnb.loop import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, run_loop
 from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
 from agentnb.observe import RunLink, vendor_of, watchers_for
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
+from agentnb.stopped import settle_stopped_step
 from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
 from agentnb.tools import Tool, coerce_tools
 
@@ -42,6 +46,10 @@ from agentnb.tools import Tool, coerce_tools
 DEFAULT_MAX_TOOL_CALLS = 10
 #: The one default for how often an invalid structured answer goes back to the model.
 DEFAULT_MAX_OUTPUT_RETRIES = 2
+
+#: True while ``Agent.run`` holds a notebook cell (the run is on a worker thread and the kernel
+#: waits): a decider that needs clicks cannot get them then.
+BLOCKING_CELL: contextvars.ContextVar[bool] = contextvars.ContextVar("agentnb_blocking_cell", default=False)
 
 T = TypeVar("T")
 Prompt = str | Message | dict[str, Any] | Sequence[Any]
@@ -76,6 +84,14 @@ class Agent:
         instrument: watch this agent's runs: ``True`` for OpenTelemetry spans through the global
             tracer provider, a ``TracerProvider``, or watchers (see :mod:`agentnb.observe`);
             :func:`agentnb.instrument` does it for every agent.
+        requires_approval: tool names whose calls need a decision before they run, or True
+            for every tool (tools marked ``@tool(requires_approval=True)`` always do).
+        approver: who decides on those calls: a policy ``(call) -> Approve() | Deny(reason) |
+            Edit(arguments)`` (sync or async), or an object with ``decide_approval(call)``
+            (the trace widget). Without one, such calls are denied. See :mod:`agentnb.approval`.
+        limits: budgets per run (:class:`~agentnb.UsageLimits`: requests, tokens, cost, seconds);
+            its ``tool_calls`` is ``max_tool_calls`` (give one or the other). A run's own
+            ``limits=`` replaces these. See :mod:`agentnb.limits`.
 
     >>> from agentnb import tool
     >>> from agentnb.testing import ScriptedProvider, call
@@ -106,6 +122,9 @@ class Agent:
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
         name: str | None = None,
         instrument: Any = None,
+        requires_approval: bool | Iterable[str] = False,
+        approver: Any = None,
+        limits: UsageLimits | dict[str, Any] | None = None,
     ) -> None:
         self.provider = get_provider(provider)
         if not self.provider.supports_native_tools:
@@ -116,6 +135,14 @@ class Agent:
         self.tools: dict[str, Tool] = coerce_tools(tools)
         if not isinstance(max_tool_calls, int) or max_tool_calls < 0:
             raise UserError(f"max_tool_calls must be a whole number >= 0, not {max_tool_calls!r}")
+        self.limits = check_limits(limits)
+        if self.limits is not None and self.limits.tool_calls is not None:
+            if max_tool_calls not in (DEFAULT_MAX_TOOL_CALLS, self.limits.tool_calls):
+                raise UserError(
+                    "max_tool_calls and limits.tool_calls are the same limit: give one of them, "
+                    f"not {max_tool_calls} and {self.limits.tool_calls}"
+                )
+            max_tool_calls = self.limits.tool_calls
         if tool_choice not in ("auto", "required", "none") and tool_choice not in self.tools:
             raise UserError(f"tool_choice {tool_choice!r} is not 'auto', 'required', 'none' or a tool name")
         self.system = system
@@ -133,6 +160,9 @@ class Agent:
         self.max_output_retries = max_output_retries
         self.name = name
         self.watchers: tuple[Any, ...] = _watchers(instrument)
+        self.requires_approval = check_requires_approval(requires_approval)
+        ApprovalGate((), approver)  # a wrong approver is reported now
+        self.approver = approver
 
     @property
     def output_type(self) -> Any:
@@ -160,6 +190,8 @@ class Agent:
         controller: StepController | None = None,
         stream: bool | None = True,
         output_type: Any = None,
+        approver: Any = None,
+        limits: UsageLimits | dict[str, Any] | None = None,
         _sink: Callable[[Event], Any] | None = None,
         _link: RunLink | None = None,
     ) -> AsyncIterator[Event | RunResult]:
@@ -172,19 +204,25 @@ class Agent:
         consuming task raises ``asyncio.CancelledError`` as asyncio expects, once the
         transcript is safe: the cancelled :class:`RunResult` is on the exception's
         ``run_result`` attribute.
-        ``output_type`` overrides the agent's for this run.
+        ``output_type`` overrides the agent's for this run; so does ``approver`` (who decides
+        on calls that need approval; by default the agent's, else an ``on_event`` consumer
+        that can decide, such as the trace widget). ``limits`` replaces the agent's budgets
+        for this run (:mod:`agentnb.limits`).
         """
+        run_limits = check_limits(limits) if limits is not None else self.limits
+        max_calls = self.max_tool_calls
+        if run_limits is not None and run_limits.tool_calls is not None:
+            max_calls = run_limits.tool_calls
         output = _output_spec(output_type) if output_type is not None else self.output_spec
         # _sink (arun's): events go to this callback instead of being yielded; only the result
         # is yielded. One generator hop less per event, and the same code path.
         state = RunState(self.messages_for(prompt, history))
-        limit = self.max_tool_calls
-        if _link is not None and _link.max_tool_calls is not None:
-            limit = max(0, min(limit, _link.max_tool_calls))
+        if _link is not None and _link.max_tool_calls is not None:  # an agent tool: what the caller has left
+            max_calls = max(0, min(max_calls, _link.max_tool_calls))
         cfg = LoopConfig(
             self.provider,
             self.tools,
-            limit,
+            max_calls,
             self.tool_choice,
             stream is not False,
             self.tool_timeout,
@@ -193,10 +231,12 @@ class Agent:
             max_result_chars=self.max_result_chars,
             output=output,
             max_output_retries=self.max_output_retries,
+            approval=self._gate(approver, _sink),
+            limits=run_limits if run_limits is not None and run_limits.budgets else None,
         )
         start = perf_counter()
         error: BaseException | None = None
-        first = _run_started(self, state.messages, history, _link)
+        first = _run_started(self, state.messages, history, max_calls, _link)
         state.events.append(first)
         watch = watchers_for(self.watchers, first, _link)  # None: nobody watches (no cost)
         for note in _link.notes if _link is not None else ():
@@ -224,8 +264,17 @@ class Agent:
                         _sink(event)
         except (asyncio.CancelledError, KeyboardInterrupt, StopRun) as exc:
             state.stop_reason = "cancelled"
-            # Calls of an unfinished step are dropped with it: count only the kept ones.
-            state.tool_calls = state.kept_tool_calls
+            # The interrupted step keeps what it did: the model's turn, finished results, and
+            # a note for each call that did not run; tool_calls counts the calls handled.
+            late = settle_stopped_step(state, cfg.max_result_chars)
+            state.events.extend(late)
+            if watch is not None:
+                for event in late:
+                    watch(event)
+            if _sink is not None:
+                with contextlib.suppress(StopRun):  # the callback that stopped the run sees them
+                    for event in late:
+                        _sink(event)
             if isinstance(exc, asyncio.CancelledError):
                 cancelled = exc
         except UserError:
@@ -276,6 +325,8 @@ class Agent:
         output_type: Any = None,
         on_cancel: Literal["raise", "return"] = "raise",
         _link: RunLink | None = None,
+        approver: Any = None,
+        limits: UsageLimits | dict[str, Any] | None = None,
     ) -> RunResult:
         """Run to the end and return the result; ``on_event`` sees every event live.
 
@@ -296,6 +347,8 @@ class Agent:
                     _sink=sink,
                     output_type=output_type,
                     _link=_link,
+                    approver=approver,
+                    limits=limits,
                 )
             ) as items:
                 async for item in items:
@@ -323,6 +376,8 @@ class Agent:
         stream: bool | None = None,
         output_type: Any = None,
         _link: RunLink | None = None,
+        approver: Any = None,
+        limits: UsageLimits | dict[str, Any] | None = None,
     ) -> RunResult:
         """Synchronous :meth:`arun`; works inside a running event loop (Jupyter) too."""
         return run_sync(
@@ -335,8 +390,21 @@ class Agent:
                 output_type=output_type,
                 on_cancel="return",
                 _link=_link,
+                approver=approver,
+                limits=limits,
             )
         )
+
+    def _gate(self, approver: Any, sink: Any) -> ApprovalGate | None:
+        """Which calls of this run need approval and who decides (None: no call does)."""
+        names = self.requires_approval
+        if not names and not any(t.requires_approval for t in self.tools.values()):
+            return None
+        if approver is None:
+            approver = self.approver
+        if approver is None and hasattr(sink, "decide_approval"):
+            approver = sink  # the trace widget the run is shown in
+        return ApprovalGate(names, approver)
 
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This agent as a tool another agent can call (it takes one ``prompt`` argument).
@@ -403,7 +471,11 @@ def _partial_output(events: list[Event]) -> str:
 
 
 def _run_started(
-    agent: Agent, messages: list[Message], history: RunResult | Sequence[Message] | None, link: RunLink | None = None
+    agent: Agent,
+    messages: list[Message],
+    history: RunResult | Sequence[Message] | None,
+    max_calls: int,
+    link: RunLink | None = None,
 ) -> RunStarted:
     """The first event: what is asked, of which model, in which turn of a conversation."""
     p = agent.provider
@@ -422,7 +494,7 @@ def _run_started(
         0,
         p.name,
         tuple(agent.tools),
-        agent.max_tool_calls,
+        max_calls,
         n,
         prompt,
         system,
@@ -481,6 +553,7 @@ def _run_in_thread(make: Callable[[], Awaitable[T]]) -> T:
     def target() -> None:
         asyncio.set_event_loop(loop)
         SYNC_TOOLS_IN_THREAD.set(True)  # a Ctrl-C from the waiting thread must reach the run
+        BLOCKING_CELL.set(True)
         task: asyncio.Task[T] = loop.create_task(make())  # type: ignore[arg-type]
         box["task"] = task
         started.set()

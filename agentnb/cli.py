@@ -1,4 +1,4 @@
-"""The ``agentnb`` command: ``agentnb demo`` and ``agentnb run "prompt"``.
+"""The ``agentnb`` command: ``agentnb demo``, ``agentnb run "prompt"`` and ``agentnb eval FILE``.
 
 ``agentnb demo`` runs an agent on the embedded SmolLM2-135M-Instruct model (the ``local``
 provider) with a calculator, a unit converter and a calendar tool, printing the live trace.
@@ -20,6 +20,7 @@ from agentnb.errors import UserError
 from agentnb.printer import TextPrinter
 from agentnb.providers import get_provider
 from agentnb.tools import Tool
+from agentnb.untrusted import untrusted_terminal
 
 # SmolLM2-135M decides by itself whether to call a tool (tool_choice="auto"); these requests
 # show it calling each tool, then answering from the result, and answering a chat line in text.
@@ -60,7 +61,8 @@ def load_tools(specs: Sequence[str]) -> list[Tool]:
 
 
 def _say(text: str) -> None:
-    """Print model text; a lone surrogate or a narrow terminal encoding is escaped, not a crash."""
+    """Print model text; control sequences, a lone surrogate or a narrow terminal encoding are escaped."""
+    text = untrusted_terminal(text)
     try:
         print(text)
     except UnicodeEncodeError:
@@ -79,9 +81,9 @@ def _provider_options(args: argparse.Namespace) -> dict[str, Any]:
     return options
 
 
-def _run(agent: Agent, prompt: str, stream: bool, quiet: bool) -> int:
+def _run(agent: Agent, prompt: str, stream: bool, quiet: bool, approver: Any = None) -> int:
     printer = None if quiet else TextPrinter(sys.stdout)
-    result = agent.run(prompt, on_event=printer, stream=stream)
+    result = agent.run(prompt, on_event=printer, stream=stream, approver=approver)
     if quiet:
         _say(result.output)
     return 1 if result.stop_reason == "error" else 0
@@ -107,12 +109,51 @@ def cmd_run(args: argparse.Namespace) -> int:
         tools=tools,
         system=args.system,
         max_tool_calls=args.max_tool_calls,
+        requires_approval=[n.strip() for n in args.require_approval.split(",") if n.strip()]
+        if args.require_approval
+        else False,
     )
+    approver = _approver(args.approval)
     if args.json:
-        result = agent.run(args.prompt, stream=args.stream)
-        _say(json.dumps(result.to_dict(), ensure_ascii=False))
+        result = agent.run(args.prompt, stream=args.stream, approver=approver)
+        print(json.dumps(result.to_dict()))  # ASCII: control characters and surrogates as \u escapes
         return 1 if result.stop_reason == "error" else 0
-    return _run(agent, args.prompt, args.stream, args.quiet)
+    return _run(agent, args.prompt, args.stream, args.quiet, approver)
+
+
+def _approver(mode: str | None) -> Any:
+    """``--approval ask`` prompts at the terminal, ``deny`` denies; default: ask on a terminal."""
+    if mode is None:
+        mode = "ask" if sys.stdin.isatty() else "deny"
+    if mode == "deny":
+        return None  # unattended: calls that need approval are denied, with the reason
+    from agentnb.terminal_approval import TerminalApprover
+
+    return TerminalApprover()
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from agentnb.evaluation import evaluate
+    from agentnb.evaluation.progress import TerminalProgress
+
+    tools = load_tools([s for s in args.tools.split(";") if s.strip()]) if args.tools else []
+    agent = Agent(get_provider(args.provider, **_provider_options(args)), tools=tools, system=args.system)
+    scorers = [s.strip() for s in args.scorers.split(",") if s.strip()]
+    ev = evaluate(
+        agent,
+        args.file,
+        scorers=scorers,
+        concurrency=args.concurrency,
+        repeats=args.repeats,
+        timeout=args.timeout,
+        log=args.log,
+        input=args.input,
+        expected=args.expected or None,
+        progress=TerminalProgress(sys.stderr, summary=False),
+        stream=False,
+    )
+    _say(repr(ev))
+    return 0 if not ev.stopped else 130
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,7 +188,27 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-tool-calls", type=int, default=DEFAULT_MAX_TOOL_CALLS)
     run.add_argument("--quiet", action="store_true", help="print only the answer")
     run.add_argument("--json", action="store_true", help="print the whole transcript as JSON")
+    run.add_argument("--require-approval", metavar="NAMES", help="tools (a,b) whose calls need approval")
+    run.add_argument(
+        "--approval",
+        choices=("ask", "deny"),
+        help="calls that need approval: ask at the terminal, or deny (default: ask when stdin is a terminal)",
+    )
     run.set_defaults(func=cmd_run)
+
+    ev = sub.add_parser("eval", help="evaluate an agent on a JSONL/CSV dataset; log each case, print the summary")
+    ev.add_argument("file", help="a .jsonl or .csv file: one case per line/row ('input', optional 'expected')")
+    common(ev, "local")
+    ev.add_argument("--log", help="JSONL log: each finished case is appended; cases already in it are skipped")
+    ev.add_argument("--scorers", default="contains", help="built-in scorers by name, comma-separated (default: contains)")
+    ev.add_argument("--concurrency", type=int, default=8)
+    ev.add_argument("--repeats", type=int, default=1)
+    ev.add_argument("--timeout", type=float, default=None, help="seconds per case")
+    ev.add_argument("--tools", help="'module' or 'module:name,name'; several separated by ';'")
+    ev.add_argument("--system", help="system prompt")
+    ev.add_argument("--input", default="input", help="the input column, or a {column} template")
+    ev.add_argument("--expected", default="expected", help="the expected column ('' for none)")
+    ev.set_defaults(func=cmd_eval)
     return parser
 
 
@@ -156,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except UserError as exc:
-        print(f"agentnb: error: {exc}", file=sys.stderr)
+        print(f"agentnb: error: {untrusted_terminal(str(exc))}", file=sys.stderr)
         return 2
 
 

@@ -29,7 +29,25 @@ from typing import Any
 from agentnb.messages import Image, ToolCall, Usage
 
 Decoder = Callable[[Any], Any]
-_KNOWN: dict[Any, Decoder] = {Image: Image.from_dict, ToolCall: ToolCall.from_dict, Usage: lambda d: Usage(**d)}
+
+
+def _checked(kind: type) -> Decoder:
+    """A scalar field read from a file (untrusted): the declared type or a clear error."""
+    kinds: tuple[type, ...] = (int, float) if kind is float else (kind,)
+
+    def read(value: Any) -> Any:
+        if not isinstance(value, kinds) or (kind is not bool and isinstance(value, bool)):
+            raise ValueError(f"expected {kind.__name__}, not {type(value).__name__} {value!r:.60}")
+        return value
+
+    return read
+
+
+_KNOWN: dict[Any, Decoder] = {
+    Image: Image.from_dict,
+    ToolCall: ToolCall.from_dict,
+    Usage: lambda d: Usage(**{k: _checked(int)(v) for k, v in d.items()}),
+}
 _cache: dict[type, dict[str, Decoder]] = {}
 
 
@@ -51,8 +69,19 @@ def decoder_for(hint: Any) -> Decoder:
     known = _KNOWN.get(hint)
     if known is not None:
         return known
+    if hint in (int, float, str, bool):  # views put numbers into HTML unescaped: check them
+        return _checked(hint)
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
+    if origin is typing.Literal:
+        allowed = args
+
+        def literal(value: Any) -> Any:
+            if value not in allowed:
+                raise ValueError(f"expected one of {', '.join(map(repr, allowed))}, not {value!r:.60}")
+            return value
+
+        return literal
     if origin is tuple:
         inner = decoder_for(args[0]) if args else _identity
         return lambda v: tuple(inner(x) for x in v) if isinstance(v, list) else v

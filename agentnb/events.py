@@ -144,11 +144,14 @@ class DedupDecision(_EventBase):
 
 @dataclass(frozen=True, slots=True)
 class StepDecision(_EventBase):
-    """A step controller (the debugger) decided what to do before a model or tool call."""
+    """A step controller (the debugger) decided what to do before a model or tool call.
+
+    ``stop``: the run was stopped there; for a model call, the request was never sent.
+    """
 
     depth: int
     target: Literal["model", "tool"]
-    action: Literal["run", "skip", "edit"]
+    action: Literal["run", "skip", "edit", "stop"]
     call_id: str | None = None
     arguments: dict[str, Any] | None = None
     kind: Literal["step_decision"] = "step_decision"
@@ -209,10 +212,19 @@ class AttachmentAdded(_EventBase):
 
 @dataclass(frozen=True, slots=True)
 class LimitReached(_EventBase):
+    """A limit of the run was reached: the model must answer in text now (see :mod:`agentnb.limits`).
+
+    ``limit`` names it (``tool_calls``, ``requests``, ``total_tokens``, ``cost``, ``seconds``...);
+    ``value`` is the limit and ``used`` what the run had used (for budgets other than tool calls).
+    """
+
     depth: int
     max_tool_calls: int
     tool_calls: int
     kind: Literal["limit_reached"] = "limit_reached"
+    limit: str = "tool_calls"
+    value: float | None = None
+    used: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +250,9 @@ class FinalAnswer(_EventBase):
     depth: int
     text: str
     kind: Literal["final_answer"] = "final_answer"
+    #: Who wrote ``text``: the model, or agentnb when the model would only call tools after
+    #: it was asked to answer in text (see :mod:`agentnb.endings`).
+    by: Literal["model", "agentnb"] = "model"
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,7 +304,7 @@ class CallRepair(_EventBase):
 @dataclass(frozen=True, slots=True)
 class CallSteered(_EventBase):
     """A call was decoded token by token on a server, with the in-process steering
-    (:mod:`agentnb.providers.openai_steer`): the server proposed each token and its
+    (:mod:`agentnb.providers.openai.steer`): the server proposed each token and its
     alternatives; agentnb kept the grammar and favoured copies of the request.
 
     ``requests``: the server requests it took; ``tokens``: the tokens read; ``changed``: the
@@ -311,7 +326,7 @@ class CallSteered(_EventBase):
 class CallsFromText(_EventBase):
     """A native reply held its tool calls as text (``<tool_call>{...}</tool_call>``, a bare
     JSON call, ...): the server passed the tools to the model but did not parse its calls.
-    The provider read them (:mod:`agentnb.providers.text_calls`) and the loop runs them.
+    The provider read them (:mod:`agentnb.providers.openai.text_calls`) and the loop runs them.
     """
 
     depth: int
@@ -365,6 +380,36 @@ class RunFinished(_EventBase):
     duration: float
     error: str | None = None
     kind: Literal["run_finished"] = "run_finished"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested(_EventBase):
+    """A call needs a decision before it runs (see :mod:`agentnb.approval`); the run waits."""
+
+    depth: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    approver: str
+    kind: Literal["approval_requested"] = "approval_requested"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided(_EventBase):
+    """The decision on a call that needed approval: ``approve``, ``deny`` or ``edit``.
+
+    ``by`` says who decided (``"widget"``, ``"terminal"``, ``"policy NAME"``, ``"unattended"``);
+    ``reason`` is what the model reads for a denial; ``arguments`` the edited arguments.
+    """
+
+    depth: int
+    call_id: str
+    name: str
+    decision: Literal["approve", "deny", "edit"]
+    by: str
+    reason: str | None = None
+    arguments: dict[str, Any] | None = None
+    kind: Literal["approval_decided"] = "approval_decided"
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,6 +473,8 @@ Event: TypeAlias = (
     | CallRepair
     | CallSteered
     | CallsFromText
+    | ApprovalRequested
+    | ApprovalDecided
     | SubAgentEvent
     | HistoryTrimmed
 )

@@ -22,9 +22,14 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from agentnb.approval import denied_message
+from agentnb.cost import priced
 from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
+from agentnb.endings import OpenStep, no_answer_text
 from agentnb.errors import ModelBehaviorError, StopRun
 from agentnb.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     AttachmentAdded,
     DedupAction,
     DedupDecision,
@@ -46,6 +51,8 @@ from agentnb.events import (
     ValidationResult,
 )
 from agentnb.history import MessageView
+from agentnb.limits import reached
+from agentnb.limits import used as used_of
 from agentnb.loop_nested import nested_calls
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
 from agentnb.providers.base import Completion, Provider, Request, TextChunk
@@ -60,6 +67,8 @@ from agentnb.toolrun import (
 from agentnb.tools import Tool, ToolContext, render_result
 
 if TYPE_CHECKING:
+    from agentnb.approval import ApprovalGate
+    from agentnb.limits import UsageLimits
     from agentnb.output import OutputSpec
 
 ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
@@ -124,6 +133,10 @@ class LoopConfig:
     output: OutputSpec | None = None
     max_output_retries: int = 2
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
+    #: Which calls need a decision before they run, and who decides (None: no call does).
+    approval: ApprovalGate | None = None
+    #: Budgets besides the tool-call limit (None: none; see :mod:`agentnb.limits`).
+    limits: UsageLimits | None = None
 
 
 @dataclass(slots=True)
@@ -139,6 +152,11 @@ class RunState:
     stop_reason: StopReason | None = None
     value: Any = None
     output_retries: int = 0
+    #: The step in progress (its model turn and tool calls) until its messages are committed;
+    #: a stop mid-step keeps what it did (agentnb.endings.settle_stopped_step).
+    step: OpenStep | None = None
+    requests: int = 0  # model requests made
+    limit: str | None = None  # the limit that ended the run, when one did
 
 
 @dataclass(slots=True)
@@ -152,6 +170,8 @@ class _Exec:
     error: str | None = None
     ctx: ToolContext | None = None
     duration: float = 0.0
+    done: bool = False  # it ran to its end (a result or an error the model reads)
+    reported: bool = False  # its ToolFinished event was yielded
 
 
 async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
@@ -165,8 +185,28 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
     asked_again = False  # a call where none is offered gets one more chance to answer in text
     threaded = SYNC_TOOLS_IN_THREAD.get()
     limit_chars = cfg.max_result_chars
+    gate = cfg.approval
+    budgets = cfg.limits
+    t0 = perf_counter()
     while True:
-        limited = state.tool_calls >= cfg.max_tool_calls
+        if budgets is not None:
+            if state.limit is None:
+                hit = reached(
+                    budgets, state.requests, state.usage, state.usage.cost, _priced(state), perf_counter() - t0
+                )
+                if hit is not None:
+                    state.limit = hit
+                    value, amount = used_of(
+                        hit, budgets, state.requests, state.usage, state.usage.cost, perf_counter() - t0
+                    )
+                    yield LimitReached(depth, cfg.max_tool_calls, state.tool_calls, limit=hit, value=value, used=amount)
+            if budgets.requests is not None and state.requests >= budgets.requests:
+                # No request left: the run ends with the text it has.
+                state.stop_reason = "limit"
+                state.limit = state.limit or "requests"
+                yield FinalAnswer(depth, state.output)
+                return
+        limited = state.tool_calls >= cfg.max_tool_calls or state.limit is not None
         offer = bool(tools) and not limited and choice != "none"
         request = Request(
             MessageView(state.messages),
@@ -178,8 +218,13 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         )
         yield ModelRequest(depth, len(request.messages), names if offer else (), request.tool_choice)
         if cfg.controller is not None:
-            await cfg.controller.before_model(depth, request)
+            try:
+                await cfg.controller.before_model(depth, request)
+            except StopRun:  # announced above, never sent: say so, so no view counts it
+                yield StepDecision(depth, "model", "stop")
+                raise
         start = perf_counter()
+        state.requests += 1
         if cfg.stream:
             completion = None
             async with aclosing(cfg.provider.stream(request)) as chunks:  # type: ignore[type-var]
@@ -196,15 +241,17 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             completion = await cfg.provider.complete(request)
         used = completion.usage
         if used.input_tokens or used.output_tokens:
+            used = priced(cfg.provider, used)
             state.usage += used
         calls = completion.tool_calls
+        state.step = OpenStep(depth, completion)
         for note in completion.events:  # the provider's own decisions, at this depth
             yield dataclasses.replace(note, depth=depth)
         yield ModelResponse(
             depth,
             completion.text,
             calls,
-            completion.usage,
+            used,
             perf_counter() - start,
             finish_reason=completion.finish_reason,
             model=completion.model,
@@ -217,6 +264,8 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             pending: list[Message] = [AssistantMessage(completion.text, calls, reasoning=completion.reasoning)]
             pending += [ToolMessage(c.id, c.name, "Not executed: no tools are available now.", True) for c in calls]
             state.messages.extend(pending)
+            state.step = None
+            state.output = completion.text or ""
             if calls and not asked_again:
                 # A call where none is offered: ask once more, plainly, for a text answer.
                 asked_again = True
@@ -224,10 +273,24 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                 depth += 1
                 continue
             state.output = completion.text or ""
+            by: Literal["model", "agentnb"] = "model"
+            if calls and not state.output.strip():  # it would only call: say so, in agentnb's words
+                if state.limit is not None and state.limit != "tool_calls":
+                    why = f"the {state.limit} limit"
+                elif limited:
+                    why = f"the tool-call limit ({cfg.max_tool_calls})"
+                else:
+                    why = f"tool_choice={cfg.tool_choice!r}"
+                state.output = no_answer_text(state.messages, [c.name for c in calls], why)
+                by = "agentnb"
             # "limit" only when the limit changed something: with max_tool_calls=0 a plain
             # answer is an answer.
-            state.stop_reason = "limit" if limited and (state.tool_calls or calls or asked_again) else "answer"
-            if cfg.output is not None:  # structured output: validate, maybe ask for a repair
+            state.stop_reason = (
+                "limit" if limited and (state.tool_calls or calls or asked_again or state.limit) else "answer"
+            )
+            if state.stop_reason == "limit" and state.limit is None:
+                state.limit = "tool_calls"
+            if cfg.output is not None and by == "model":  # structured output: validate, maybe repair
                 from agentnb.output import output_step  # only runs with an output_type
 
                 verdict, check, repair = output_step(
@@ -242,12 +305,13 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                 state.value = check.value
                 if not check.ok:
                     state.stop_reason = "invalid_output"
-            yield FinalAnswer(depth, state.output)
+            yield FinalAnswer(depth, state.output, by=by)
             return
 
         # Decide what to do with each call, in order; only executions need work afterwards.
         budget = cfg.max_tool_calls - state.tool_calls
         plans: list[ToolMessage | _Exec | int] = []  # int: a repeat of plans[int] in this turn
+        state.step.plans, state.step.budget = plans, budget
         in_turn: dict[str, int] = {}
         for i, call in enumerate(calls):
             yield ToolCallRequested(depth, call.id, call.name, call.arguments)
@@ -283,6 +347,25 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             action: DedupAction = "execute" if not seen else ("allow_repeat" if tool.allow_repeat else "skip")
             yield DedupDecision(depth, call.id, call.name, fp, seen, action)
             if action != "skip":
+                if gate is not None and gate.needs(tool):  # no decision, no execution
+                    yield ApprovalRequested(depth, call.id, call.name, arguments, gate.by)
+                    answer = await gate.decide(ToolCall(call.id, call.name, arguments), tool)
+                    if answer.action == "deny":
+                        reason = str(answer.reason)
+                        yield ApprovalDecided(depth, call.id, call.name, "deny", gate.by, reason)
+                        plans.append(ToolMessage(call.id, call.name, denied_message(reason), True))
+                        continue
+                    if answer.action == "edit":
+                        arguments = answer.arguments
+                        yield ApprovalDecided(depth, call.id, call.name, "edit", gate.by, None, arguments)
+                        errors = tool.validate(arguments) if isinstance(arguments, dict) else ["not a JSON object"]
+                        yield ValidationResult(depth, call.id, call.name, tuple(errors))
+                        if errors:
+                            plans.append(ToolMessage(call.id, call.name, _invalid_message(tool, errors), True))
+                            continue
+                        fp = fingerprint(call.name, {**tool.defaults, **arguments} if tool.defaults else arguments)
+                    else:
+                        yield ApprovalDecided(depth, call.id, call.name, "approve", gate.by)
                 in_turn.setdefault(fp, len(plans))
                 plans.append(_Exec(len(plans), call, tool, arguments, fp))
             elif earlier is not None:
@@ -296,21 +379,26 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         if any(getattr(p.tool, "nested", False) for p in execs):
             # Agents as tools: their runs' events come out live, and count toward this run.
             left = cfg.max_tool_calls - state.tool_calls
-            async for item in nested_calls(execs, depth, cfg.controller, left, _execute, cfg.tool_timeout):
-                if isinstance(item, SubAgentEvent):
-                    inner = item.event
-                    if inner.kind == "run_finished":  # deeper runs are in their parent's total
-                        state.usage += inner.usage
-                        state.tool_calls += inner.tool_calls
-                    yield item
-                else:
-                    yield _finished(depth, item)
+            nested = nested_calls(execs, depth, cfg.controller, left, _execute, cfg.tool_timeout)
+            async with aclosing(nested) as items:  # type: ignore[type-var]
+                async for item in items:
+                    if isinstance(item, SubAgentEvent):
+                        inner = item.event
+                        if inner.kind == "run_finished":  # deeper runs are in their parent's total
+                            state.usage += inner.usage
+                            state.tool_calls += inner.tool_calls
+                        elif _innermost(inner).kind == "model_request":  # every level's requests count
+                            state.requests += 1
+                        yield item
+                    else:
+                        yield _finished(depth, item)
         elif len(execs) == 1:
             await _execute(execs[0], depth, cfg.tool_timeout, threaded=threaded)
             yield _finished(depth, execs[0])
         elif execs:
-            async for p in _execute_all(execs, depth, cfg.tool_timeout):
-                yield _finished(depth, p)
+            async with aclosing(_execute_all(execs, depth, cfg.tool_timeout)) as finished:  # type: ignore[type-var]
+                async for p in finished:
+                    yield _finished(depth, p)
 
         messages: list[Message] = [AssistantMessage(completion.text, calls, reasoning=completion.reasoning)]
         images: list[Image] = []
@@ -341,6 +429,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             messages.append(UserMessage(ATTACHMENT_NOTE, tuple(images)))
         state.messages.extend(messages)  # the step is complete: commit it
         state.kept_tool_calls = state.tool_calls
+        state.step = None
 
         if direct:
             state.output = "\n\n".join(p.result for p in direct)
@@ -353,12 +442,24 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         depth += 1
 
 
+def _priced(state: RunState) -> bool:
+    """Whether the run's cost is known (no tokens yet, or every call priced)."""
+    return state.usage.cost is not None or not state.usage.total_tokens
+
+
+def _innermost(event: Any) -> Any:
+    while isinstance(event, SubAgentEvent):
+        event = event.event
+    return event
+
+
 def _limit(tool: Tool, default: int | None) -> int | None:
     own = getattr(tool, "max_result_chars", None)
     return own if own is not None else default
 
 
 def _finished(depth: int, p: _Exec) -> ToolFinished:
+    p.reported = True
     structured = p.ctx.structured if p.ctx is not None else None
     return ToolFinished(depth, p.call.id, p.call.name, p.result, p.error, p.duration, structured)
 
@@ -407,6 +508,7 @@ async def _execute(
             p.error = exception_text(exc)
             p.result = f"Error: {tool.name} raised {p.error}"
     p.duration = perf_counter() - start
+    p.done = True
     return p
 
 

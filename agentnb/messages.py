@@ -192,25 +192,45 @@ class ToolMessage:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Token counts; they add up across model calls.
+    """Token counts and their price; they add up across model calls.
+
+    ``cost`` is the price in US dollars (:mod:`agentnb.cost`), ``None`` when unknown: a sum
+    with an unknown part is unknown, never a wrong number (a usage with no tokens adds nothing).
 
     >>> total = Usage(10, 2) + Usage(5, 1)
     >>> total, total.total_tokens
     (Usage(input_tokens=15, output_tokens=3), 18)
+    >>> Usage(10, 2, cost=0.5) + Usage(5, 1, cost=0.25), Usage(10, 2, cost=0.5) + Usage(5, 1)
+    (Usage(input_tokens=15, output_tokens=3, cost=0.75), Usage(input_tokens=15, output_tokens=3))
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cost: float | None = None
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens)
+        a, b = self.cost, other.cost
+        if a is None and not (self.input_tokens or self.output_tokens):
+            cost = b
+        elif b is None and not (other.input_tokens or other.output_tokens):
+            cost = a
+        else:
+            cost = None if a is None or b is None else a + b
+        return Usage(self.input_tokens + other.input_tokens, self.output_tokens + other.output_tokens, cost)
+
+    def __repr__(self) -> str:
+        cost = f", cost={self.cost!r}" if self.cost is not None else ""
+        return f"Usage(input_tokens={self.input_tokens}, output_tokens={self.output_tokens}{cost})"
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
-    def to_dict(self) -> dict[str, int]:
-        return {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cost is not None:
+            d["cost"] = self.cost
+        return d
 
 
 Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessage

@@ -11,7 +11,10 @@ import json
 import sys
 from typing import Any, TextIO
 
+from agentnb.cost import format_cost
 from agentnb.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     AttachmentAdded,
     CallDecision,
     CallRepair,
@@ -42,6 +45,16 @@ from agentnb.events import (
     UnknownTool,
     ValidationResult,
 )
+from agentnb.untrusted import untrusted_terminal
+
+
+def limit_text(name: str, value: float | None, used: float | None) -> str:
+    """A budget in words: ``total_tokens limit (100; used 120)``, ``cost limit ($0.01; used unknown)``."""
+    if name == "cost":
+        return f"cost limit ({format_cost(value)}; used {format_cost(used)})"
+    show = (lambda x: f"{x:g}") if name == "seconds" else (lambda x: str(x))
+    amount = "" if used is None else f"; used {show(used)}"
+    return f"{name} limit ({show(value) if value is not None else '?'}{amount})"
 
 
 def format_arguments(arguments: Any) -> str:
@@ -88,6 +101,7 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
         case ModelResponse(tool_calls=calls, usage=u, duration=s):
             what = plural(len(calls), "tool call") if calls else "text"
             tokens = f", {u.input_tokens}+{u.output_tokens} tokens" if u.total_tokens else ""
+            tokens += f", {format_cost(u.cost)}" if u.cost is not None else ""
             return f"{d} model replied with {what} in {s:.2f}s{tokens}"
         case ToolCallRequested(name=n, arguments=a):
             return f"{d} call {n}({format_arguments(a)})"
@@ -104,6 +118,13 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             )
         case StepDecision(target=t, action=a, arguments=args):
             return f"{d} debugger: {a} {t}" + (f" with {format_arguments(args)}" if args is not None else "")
+        case ApprovalRequested(name=n, arguments=a, approver=who):
+            return f"{d} {n}({format_arguments(a)}) needs approval: asking {who}"
+        case ApprovalDecided(name=n, decision=dec, by=who, reason=why, arguments=args):
+            what = {"approve": "approved", "deny": "denied", "edit": "approved with edited arguments"}[dec]
+            tail = f": {shorten(why or '', width)}" if dec == "deny" else ""
+            tail += f" {format_arguments(args)}" if args is not None else ""
+            return f"{d} {n} {what} by {who}{tail}"
         case ToolStarted(name=n, arguments=a, source=src):
             return f"{d} run {n}({format_arguments(a)})" + (f" [{src}]" if src else "")
         case ToolFinished(name=n, result=r, error=e, duration=s):
@@ -111,8 +132,10 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} {n} {status} ({millis(s)})"
         case AttachmentAdded(name=n, image=img):
             return f"{d} {n} attached an image ({img.mime}, {len(img.data)} bytes)"
-        case LimitReached(max_tool_calls=m):
+        case LimitReached(max_tool_calls=m, limit="tool_calls"):
             return f"{d} tool-call limit ({m}) reached: the model must answer now"
+        case LimitReached(limit=name, value=v, used=u):
+            return f"{d} {limit_text(name, v, u)} reached: the model must answer now"
         case DirectOutput(name=n):
             return f"{d} {n} returned the final answer directly"
         case ReasoningSummary(text=t):
@@ -143,6 +166,7 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
         case RunFinished(stop_reason=r, tool_calls=n, usage=u, duration=s, error=e):
             tail = f", error: {e}" if e else ""
             tokens = f", {plural(u.total_tokens, 'token')}" if u.total_tokens else ""  # 0: none reported
+            tokens += f", cost {format_cost(u.cost)}" if u.cost is not None else ""
             return f"run finished: {r}, {plural(n, 'tool call')}{tokens}, {s:.2f}s{tail}"
         case _:
             return None
@@ -183,6 +207,7 @@ class TextPrinter:
             self.file.flush()
 
     def _write(self, text: str) -> None:
+        text = untrusted_terminal(text)  # model text may carry escape sequences: shown, never sent
         try:
             self.file.write(text)
         except UnicodeEncodeError:  # a lone surrogate from a model, or a narrow terminal encoding

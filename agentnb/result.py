@@ -69,6 +69,21 @@ class RunResult:
     def __str__(self) -> str:
         return self.output
 
+    @property
+    def limit(self) -> str | None:
+        """The limit that ended the run (``"tool_calls"``, ``"total_tokens"``...), when one did."""
+        if self.stop_reason != "limit":
+            return None
+        for event in reversed(self.events):
+            if event.kind == "limit_reached":
+                return event.limit  # type: ignore[union-attr]
+        return "tool_calls"
+
+    @property
+    def cost(self) -> float | None:
+        """What the run's model calls cost in US dollars (None: unknown); see :mod:`agentnb.cost`."""
+        return self.usage.cost if self.usage.total_tokens else 0.0
+
     def raise_for_error(self) -> RunResult:
         """Re-raise the exception that ended the run, if one did; else return self."""
         if self.exception is not None:

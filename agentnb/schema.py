@@ -65,6 +65,72 @@ def schema_for(tp: Any, problems: list[str], where: str) -> dict[str, Any]:
     return {}
 
 
+_META = ("description", "default", "title", "examples")
+
+
+def accepts_null(schema: Mapping[str, Any]) -> bool:
+    """Whether ``null`` is valid under ``schema``.
+
+    >>> accepts_null({"type": ["integer", "null"]}), accepts_null({"type": "object"})
+    (True, False)
+    """
+    import jsonschema  # only asked about None defaults, by code that already loaded it
+
+    try:
+        return bool(jsonschema.Draft202012Validator(dict(schema)).is_valid(None))
+    except Exception:  # an unresolvable reference: say no, and widen
+        return False
+
+
+def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` widened to accept ``null``, for a ``None`` default on a non-Optional type.
+
+    ``def f(meta: dict[str, int] = None)`` means "a dict, or nothing": its schema must accept
+    its own default (as ``Optional`` would), or a model that copies the default is refused.
+
+    >>> nullable({"type": "integer", "default": None})
+    {'type': ['integer', 'null'], 'default': None}
+    >>> nullable({"type": "object", "additionalProperties": {"type": "integer"}})
+    {'anyOf': [{'type': 'object', 'additionalProperties': {'type': 'integer'}}, {'type': 'null'}]}
+    """
+    if accepts_null(schema):
+        return schema
+    core = {k: v for k, v in schema.items() if k not in _META}
+    meta = {k: v for k, v in schema.items() if k in _META}
+    kind = core.get("type")
+    if set(core) == {"type"} and isinstance(kind, (str, list)):
+        return {"type": [*([kind] if isinstance(kind, str) else kind), "null"], **meta}
+    return {"anyOf": [core, {"type": "null"}], **meta}
+
+
+def drop_refused_none_defaults(schema: Any) -> Any:
+    """Every property schema (at any depth) without a ``None`` default its type refuses.
+
+    pydantic describes ``x: int = None`` in a model as ``{"type": "integer", "default": null}``
+    and refuses an explicit ``null`` for it: the schema must not offer that default (the
+    field stays optional: pydantic fills it when it is omitted).
+    """
+    if isinstance(schema, list):
+        return [drop_refused_none_defaults(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: drop_refused_none_defaults(v) for k, v in schema.items()}
+    props = out.get("properties")
+    if isinstance(props, dict):
+        out["properties"] = {
+            k: {n: w for n, w in v.items() if n != "default"}
+            if isinstance(v, dict) and "default" in v and v["default"] is None and not accepts_null(v)
+            else v
+            for k, v in props.items()
+        }
+    return out
+
+
+def none_passes(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``convert``, letting ``None`` through (the value of a ``None`` default)."""
+    return lambda v: None if v is None else convert(v)
+
+
 def _uses_pydantic(tp: Any) -> bool:
     """Whether ``tp`` is a pydantic model, or ``Annotated`` with a pydantic ``Field``.
 
@@ -89,7 +155,7 @@ def pydantic_schema(tp: Any, problems: list[str], where: str) -> dict[str, Any]:
     except Exception as exc:
         problems.append(f"{where}: pydantic cannot describe {_type_name(tp)} ({exc})")
         return {}
-    return inline_refs(schema)
+    return drop_refused_none_defaults(inline_refs(schema))  # type: ignore[no-any-return]
 
 
 def inline_refs(schema: dict[str, Any], max_depth: int = 32) -> dict[str, Any]:
@@ -208,6 +274,8 @@ def _dataclass_schema(tp: type, problems: list[str], where: str) -> dict[str, An
             required.append(f.name)
         elif f.default is not dataclasses.MISSING and _jsonable(f.default):
             prop = {**prop, "default": _json_default(f.default)}
+            if f.default is None:
+                prop = nullable(prop)
         props[f.name] = prop
     return _object_schema(props, required, _summary(tp))
 
@@ -361,7 +429,7 @@ def converter_for(tp: Any) -> Callable[[Any], Any] | None:
         for f in dataclasses.fields(tp):
             sub = converter_for(hints.get(f.name, Any))
             if sub is not None:
-                subs[f.name] = sub
+                subs[f.name] = none_passes(sub) if f.default is None else sub
         return lambda d: tp(**{k: (subs[k](v) if k in subs else v) for k, v in d.items()})
     if origin in (typing.Union, types.UnionType):
         inner = [converter_for(a) for a in args if a is not _NONE]

@@ -30,12 +30,27 @@ from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 from agentnb.errors import ToolDefinitionError
 from agentnb.messages import Image
 from agentnb.rendering import render_value
-from agentnb.schema import _json_default, _jsonable, converter_for, parse_docstring, schema_for
+from agentnb.schema import (
+    _json_default,
+    _jsonable,
+    converter_for,
+    none_passes,
+    nullable,
+    parse_docstring,
+    schema_for,
+)
+from agentnb.toolkinds import callable_parts, is_async_callable, refusal
 
 if TYPE_CHECKING:
     import jsonschema
 
-_UNCOMPILED = object()
+
+class _Uncompiled:
+    def __reduce__(self) -> str:  # a pickled copy (a tool sent to a Ray worker) is this same sentinel
+        return "_UNCOMPILED"
+
+
+_UNCOMPILED = _Uncompiled()
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -126,6 +141,7 @@ class Tool:
         "is_async",
         "direct_output",
         "allow_repeat",
+        "requires_approval",
         "timeout",
         "max_result_chars",
         "examples",
@@ -147,6 +163,7 @@ class Tool:
         *,
         direct_output: bool = False,
         allow_repeat: bool = False,
+        requires_approval: bool = False,
         timeout: float | None = None,
         max_result_chars: int | None = None,
         examples: Iterable[Any] = (),
@@ -183,9 +200,11 @@ class Tool:
         self.description = description
         self.parameters = params
         self.fn = fn
-        self.is_async = fn is not None and inspect.iscoroutinefunction(fn)
+        self.is_async = fn is not None and is_async_callable(fn)
         self.direct_output = direct_output
         self.allow_repeat = allow_repeat
+        #: A call of this tool never runs without a decision (see :mod:`agentnb.approval`).
+        self.requires_approval = requires_approval
         self.timeout = timeout
         #: Bound on the characters of a result the model reads (None: the agent's bound).
         self.max_result_chars = max_result_chars
@@ -221,19 +240,16 @@ class Tool:
     ) -> Tool:
         """Build a tool from a typed function; its docstring gives the descriptions."""
         problems: list[str] = []
-        tool_name = str(name or getattr(fn, "__name__", ""))
-        summary, docs = parse_docstring(fn.__doc__ or "")
-        try:
-            hints = inspect.get_annotations(fn, eval_str=True)
-        except Exception as exc:
-            problems.append(f"cannot resolve type hints ({exc})")
-            hints = {}
+        parts = callable_parts(fn, problems)  # functions, methods, partials, callable objects
+        tool_name = str(name or parts.name)
+        summary, docs = parse_docstring(parts.doc)
+        hints = parts.hints
         props: dict[str, Any] = {}
         required: list[str] = []
         converters: dict[str, Callable[[Any], Any]] = {}
         fills: dict[str, Any] = {}
         context_param = None
-        for p in inspect.signature(fn).parameters.values():
+        for p in parts.parameters:
             tp = hints.get(p.name, inspect.Parameter.empty)
             if tp is ToolContext or tp == "ToolContext":
                 context_param = p.name
@@ -261,10 +277,12 @@ class Tool:
                 required.append(p.name)
             elif "default" not in prop and _jsonable(default):
                 prop = {**prop, "default": _json_default(default)}
+            if default is None:  # `meta: dict = None` means "or nothing": accept the default
+                prop = nullable(prop)
             props[p.name] = prop
             conv = converter_for(tp)
             if conv is not None:
-                converters[p.name] = conv
+                converters[p.name] = none_passes(conv) if default is None else conv
         for documented in docs:
             if documented not in props and documented != context_param:
                 problems.append(f"docstring documents {documented!r}, which is not a parameter")
@@ -414,7 +432,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
     if error.context and error.validator in ("anyOf", "oneOf"):
         # "not valid under any of the given schemas" tells the model nothing: name the closest
         # branch's problem (an Optional[Model] with one bad field says which field).
-        near = [c for c in error.context if c.validator != "type"]  # "not null" says nothing either
+        # "not null" says nothing either; a wrong type deeper inside a branch does.
+        near = [c for c in error.context if c.validator != "type" or c.relative_path]
         if near:
             error = max(near, key=lambda c: len(c.absolute_path))
     path = ".".join(str(p) for p in error.absolute_path)
@@ -445,6 +464,7 @@ def tool(
     description: str | None = ...,
     direct_output: bool = ...,
     allow_repeat: bool = ...,
+    requires_approval: bool = ...,
     timeout: float | None = ...,
     max_result_chars: int | None = ...,
     examples: Iterable[Any] = ...,
@@ -456,7 +476,8 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
 
     Use bare (``@tool``) or with options (``@tool(direct_output=True, timeout=5)``).
     An OpenAI-format dict is accepted too: ``tool({"type": "function", ...}, fn=handler)``.
-    Options: ``name``, ``description``, ``direct_output``, ``allow_repeat``, ``timeout``
+    Options: ``name``, ``description``, ``direct_output``, ``allow_repeat``,
+    ``requires_approval`` (no call runs without a decision: :mod:`agentnb.approval`), ``timeout``
     (seconds), ``max_result_chars`` (how much of a result the model reads; default: the
     agent's), ``examples`` (``[(query, arguments), ...]``).
 
@@ -473,6 +494,10 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
         return fn
     if isinstance(fn, Mapping):
         return Tool.from_openai(fn, **options)
+    why = refusal(fn, named=bool(options.get("name")))
+    if why is not None:  # an Agent, a class, a string, None...: say what to pass instead
+        label = options.get("name") or (fn if isinstance(fn, str) else getattr(fn, "__name__", None))
+        raise ToolDefinitionError(str(label or type(fn).__name__), [why])
     return Tool.from_function(fn, **options)
 
 
@@ -485,7 +510,7 @@ class ToolSource(Protocol):
 
 def _expand(tools: Iterable[Any]) -> Iterable[Any]:
     for t in tools:
-        if isinstance(t, ToolSource) and not isinstance(t, Tool):
+        if isinstance(t, ToolSource) and not isinstance(t, Tool) and callable(t.tools):  # (an Agent's is a dict)
             yield from t.tools()
         elif isinstance(t, (list, tuple)):  # e.g. server.tools(prefix=...) inside a list
             yield from _expand(t)
@@ -497,6 +522,8 @@ def coerce_tools(tools: Iterable[Any]) -> dict[str, Tool]:
     """Tools (or plain functions, OpenAI dicts, tool sources) by name; duplicate names are an error."""
     out: dict[str, Tool] = {}
     for t in _expand(tools):
+        if t is None:  # tool(None) would be the bare decorator
+            raise ToolDefinitionError("None", [str(refusal(None))])
         t = tool(t)
         if t.name in out:
             hint = (

@@ -4,7 +4,7 @@ For every request of benchmarks/data (tasks.json, fc_cases.json, more_cases.json
 decision_cases.json), the measurements the provider makes before it writes anything (the first
 token's call share, each tool's fit to the request against no tool, whether the best tool needs a
 number the request lacks, and the model's yes/no to "is there a function above that does exactly
-what I asked?"; see agentnb/providers/hf/decide.py), then the decision by the rule in use, by the
+what I asked?"; see agentnb/providers/guidance/decide.py), then the decision by the rule in use, by the
 previous rule (share and fit only, weights 0.5/5/1) and by the call share alone at 0.0015 (the
 first rule). Printed per half (even = tuning, odd = held out), over all sets and per set: the share
 of requests that need a tool that get a call, and of requests no offered tool fits that get text.
@@ -29,7 +29,7 @@ from untooled_accuracy import make_tool
 
 from agentnb.messages import UserMessage
 from agentnb.providers.base import Request
-from agentnb.providers.hf.decide import PROBE, decide, lacks_numbers
+from agentnb.providers.guidance.decide import PROBE, decide, lacks_numbers
 from agentnb.providers.untooled import UnTooled
 
 
@@ -76,7 +76,15 @@ def main() -> None:
     parser.add_argument("--split", choices=("all", "even", "odd"), default="all")
     parser.add_argument("--limit", type=int, default=None, help="first N requests of each set")
     parser.add_argument("--jsonl", type=Path, default=None, help="append each request's measurements here")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("AGENTNB_BENCH_QUICK") == "1",
+        help="a smoke run in seconds (also AGENTNB_BENCH_QUICK=1): one request per set",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.split, args.limit = "odd", 1
     from agentnb.providers.hf import local_provider
 
     provider = local_provider()

@@ -53,9 +53,9 @@ def contains(answer: str, value: str) -> bool:
     return value.casefold() in flat or value.casefold() in flat.replace(",", "")
 
 
-def run(split: str, options: dict[str, Any], verbose: bool) -> list[dict[str, Any]]:
+def run(split: str, options: dict[str, Any], verbose: bool, limit: int | None = None) -> list[dict[str, Any]]:
     tasks = json.loads(DATA.read_text(encoding="utf-8"))["tasks"]
-    tasks = tasks[{"all": slice(None), "even": slice(0, None, 2), "odd": slice(1, None, 2)}[split]]
+    tasks = tasks[{"all": slice(None), "even": slice(0, None, 2), "odd": slice(1, None, 2)}[split]][:limit]
     from agentnb.providers.hf import local_provider
 
     provider = local_provider(**options) if options else local_provider()
@@ -106,9 +106,18 @@ def main() -> None:
     parser.add_argument("--option", action="append", default=[], metavar="NAME=VALUE", help="generation option")
     parser.add_argument("--verbose", action="store_true")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--limit", type=int, default=None, help="first N tasks")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("AGENTNB_BENCH_QUICK") == "1",
+        help="a smoke run in seconds (also AGENTNB_BENCH_QUICK=1): one task",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.split, args.limit = "odd", 1
     options = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)}
-    rows = run(args.split, options, args.verbose)
+    rows = run(args.split, options, args.verbose, args.limit)
     for half in ("even", "odd"):
         part = [r for r in rows if r["half"] == half]
         if part:

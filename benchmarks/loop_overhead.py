@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -146,7 +147,9 @@ def import_time() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument(
+        "--quick", action="store_true", default=os.environ.get("AGENTNB_BENCH_QUICK") == "1", help="fewer repetitions"
+    )
     reps = 5 if parser.parse_args().quick else 21
     rows = []
     for name in ("inc", "ainc"):  # warm up: first imports, the compiled validators, caches

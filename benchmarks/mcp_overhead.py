@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import sys
 import tempfile
@@ -81,7 +82,9 @@ def agent_step(tools: list[object], n: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--quick", action="store_true", default=os.environ.get("AGENTNB_BENCH_QUICK") == "1", help="fewer calls"
+    )
     args = parser.parse_args()
     n, reps = (50, 2) if args.quick else (200, 3)
     with tempfile.TemporaryDirectory() as tmp:

@@ -33,7 +33,7 @@ from agentnb import Agent, tool
 from agentnb.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentnb.providers import Request
 from agentnb.providers.openai import OpenAIProvider, parse_completion
-from agentnb.providers.openai_wire import as_sent as _as_sent
+from agentnb.providers.openai.wire import as_sent as _as_sent
 
 TARGET_US = 200.0
 
@@ -122,10 +122,11 @@ class _FakeStream:
 def stream_parse_us(provider: OpenAIProvider, request: Request, chunks: list[ChatCompletionChunk], n: int) -> float:
     """Our per-chunk handling and assembly of a whole streamed reply (request build included)."""
 
-    async def fake_open(kwargs: dict[str, Any]) -> _FakeStream:
-        return _FakeStream(chunks)
+    async def fake_send(kwargs: dict[str, Any], request: Request) -> tuple[_FakeStream, tuple[Any, ...]]:
+        # Where the provider calls the SDK's create(): the chunks come from memory, not a server.
+        return _FakeStream(chunks), ()
 
-    provider._open_stream = fake_open  # type: ignore[method-assign]
+    provider._send = fake_send  # type: ignore[method-assign]
 
     async def once() -> None:
         async for _ in provider.stream(request):
@@ -143,7 +144,7 @@ def stream_parse_us(provider: OpenAIProvider, request: Request, chunks: list[Cha
     try:
         return asyncio.run(many())
     finally:
-        del provider._open_stream
+        del provider._send
 
 
 def round_trips(server: wire.WireServer, n: int, stream: bool) -> float:
@@ -172,7 +173,9 @@ def sdk_transform_us(kwargs: dict[str, Any], n: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument(
+        "--quick", action="store_true", default=os.environ.get("AGENTNB_BENCH_QUICK") == "1", help="fewer repetitions"
+    )
     args = parser.parse_args()
     n = 200 if args.quick else 2000
     provider = OpenAIProvider("bench-model", api_key="sk-bench", base_url="http://127.0.0.1:9/v1")

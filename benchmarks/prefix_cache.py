@@ -78,7 +78,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--depths", type=int, default=10)
     parser.add_argument("--max-new-tokens", type=int, default=24)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("AGENTNB_BENCH_QUICK") == "1",
+        help="a smoke run in seconds (also AGENTNB_BENCH_QUICK=1): depths 1-2, 4 new tokens",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.depths, args.max_new_tokens = 2, 4
 
     from agentnb.providers.hf import local_provider
 

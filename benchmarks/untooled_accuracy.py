@@ -156,7 +156,15 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, default=None, help="write every reply and score here")
     parser.add_argument("--verbose", action="store_true", help="print each request's outcome")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("AGENTNB_BENCH_QUICK") == "1",
+        help="a smoke run in seconds (also AGENTNB_BENCH_QUICK=1): one request per set",
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.split, args.limit, args.max_new_tokens = "odd", 1, 48
 
     from agentnb.providers.hf import local_provider
 

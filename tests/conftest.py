@@ -26,3 +26,42 @@ def _refuse_paid_api(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(host, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", guarded)
+
+
+# Files that take minutes, started first so that neither worker is left with one at the end.
+SLOW_FIRST = (
+    "tests/test_openai_text_servers.py",
+    "tests/test_binder.py",
+    "tests/test_openai_transformers_serve.py",
+    "tests/test_hf_local.py",
+    "tests/test_transformers_smollm2.py",
+    "tests/browser/",
+    "notebooks/",
+)
+# Files whose tests are spread over both workers one by one (each worker then builds the module
+# fixtures it needs, once): a file that alone would take longer than the rest of the suite.
+PER_TEST = ("tests/test_openai_text_servers.py",)
+
+
+def _rank(nodeid: str) -> int:
+    return next((i for i, prefix in enumerate(SLOW_FIRST) if nodeid.startswith(prefix)), len(SLOW_FIRST))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slow files first (a stable sort: within a file, and a notebook's cells, order is kept)."""
+    items.sort(key=lambda item: _rank(item.nodeid))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """pytest-xdist: whole files per worker (module fixtures built once), in collection order,
+    except the files in ``PER_TEST``. (``--dist loadgroup`` does not group on pytest 9.2.)
+    """
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path in PER_TEST else path
+
+    config.option.loadscopereorder = False  # keep SLOW_FIRST's order, not "most tests first"
+    return ByFile(config, log)

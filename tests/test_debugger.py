@@ -278,4 +278,5 @@ def test_skip_button_shows_the_decision_in_the_trace() -> None:
     assert dbg.trace.status == "cancelled"
     # Stopped while paused before the model call at depth 1: shown stopped, not "asking".
     assert dbg.trace.sections[1].title == "Depth 1 · stopped"
-    assert "stopped before the model replied" in dbg.trace.section_html(1)
+    assert "this model call was never sent" in dbg.trace.section_html(1)  # (it was not: issue 26.5)
+    assert "model calls <b>1</b>" in dbg.trace.header_html

@@ -1,10 +1,10 @@
-"""The ``tool_choice="auto"`` decision rule (agentnb/providers/hf/decide.py), without a model."""
+"""The ``tool_choice="auto"`` decision rule (agentnb/providers/guidance/decide.py), without a model."""
 
 from __future__ import annotations
 
 import pytest
 
-from agentnb.providers.hf.decide import AGREE_RANGE, AGREE_WEIGHT, decide, lacks_numbers
+from agentnb.providers.guidance.decide import AGREE_RANGE, AGREE_WEIGHT, decide, lacks_numbers
 
 NUMBER = {"properties": {"kg": {"type": "number"}, "note": {"type": "string"}}, "required": ["kg"]}
 

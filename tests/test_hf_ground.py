@@ -9,10 +9,10 @@ from agentnb.events import CallDecision, event_from_dict
 from agentnb.notebook.render import depth_html
 from agentnb.notebook.state import TraceState
 from agentnb.printer import format_event
-from agentnb.providers.hf.decide import decide
-from agentnb.providers.hf.ground import ResultBias, content_words
-from agentnb.providers.hf.optional import NamedOptionals, named_optionals
-from agentnb.providers.hf.steer import CopyBias, TokenTable, _goes_on, numeric_forms, spans
+from agentnb.providers.guidance.decide import decide
+from agentnb.providers.guidance.ground import ResultBias, content_words
+from agentnb.providers.guidance.optional import NamedOptionals, named_optionals
+from agentnb.providers.guidance.steer import CopyBias, TokenTable, _goes_on, numeric_forms, spans
 from agentnb.providers.hf.threads import choose_threads, default_threads
 
 CALL = '{"name": "f", "arguments": '

@@ -1,10 +1,10 @@
-"""Steering a call as it is decoded (agentnb.providers.hf.steer): the pure-Python parts."""
+"""Steering a call as it is decoded (agentnb.providers.guidance.steer): the pure-Python parts."""
 
 from __future__ import annotations
 
 import pytest
 
-from agentnb.providers.hf.steer import CopyBias, TokenTable, spans, value_so_far
+from agentnb.providers.guidance.steer import CopyBias, TokenTable, spans, value_so_far
 
 CALL = '{"name": "f", "arguments": '
 

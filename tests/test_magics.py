@@ -247,7 +247,12 @@ def test_step_mode_returns_at_once_and_is_driven_from_python(ip: Any) -> None:
     model = scripted(ip, call("add", a=2, b=3), "5")
     ip.run_line_magic("agent", "-p model -q --step --out stepped 2+3?")
     dbg = ip.user_ns["_agent_debugger"]
-    assert "stepped" not in ip.user_ns  # the run has not finished
+    from agentnb.notebook.pending import PendingResult, RunPendingError
+
+    # The run has not finished: both names hold a pending handle, never an earlier result.
+    assert isinstance(ip.user_ns["stepped"], PendingResult) and isinstance(ip.user_ns["_agent_result"], PendingResult)
+    with pytest.raises(RunPendingError, match="the --step run is still going"):
+        _ = ip.user_ns["_agent_result"].output
     with pytest.raises(UsageError, match="a step-through run is still going"):
         ip.run_line_magic("agent", "-p model -q again")
 

@@ -18,8 +18,8 @@ from agentnb.events import RouteSwitched, TextDelta, ToolFinished
 from agentnb.printer import TextPrinter
 from agentnb.providers import OpenAIProvider
 from agentnb.providers.base import Request
-from agentnb.providers.openai_ignored import ignored_tools, pending, prompt_tokens
-from agentnb.providers.openai_route import RouteState
+from agentnb.providers.openai.ignored import ignored_tools, pending, prompt_tokens
+from agentnb.providers.openai.route import RouteState
 from agentnb.testing import ScriptedServer
 from agentnb.testing.server import Reply, text, tool_calls
 

@@ -15,7 +15,7 @@ from agentnb import Agent, tool
 from agentnb.errors import UserError
 from agentnb.events import CallDecision, ConstraintDropped, ToolStarted
 from agentnb.providers import OpenAIProvider
-from agentnb.providers.openai_rank import PROBE, TOP_K, query_logprob
+from agentnb.providers.openai.rank import PROBE, TOP_K, query_logprob
 from agentnb.testing import ScriptedServer
 from agentnb.testing.server import text
 

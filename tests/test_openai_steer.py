@@ -23,12 +23,12 @@ from agentnb.events import CallDecision, CallSteered, ConstraintDropped, ToolSta
 from agentnb.notebook.render import _note_html as note_html
 from agentnb.printer import format_event
 from agentnb.providers import OpenAIProvider
-from agentnb.providers.chat_templates import TEMPLATES
-from agentnb.providers.hf.constraint import grammar_for
-from agentnb.providers.openai_decide import call_share, yes_no
-from agentnb.providers.openai_logprobs import alternatives as _alternatives
-from agentnb.providers.openai_steer import TOP, Steerer, choose
-from agentnb.providers.untooled.byteguide import ByteGuide
+from agentnb.providers.guidance.byteguide import ByteGuide
+from agentnb.providers.guidance.constraint import grammar_for
+from agentnb.providers.openai.decide import call_share, yes_no
+from agentnb.providers.openai.logprobs import alternatives as _alternatives
+from agentnb.providers.openai.steer import TOP, Steerer, choose
+from agentnb.providers.openai.templates import TEMPLATES
 from agentnb.testing import ScriptedServer
 from agentnb.testing.server import text
 

@@ -180,7 +180,7 @@ def loan_monthly_payment(principal: float, annual_rate_percent: float, years: in
 def test_llama_cpp_server_ranks_the_tools_from_its_shifted_echo(llama_cpp_url):
     # llama-cpp-python 0.3.36 gives each echoed prompt token the log-probability of the row after
     # it (SmolLM2 has no BOS token): one probe per provider finds that, and the ranking reads
-    # each token's value among the previous token's alternatives (agentnb.providers.openai_rank)
+    # each token's value among the previous token's alternatives (agentnb.providers.openai.rank)
     settings = {**SETTINGS, "max_tokens": 96}
     p = OpenAIProvider("smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=settings, timeout=300)
     tools = [get_weather, binomial_probability]

@@ -268,8 +268,7 @@ def test_printer_and_widget_show_the_value_and_the_validation() -> None:
     html = widget.body_html
     assert "✗ not a valid City" in html and "sent back to the model to repair" in html
     assert "✓ valid City" in html and "<th>population</th><td>709000</td>" in html
-    answer = widget.answer_output.outputs[0]["data"]
-    assert "<th>name</th><td>Oslo</td>" in answer["text/html"]
+    assert "<th>name</th><td>Oslo</td>" in widget.answer_html.value
     failed = Agent(ScriptedProvider(["x"]), output_type=int, max_output_retries=0).run("go")
     widget = TraceWidget.replay(failed)
     assert "invalid output" in widget.header_html and "no retries left" in widget.body_html

@@ -1,4 +1,4 @@
-"""Tool calls a server leaves in the reply's text on the native route (agentnb.providers.text_calls),
+"""Tool calls a server leaves in the reply's text on the native route (agentnb.providers.openai.text_calls),
 read by the parser alone and end to end through the scripted OpenAI-compatible server."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from agentnb.notebook.render import depth_html
 from agentnb.notebook.state import TraceState
 from agentnb.printer import TextPrinter
 from agentnb.providers import OpenAIProvider
-from agentnb.providers.text_calls import CallGate, calls_in_text
+from agentnb.providers.openai.text_calls import CallGate, calls_in_text
 from agentnb.testing import ScriptedServer
 from agentnb.testing.server import text, tool_calls
 

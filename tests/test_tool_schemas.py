@@ -112,7 +112,37 @@ def nested(team: Team, points: list[Point], lookup: dict[str, Person] | None = N
     return "ok"
 
 
-TOOLS = [register, optionals, fields, nested]
+class Settings(BaseModel):
+    retries: int = None  # pydantic refuses an explicit null here: no default in the schema
+    label: str | None = None
+
+
+@dataclasses.dataclass
+class Window:
+    width: int
+    title: str = None  # type: ignore[assignment]
+
+
+@tool
+def none_defaults(  # a None default on a non-Optional type means "or nothing"
+    meta: dict[str, int] = None,  # type: ignore[assignment]  # noqa: RUF013
+    tags: list[str] = None,  # type: ignore[assignment]  # noqa: RUF013
+    n: int = None,  # type: ignore[assignment]  # noqa: RUF013
+    mode: Literal["a", "b"] = None,  # type: ignore[assignment]  # noqa: RUF013
+    window: Window = None,  # type: ignore[assignment]
+    settings: Settings = None,  # type: ignore[assignment]
+    k: int = Field(None, ge=1),
+) -> str:
+    """None defaults on types that do not say Optional.
+
+    Args:
+        meta: counts by name
+    """
+    SEEN.append((meta, tags, n, mode, window, settings, k))
+    return "ok"
+
+
+TOOLS = [register, optionals, fields, nested, none_defaults]
 
 
 def test_schemas_match_the_snapshots() -> None:
@@ -141,6 +171,45 @@ def test_every_default_validates_against_its_own_schema(t: Tool) -> None:
             jsonschema.validate(prop["default"], {k: v for k, v in prop.items() if k != "default"})
             checked += 1
     assert checked or t.name == "register" or t.name == "nested"
+
+
+def test_a_none_default_is_accepted_by_its_schema_and_omitted_arguments_validate() -> None:
+    props = none_defaults.parameters["properties"]
+    assert props["meta"] == {
+        "anyOf": [{"type": "object", "additionalProperties": {"type": "integer"}}, {"type": "null"}],
+        "description": "counts by name",
+        "default": None,
+    }
+    assert props["n"] == {"type": ["integer", "null"], "default": None}
+    assert none_defaults.parameters.get("required") is None
+    for name in props:  # each default, sent back explicitly, is valid
+        assert none_defaults.validate({name: None}) == [], name
+    assert none_defaults.validate({}) == []
+    assert none_defaults.validate({"meta": {"a": "x"}}) == ["meta.a: 'x' is not of type 'integer'"]
+    assert none_defaults.validate({"k": 0}) != []
+    window = props["window"]["anyOf"][0]["properties"]["title"]
+    assert window == {"type": ["string", "null"], "default": None}
+    settings = props["settings"]["anyOf"][0]["properties"]
+    assert "default" not in settings["retries"] and settings["label"]["default"] is None
+
+
+def test_a_run_with_omitted_and_explicit_none_arguments() -> None:
+    SEEN.clear()
+    model = ScriptedProvider(
+        [
+            call("none_defaults"),
+            call("none_defaults", meta=None, window={"width": 3}, settings=None, k=None),
+            call("none_defaults", meta={"a": 1}, window={"width": 3, "title": None}, settings={"label": "x"}),
+            "done",
+        ]
+    )
+    result = Agent(model, tools=[none_defaults]).run("go")
+    checks = [e for e in result.events if isinstance(e, ValidationResult)]
+    assert [c.errors for c in checks] == [(), (), ()]
+    assert [e.result for e in result.events if isinstance(e, ToolFinished)] == ["ok", "ok", "ok"]
+    assert SEEN[0] == (None, None, None, None, None, None, None)
+    assert SEEN[1][4] == Window(3) and SEEN[1][5] is None
+    assert SEEN[2][0] == {"a": 1} and SEEN[2][4] == Window(3, None) and SEEN[2][5] == Settings(label="x")
 
 
 def test_optional_and_enum_defaults() -> None:

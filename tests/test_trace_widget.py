@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from agentnb import Agent, ToolContext, Usage, tool
+from agentnb import Agent, RunResult, ToolContext, Usage, tool
 from agentnb.events import EVENT_TYPES, CallDecision, Event
 from agentnb.notebook.runner import drive, start_run
 from agentnb.notebook.trace import TraceWidget
@@ -108,6 +108,9 @@ def test_every_event_kind_is_shown() -> None:
         "call_repair",
         "call_steered",
         "calls_from_text",
+        # approvals: tests/test_approval.py (the widget as approver)
+        "approval_requested",
+        "approval_decided",
     }
     assert seen | others == set(EVENT_TYPES)
 
@@ -131,7 +134,8 @@ def test_every_event_kind_is_shown() -> None:
     assert "Why it answered in text" in html[4] and "no tool fits the request" in html[4]  # a provider's decision
     assert re.fullmatch(r"Depth 1 · add ↺, nope ✗, add ✗ · [\d.<]+ m?s · 12 tokens", w.sections[1].title)
     assert w.sections[2].title.startswith("Depth 2 · essay ✓, boom ✗, snapshot ✓ · ")
-    assert w.answer_output.outputs[0]["data"]["text/markdown"] == "All **done**: 5."
+    assert "All <strong>done</strong>: 5." in w.answer_html.value  # sanitized Markdown, raw text one click away
+    assert "<summary>raw text</summary><pre>All **done**: 5.</pre>" in w.answer_html.value
     assert "tool calls <b>9/10</b>" in w.header_html
     assert "finished" in w.header_html
     assert "tool-call limit reached" in limited.section_html(0)
@@ -409,14 +413,20 @@ def test_copy_buttons_save_link_and_expand_collapse() -> None:
     full = re.search(r'<pre class="anb-c">([^<]*)</pre>', html[html.index("show all") :]).group(1)
     assert len(full) == len(result.messages[2].content)
     assert 'class="anb-copy"' in w._answer_label.value and ">**done**</pre>" in w._answer_label.value
-    assert w._save.value == ""  # no result handed over yet
-    w.finish(result)
-    assert 'download="agentnb-transcript.json"' in w._save.value
     import base64
     import json
 
-    data = w._save.value.split("base64,")[1].split('"')[0]
-    assert json.loads(base64.b64decode(data))["output"] == "**done**"
+    def saved() -> dict:
+        return json.loads(base64.b64decode(w._save.value.split("base64,")[1].split('"')[0]))
+
+    # Fed only through on_event (no result handed over): the link saves the run's events,
+    # which replay into the same trace (issue 26: the quickstart's first widget had no Save).
+    events_only = saved()
+    assert events_only["messages"] == [] and len(events_only["events"]) == len(result.events)
+    assert TraceWidget.replay(RunResult.from_dict(events_only)).text() == w.text()
+    w.finish(result)
+    assert 'download="agentnb-transcript.json"' in w._save.value
+    assert saved()["output"] == "**done**" and len(saved()["messages"]) == 4
     w.expand_all(False)
     assert not any(s.open for s in w.sections.values()) and " open>" not in w.body_html
     w.collapse_button.click()

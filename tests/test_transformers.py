@@ -20,8 +20,8 @@ from agentnb import Agent, tool
 from agentnb.errors import MissingDependencyError, UserError
 from agentnb.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from agentnb.providers.base import Completion, OutputConstraint, Request, TextChunk
+from agentnb.providers.guidance.constraint import bound_schema, grammar_for
 from agentnb.providers.hf import TransformersProvider
-from agentnb.providers.hf.constraint import bound_schema, grammar_for
 from agentnb.providers.untooled import UnTooled
 from agentnb.providers.untooled.parse import parse_reply
 from agentnb.tools import Tool

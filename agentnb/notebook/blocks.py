@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Sequence
-from html import escape
 from typing import Any
 
 from agentnb.events import RunStarted
 from agentnb.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from agentnb.transcript import transcript_bytes
+from agentnb.untrusted import untrusted_html as escape
 
 _COPY_JS = (
     "(function(b){var t=b.closest('.anb-copyable').querySelector('.anb-c').textContent;"

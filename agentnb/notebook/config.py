@@ -88,7 +88,7 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
 USAGE = (
     "options: -p/--provider SPEC|VAR, -m/--model NAME, --base-url URL, --tool-calling auto|native|untooled, "
     "-t/--tools a,b|none, -n/--max-tool-calls N, -c/--tool-choice auto|required|none|TOOL, -s/--system TEXT, "
-    "--stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new, --mcp CMD|URL|VAR, --output-type VAR"
+    "--stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new, --mcp CMD|URL|VAR, --output-type TYPE"
 )
 
 _TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
@@ -128,10 +128,9 @@ def parse_line(line: str) -> tuple[MagicOptions, str]:
     calling = values.get("tool_calling")
     if calling is not None and calling not in ("auto", "native", "untooled"):
         raise UserError(f"--tool-calling takes auto, native or untooled, not {calling!r}")
-    for option in ("out", "output_type"):
-        name = values.get(option)
-        if name is not None and not name.isidentifier():
-            raise UserError(f"--{option.replace('_', '-')} needs a Python variable name, not {name!r}")
+    name = values.get("out")
+    if name is not None and not name.isidentifier():
+        raise UserError(f"--out needs a Python variable name, not {name!r}")
     return MagicOptions(**values), rest.strip()
 
 
@@ -180,3 +179,52 @@ def interpolate(text: str, namespace: Mapping[str, Any]) -> str:
         raise UserError(
             f"cannot fill in the prompt's {{...}} fields ({exc}); write {{{{ and }}}} for literal braces"
         ) from None
+
+
+_TYPE_HINT = "a type such as Price, list[Price], dict[str, int] or Price | None"
+
+
+def type_from_text(text: str, namespace: Mapping[str, Any]) -> Any:
+    """The type written in ``--output-type`` (``list[Price]``, ``Price | None``...), as Python reads it.
+
+    Only names, dotted names, subscripts, ``|`` and constants are read (no calls, nothing
+    evaluated): names come from the notebook, then builtins, then :mod:`typing`.
+
+    >>> type_from_text("list[int] | None", {})
+    list[int] | None
+    >>> type_from_text("dict[str, Literal['a', 'b']]", {})
+    dict[str, typing.Literal['a', 'b']]
+    """
+    import ast
+    import builtins
+    import typing
+
+    try:
+        tree = ast.parse(text.strip(), mode="eval").body
+    except SyntaxError:
+        raise UserError(f"--output-type {text!r} is not {_TYPE_HINT}") from None
+
+    def read(node: ast.expr) -> Any:
+        if isinstance(node, ast.Name):
+            for space in (namespace, vars(builtins), vars(typing)):
+                if node.id in space:
+                    return space[node.id]
+            raise UserError(f"--output-type {text!r}: name {node.id!r} is not defined in the notebook")
+        if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
+            return getattr(read(node.value), node.attr)
+        if isinstance(node, ast.Subscript):
+            return read(node.value)[read(node.slice)]
+        if isinstance(node, ast.Tuple):
+            return tuple(read(e) for e in node.elts)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return read(node.left) | read(node.right)
+        if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (str, int, bool))):
+            return node.value
+        raise UserError(f"--output-type {text!r} is not {_TYPE_HINT}")
+
+    try:
+        return read(tree)
+    except UserError:
+        raise
+    except Exception as exc:  # e.g. list[1, 2]: a type error from the subscript itself
+        raise UserError(f"--output-type {text!r}: {exc}") from None

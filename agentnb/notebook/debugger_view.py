@@ -9,20 +9,22 @@ The view depends on its model (it subscribes to it); the model never imports the
 from __future__ import annotations
 
 import json
-from html import escape
 from typing import Any
 
 import ipywidgets as widgets
 
 from agentnb.errors import UserError
 from agentnb.notebook import state as trace_state
+from agentnb.notebook.display import LiveDisplay
 from agentnb.notebook.render import plural
 from agentnb.notebook.snapshot import KEY, snapshot_metadata
+from agentnb.notebook.snapshot import static_html as trace_static_html
 from agentnb.notebook.stepper import Stepper
-from agentnb.notebook.trace import LIVE_MARKER, TraceWidget
+from agentnb.notebook.trace import TraceWidget
+from agentnb.untrusted import untrusted_html as escape
 
 
-class DebuggerView(widgets.VBox):
+class DebuggerView(LiveDisplay, widgets.VBox):
     """Buttons and an argument editor bound to one :class:`Stepper`."""
 
     def __init__(self, debugger: Stepper) -> None:
@@ -83,9 +85,20 @@ class DebuggerView(widgets.VBox):
     def __repr__(self) -> str:
         return repr(self.debugger)
 
+    def text(self) -> str:
+        return f"{self.debugger!r}\n{self.trace.text()}"
+
+    def _run_ended(self) -> bool:
+        return self.debugger.state == "finished" and self.trace.state.finished is not None
+
+    def static_html(self) -> str:
+        """The finished debugger: its one-line summary above the static trace."""
+        return trace_static_html(self.trace, self.summary.value)
+
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         data = super()._repr_mimebundle_(**kwargs)
-        data["text/plain"] = f"{LIVE_MARKER}\n{self.debugger!r}\n{self.trace.text()}"
+        self._live = True  # a debugger view is always updated in place when its run ends
+        data["text/plain"] = self._marked(self.text())
         snap = snapshot_metadata(self.trace, self.summary.value if self.debugger.state == "finished" else "")
         return data, ({KEY: snap} if snap is not None else {})
 
@@ -132,6 +145,7 @@ class DebuggerView(widgets.VBox):
             self.summary.layout.display = None
             if d.result is not None:
                 self.trace.finish(d.result)
+            self._publish_static()
         elif pause is not None:
             self.message.value = f'<b style="color:#9a6700"><i class="fa fa-pause"></i> {escape(pause.describe())}</b>'
         else:

@@ -4,7 +4,7 @@ nbconvert's HTML export renders widgets with JavaScript from a CDN; offline, a w
 shows nothing. :class:`StaticTraces` replaces each agentnb trace or debugger output with the
 static snapshot the widget stored in the output's metadata (see
 :mod:`agentnb.notebook.snapshot`): every depth as a collapsible section, the answer rendered
-from Markdown, the transcript as a download link. Other widgets are left alone.
+from Markdown and sanitized (:func:`agentnb.untrusted.untrusted_markdown`), the transcript as a download link. Other widgets are left alone.
 
 Use it with the standard HTML exporter::
 
@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from nbconvert.exporters import HTMLExporter
-from nbconvert.filters import markdown2html
 from nbconvert.preprocessors import Preprocessor
 
 from agentnb.notebook.snapshot import KEY
+from agentnb.untrusted import untrusted_markdown
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -41,7 +41,7 @@ class StaticTraces(Preprocessor):  # type: ignore[misc]
             if answer is not None:
                 html += (
                     '<div class="anb" style="border-left:3px solid #1a7f37;padding:0 0 0 10px;margin:6px 0">'
-                    f'<span class="anb-ok">Final answer</span>{markdown2html(answer)}</div>'
+                    f'<span class="anb-ok">Final answer</span>{untrusted_markdown(str(answer), raw=True)}</div>'
                 )
             del data[WIDGET]
             data["text/html"] = html

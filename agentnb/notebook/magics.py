@@ -10,7 +10,8 @@ After ``%load_ext agentnb``::
 * ``{name}`` is filled in from the notebook's variables (``{{`` for a literal brace).
 * Tools: every :class:`~agentnb.Tool` (``@tool``) in the namespace, or ``--tools a,b``.
 * The result is stored in ``_agent_result`` (and in ``--out VAR``); a step-through run's
-  debugger in ``_agent_debugger``.
+  debugger in ``_agent_debugger``. Until a step-through run ends, ``_agent_result`` is a
+  pending handle (reading it says the run is still going; ``await _agent_result`` waits).
 * Each call continues the previous conversation; ``--new`` or ``%agent_reset`` starts fresh.
 * A run shows the live trace widget (text lines where there is no kernel, nothing with
   ``--quiet``). ``--step`` starts the step-through debugger and returns at once.
@@ -31,7 +32,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from agentnb.agent import Agent
 from agentnb.errors import UserError
-from agentnb.notebook.config import MagicOptions, interpolate, parse_line
+from agentnb.notebook.config import MagicOptions, interpolate, parse_line, type_from_text
 from agentnb.notebook.runner import RunHandle, drive, run_blocking
 from agentnb.providers import SPEC_KINDS, Provider, get_provider
 from agentnb.result import RunResult
@@ -84,13 +85,13 @@ class AgentMagics(Magics):
           -n/--max-tool-calls N    tool-call limit (default 10)
           -c/--tool-choice C       auto (default), required, none, or a tool name to force its call
           -s/--system TEXT         system prompt ({name} is filled in too)
-          --stream / --no-stream   stream the model's text into the trace
+          --stream / --no-stream   stream the model's text into the trace (default: where the provider can)
           --step                   step-through debugger; it is kept in _agent_debugger
           -q/--quiet               show nothing
           -o/--out VAR             also store the RunResult in VAR (it is always in _agent_result)
           --new                    start a new conversation (also: %agent_reset)
-          --output-type VAR        the answer's type (a pydantic model, dataclass... in VAR):
-                                   the typed value is _agent_result.value
+          --output-type TYPE       the answer's type as written in Python (Price, list[Price],
+                                   Price | None; names from the notebook): _agent_result.value
           --mcp CMD|URL|VAR        tools of an MCP server: a command line ("python server.py"), an
                                    http(s) URL, or an MCPServer variable; repeat for more servers.
                                    A server starts once and is reused by later runs.
@@ -181,18 +182,19 @@ class AgentMagics(Magics):
             raise UserError(f"a step-through run is still going: {DEBUGGER_VAR}.stop() or .continue_() it first")
         prompt = interpolate(prompt, ns)
         system = interpolate(opts.system, ns) if opts.system else None
-        kwargs: dict[str, Any] = {"system": system, "stream": bool(opts.stream)}
+        kwargs: dict[str, Any] = {"system": system}
         if opts.max_tool_calls is not None:
             kwargs["max_tool_calls"] = opts.max_tool_calls
         if opts.tool_choice is not None:
             kwargs["tool_choice"] = opts.tool_choice
-        if opts.output_type is not None:
-            if opts.output_type not in ns:
-                raise UserError(f"--output-type {opts.output_type}: no variable of that name in the notebook")
-            kwargs["output_type"] = ns[opts.output_type]
+        if opts.output_type is not None:  # a type as written in Python: Price, list[Price], Price | None
+            kwargs["output_type"] = type_from_text(opts.output_type, ns)
         tools: list[Any] = self._tools(opts.tools)  # checked before a (possibly slow) provider is built
         tools += self._mcp(opts.mcp or ())
         provider = self._provider(opts)
+        # Stream unless told not to, where the provider can: the answer appears as it is written.
+        streams = bool(getattr(provider, "supports_streaming", False))
+        kwargs["stream"] = streams if opts.stream is None else opts.stream
         agent = Agent(provider, tools, **kwargs)
         for key, cached in self._providers.items():
             if cached is provider:  # keep the UnTooled wrapper (and its caches) for next time
@@ -211,7 +213,7 @@ class AgentMagics(Magics):
                 widget.finish(result)  # the "Save transcript" link
 
         if opts.step:
-            self._start_debugger(agent, prompt, history, mode, store)
+            self._start_debugger(agent, prompt, history, mode, store, opts.out)
             return None
         if mode == "widget":
             from agentnb.notebook.trace import TraceWidget
@@ -220,18 +222,28 @@ class AgentMagics(Magics):
             return _Plan(agent, prompt, history, store, widget, widget)
         return _Plan(agent, prompt, history, store, _printer() if mode == "text" else None, None)
 
-    def _start_debugger(self, agent: Agent, prompt: str, history: RunResult | None, mode: str, store: Any) -> None:
+    def _start_debugger(
+        self, agent: Agent, prompt: str, history: RunResult | None, mode: str, store: Any, out: str | None
+    ) -> None:
         from agentnb.notebook.debugger import Debugger
+        from agentnb.notebook.pending import PendingResult
 
         dbg = Debugger(agent, widget=mode == "widget")
-        self.debugger = self.shell.user_ns[DEBUGGER_VAR] = dbg
-        shown = dbg.view if mode == "widget" else dbg
-        handle = _display(shown) if mode != "quiet" else None
+        ns = self.shell.user_ns
+        self.debugger = ns[DEBUGGER_VAR] = dbg
+        for name in (RESULT_VAR, out):  # never the previous run's result: the next cell may read it at once
+            if name:
+                ns[name] = PendingResult(dbg, name)
+        handle = None
+        if mode == "widget":
+            dbg.view.show()  # live while it runs, then static (the view replaces its display itself)
+        elif mode != "quiet":
+            handle = _display(dbg)
 
         def finished(result: RunResult) -> None:
             store(result)
             if handle is not None:  # so the saved text/plain shows the whole trace
-                handle.update(shown)
+                handle.update(dbg)
 
         dbg.start(prompt, history=history, on_end=finished, on_event=_printer() if mode == "text" else None)
 
@@ -384,6 +396,9 @@ def _protect_questions(lines: list[str]) -> list[str]:
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics on ``ipython`` (called by ``%load_ext agentnb``)."""
     ipython.register_magics(AgentMagics)
+    from agentnb.notebook.eval_magic import EvalMagics
+
+    ipython.register_magics(EvalMagics)
     if _protect_questions not in ipython.input_transformers_cleanup:
         ipython.input_transformers_cleanup.append(_protect_questions)
     if getattr(ipython, "kernel", None) is not None and _await_agent_magics not in ipython.input_transformers_post:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from html import escape
 from typing import Any
 
+from agentnb.cost import format_cost
 from agentnb.events import (
     CallDecision,
     CallRepair,
@@ -32,6 +32,9 @@ from agentnb.events import (
 )
 from agentnb.notebook.blocks import CSS, copyable
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
+from agentnb.printer import limit_text
+from agentnb.untrusted import untrusted_html, untrusted_image, untrusted_markdown
+from agentnb.untrusted import untrusted_html as escape
 
 STYLE = """<style>
 .anb{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45;
@@ -62,6 +65,13 @@ STYLE = """<style>
 .anb details summary{cursor:pointer;color:#0969da;font-size:12px}
 .anb table.anb-value{border-collapse:collapse;margin:3px 0;font-size:12px}
 .anb table.anb-value td,.anb table.anb-value th{border:1px solid var(--jp-border-color2,#d0d7de);padding:1px 6px;text-align:left}
+.anb table.anb-value .anb-num{text-align:right;font-variant-numeric:tabular-nums}
+.anb table.anb-rank{color:var(--jp-ui-font-color2,#57606a)}
+.anb-md p{margin:4px 0}.anb-md pre{max-height:none}.anb-md table{border-collapse:collapse;margin:4px 0}
+.anb-md th,.anb-md td{border:1px solid var(--jp-border-color2,#d0d7de);padding:2px 8px}
+.anb-md blockquote{margin:4px 0;padding-left:10px;border-left:3px solid var(--jp-border-color2,#d0d7de)}
+.anb-img{color:var(--jp-ui-font-color2,#57606a);font-size:12px}
+.anb-raw summary{color:var(--jp-ui-font-color2,#57606a)!important}
 .anb img{max-width:320px;max-height:240px;border:1px solid #d0d7de;border-radius:4px;margin:4px 4px 0 0}
 """
 STYLE = STYLE + CSS + "</style>"
@@ -97,7 +107,9 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
     """The status line: state, turn, model and tool calls, time (paused time apart), tokens, model."""
     status = "paused" if state.pause is not None and state.finished is None else state.status
     label = _STOP_TEXT.get(status, status)
-    parts = [f'<span class="anb-title">agentnb</span> <span class="anb-badge anb-s-{status}">{escape(label)}</span>']
+    parts = [
+        f'<span class="anb-title">agentnb</span> <span class="anb-badge anb-s-{escape(status)}">{escape(label)}</span>'
+    ]
     limit = state.started.max_tool_calls if state.started else None
     calls = f"{state.tool_calls}/{limit}" if limit is not None else str(state.tool_calls)
     stats = [f"model calls <b>{state.model_calls}</b>", f"tool calls <b>{calls}</b>"]
@@ -110,6 +122,7 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
         stats.append(took)
     if state.usage.total_tokens:
         stats.append(f"tokens <b>{state.usage.input_tokens}</b> in · <b>{state.usage.output_tokens}</b> out")
+        stats.append(f"cost <b>{format_cost(state.usage.cost)}</b>")
     if state.started is not None:
         stats.append(f"model <b>{escape(state.started.provider)}</b>")
     parts.append('<span class="anb-stat">' + " · ".join(stats) + "</span>")
@@ -233,6 +246,11 @@ def _model_html(v: DepthView, pause: Pause | None) -> str:
             body.append(f"<pre>{escape(resp.text)}</pre>")
     elif pause is not None and pause.target == "model" and pause.depth == v.depth:
         body.append('<div class="anb-warn">paused before this model call</div>')
+    elif v.unsent:
+        body.append('<div class="anb-bad">stopped in the debugger: this model call was never sent</div>')
+    elif v.ended and (v.text or v.call_deltas or v.n_deltas):
+        what = "stopped" if v.ended == "cancelled" else "failed"
+        body.append(f'<div class="anb-bad">{what} while the model was replying: its reply above is unfinished</div>')
     elif v.ended:
         body.append(f'<div class="anb-bad">{_ENDED_MODEL.get(v.ended, "stopped before the model replied")}</div>')
     elif v.n_deltas or v.text or v.call_deltas:
@@ -252,9 +270,13 @@ def decision_html(d: CallDecision) -> str:
     ]
     if d.ranking:
         cells = "".join(
-            f"<tr><td><code>{escape(name)}</code></td><td>{score:+.2f}</td></tr>" for name, score in d.ranking[:5]
+            f'<tr><td><code>{escape(name)}</code></td><td class="anb-num">{score:+.2f}</td></tr>'
+            for name, score in d.ranking[:5]
         )
-        rows.append(f'<table class="anb-m"><tr><th>tool</th><th>fit vs. no tool</th></tr>{cells}</table>')
+        rows.append(
+            '<table class="anb-value anb-rank"><tr><th>tool</th><th class="anb-num">fit vs. no tool</th></tr>'
+            f"{cells}</table>"
+        )
     rows.append("</div>")
     return "".join(rows)
 
@@ -287,7 +309,7 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
     ]
     if c.original is not None:
         rows.append(
-            '<div class="anb-edit"><span class="anb-warn">arguments edited in the debugger</span>'
+            f'<div class="anb-edit"><span class="anb-warn">arguments edited {_edited_by(c)}</span>'
             f'<div class="anb-m">the model asked for</div><pre class="anb-old">{escape(_pretty(c.original))}</pre>'
             f'<div class="anb-m">→ run with</div>{copyable(_pretty(c.arguments))}</div>'
         )
@@ -303,6 +325,8 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
             rows.append(
                 '<div><span class="anb-warn"><i class="fa fa-hand-paper-o"></i> skipped by the debugger</span></div>'
             )
+    if c.approval is not None:
+        rows.append(_approval_html(c.approval))
     if c.validation is not None:
         if c.validation.ok:
             rows.append(
@@ -326,9 +350,31 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
     elif c.started:
         rows.append('<div class="anb-m">running…</div>')
     if c.images:
-        rows.append("<div>" + "".join(f'<img src="{i.data_url}" alt="attached image">' for i in c.images) + "</div>")
+        rows.append("<div>" + "".join(untrusted_image(i.data, i.mime) for i in c.images) + "</div>")
     cls = "anb-toolbad" if bad or (c.finished is not None and c.finished.error) else "anb-tool"
     return f'<div class="anb-block {cls}">{"".join(rows)}</div>'
+
+
+def _edited_by(c: CallView) -> str:
+    a = c.approval
+    if a is not None and a.kind == "approval_decided" and a.decision == "edit":
+        return f"by {untrusted_html(a.by)}"
+    return "in the debugger"
+
+
+def _approval_html(a: Any) -> str:
+    """A call's approval: waiting for a decision, or the decision and who made it."""
+    if a.kind == "approval_requested":
+        return f'<div class="anb-warn anb-approval">⏸ waiting for approval ({untrusted_html(a.approver)})</div>'
+    by = untrusted_html(a.by)
+    if a.decision == "deny":
+        reason = untrusted_html(a.reason or "")
+        return (
+            f'<div class="anb-approval"><span class="anb-bad">✗ denied</span> <span class="anb-m">by {by}; '
+            f"not run; the model was told: {reason}</span></div>"
+        )
+    what = "approved" if a.decision == "approve" else "approved with edited arguments"
+    return f'<div class="anb-approval"><span class="anb-ok">✓ {what}</span> <span class="anb-m">by {by}</span></div>'
 
 
 def _dedup_html(c: CallView) -> str:
@@ -372,6 +418,13 @@ def output_html(e: Any) -> str:
     return f'<div class="anb-block anb-toolbad">{head}<ul style="margin:2px 0">{errs}</ul></div>'
 
 
+def answer_html(answer: str, value_json: str | None = None) -> str:
+    """The final answer: a structured value as its table, text as sanitized Markdown (raw text one click away)."""
+    if value_json is not None:
+        return value_table(value_json)
+    return untrusted_markdown(answer, raw=True)
+
+
 def value_table(value_json: str | None, max_rows: int = 20) -> str:
     """A value as HTML: an object's fields, or a list of objects, as a table; else JSON.
 
@@ -402,6 +455,11 @@ def value_table(value_json: str | None, max_rows: int = 20) -> str:
 
 
 def _note_html(n: object) -> str:
+    if isinstance(n, LimitReached) and n.limit != "tool_calls":
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(limit_text(n.limit, n.value, n.used))}'
+            ' reached</span> <span class="anb-m">the model must answer in text now</span></div>'
+        )
     if isinstance(n, LimitReached):
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">tool-call limit reached</span> '

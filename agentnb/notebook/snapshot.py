@@ -19,6 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentnb.notebook.blocks import COPY_BUTTON
+from agentnb.notebook.render import STYLE
+from agentnb.result import RunResult
+
 #: The output-metadata key the snapshot is stored under.
 KEY = "agentnb"
 
@@ -38,3 +42,57 @@ def snapshot_metadata(trace: Any, above: str = "") -> dict[str, Any] | None:
         "</div>",
     ]
     return {"html": "".join(parts), "answer": trace.state.answer}
+
+
+def static_html(trace: Any, above: str = "") -> str:
+    """The whole trace as one static HTML fragment: what a saved notebook shows without a kernel.
+
+    The same sections as the live widget (header, context, every depth as ``<details>``, the
+    answer, the transcript link), built only from the widget's already-escaped HTML; no
+    JavaScript: Copy buttons are left out (the text can be selected), the toolbar too.
+    """
+    trace._caught_up()
+    answer = ""
+    if trace.answer_html.value:
+        answer = (
+            '<div class="anb anb-answer" style="border-left:3px solid #1a7f37;padding:0 0 0 10px;margin:6px 0">'
+            '<span class="anb-ok">Final answer</span>' + _strip_style(trace.answer_html.value) + "</div>"
+        )
+    save = _strip_style(trace._save.value)
+    parts = [
+        STYLE,
+        '<div class="anb-static anb-trace">',
+        above,
+        '<div style="display:flex;justify-content:space-between;align-items:center">',
+        _strip_style(trace._header.value),
+        save,
+        "</div>",
+        _strip_style(trace._context.value),
+        trace._settled_box.value,
+        trace._live_box.value,
+        answer,
+        "</div>",
+    ]
+    return "".join(parts).replace(COPY_BUTTON, "")
+
+
+def _strip_style(html: str) -> str:
+    return html.replace(STYLE, "")
+
+
+def events_result(state: Any) -> RunResult:
+    """A transcript of a run known only from its events (a widget fed through ``on_event``).
+
+    It replays (``TraceWidget.replay``) like a full one; it has no messages to continue from.
+    """
+    end = state.finished
+    return RunResult(
+        output=state.answer or "",
+        messages=(),
+        events=tuple(state.events),
+        usage=end.usage,
+        stop_reason=end.stop_reason,
+        tool_calls=end.tool_calls,
+        duration=end.duration,
+        error=end.error,
+    )

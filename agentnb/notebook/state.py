@@ -60,6 +60,7 @@ class CallView:
     images: list[Image] = field(default_factory=list)
     source: str | None = None  # where the tool came from (``mcp:SERVER``), from ToolStarted
     original: dict[str, Any] | None = None  # the model's arguments, when the debugger edited them
+    approval: Any = None  # ApprovalRequested, then ApprovalDecided
 
     @property
     def settled(self) -> bool:
@@ -70,6 +71,7 @@ class CallView:
             or (self.validation and not self.validation.ok)
             or (self.dedup and self.dedup.action == "skip")
             or any(d.action == "skip" for d in self.decisions)
+            or (self.approval is not None and getattr(self.approval, "decision", None) == "deny")
         )
 
 
@@ -97,6 +99,8 @@ class DepthView:
     n_deltas: int = 0
     #: Why the model called a tool or answered (from providers that decide it themselves).
     decision: CallDecision | None = None
+    #: The run was stopped (in the debugger) before this depth's model request was sent.
+    unsent: bool = False
 
     @property
     def done(self) -> bool:
@@ -155,7 +159,7 @@ class TraceState:
     @property
     def model_calls(self) -> int:
         """Model calls made so far (one the debugger holds back is not made yet)."""
-        n = sum(1 for v in self.depths.values() if v.request is not None)
+        n = sum(1 for v in self.depths.values() if v.request is not None and not v.unsent)
         return n - 1 if self.pause is not None and self.pause.target == "model" else n
 
     @property
@@ -219,7 +223,7 @@ class TraceState:
                 v.t_first = now if v.t_first is None else v.t_first
                 v.t_last = now
                 v.n_deltas += 1
-        _FOLD[kind](self, v, event)
+        _FOLD.get(kind, _note)(self, v, event)  # an unknown kind is kept as a note
         self.dirty.add(depth)
 
     def _finish(self, event: RunFinished) -> None:
@@ -291,12 +295,23 @@ def _started(s: TraceState, v: DepthView, e: Any) -> None:
 
 
 def _step(s: TraceState, v: DepthView, e: Any) -> None:
+    if e.target == "model" and e.action == "stop":
+        v.unsent = True
     if e.call_id is None:
         v.notes.append(e)
         return
     c = TraceState._call(v, e.call_id, "?")
     c.decisions.append(e)
     if e.arguments is not None:
+        if c.original is None:
+            c.original = c.arguments
+        c.arguments = e.arguments
+
+
+def _approval(s: TraceState, v: DepthView, e: Any) -> None:
+    c = TraceState._call(v, e.call_id, e.name)
+    c.approval = e
+    if getattr(e, "arguments", None) is not None and e.kind == "approval_decided":
         if c.original is None:
             c.original = c.arguments
         c.arguments = e.arguments
@@ -354,4 +369,6 @@ _FOLD: dict[str, Any] = {
     "constraint_dropped": _note,
     "call_repair": _note,
     "call_steered": _note,
+    "approval_requested": _approval,
+    "approval_decided": _approval,
 }

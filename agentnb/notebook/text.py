@@ -38,10 +38,12 @@ from agentnb.events import (
     ModelResponse,
     RunFinished,
     RunStarted,
+    StepDecision,
     ToolFinished,
     ValidationResult,
 )
 from agentnb.printer import format_event, plural, shorten
+from agentnb.untrusted import untrusted_terminal
 
 _DEDUP = {
     "execute": "new call, run",
@@ -88,6 +90,8 @@ def summary_line(events: Iterable[Event], status: str | None = None, *, held: in
             limit = e.max_tool_calls
         elif isinstance(e, ModelRequest):
             models += 1
+        elif isinstance(e, StepDecision) and e.target == "model" and e.action == "stop":
+            models -= 1  # announced, then stopped before it was sent
         elif isinstance(e, RunFinished):
             status = status or e.stop_reason
             calls = e.tool_calls
@@ -104,4 +108,4 @@ def trace_text(events: Iterable[Event], status: str | None = None, *, width: int
     events = list(events)
     lines = [summary_line(events, status, held=held)]
     lines += [line for e in events if (line := event_line(e, width=width)) is not None]
-    return "\n".join(lines)
+    return untrusted_terminal("\n".join(lines))  # also shown by terminals (IPython's repr)

@@ -33,17 +33,24 @@ import ipywidgets as widgets
 from agentnb.events import Event
 from agentnb.messages import Message
 from agentnb.notebook.blocks import context_html, copyable, save_link
-from agentnb.notebook.render import STYLE, Section, depth_html, depth_title, header_html, section_html, value_table
-from agentnb.notebook.snapshot import KEY, snapshot_metadata
+from agentnb.notebook.display import LiveDisplay
+from agentnb.notebook.render import (
+    STYLE,
+    Section,
+    answer_html,
+    depth_html,
+    depth_title,
+    header_html,
+    section_html,
+)
+from agentnb.notebook.snapshot import KEY, events_result, snapshot_metadata
+from agentnb.notebook.snapshot import static_html as trace_static_html
 from agentnb.notebook.state import Pause, TraceState
 from agentnb.notebook.text import summary_line, trace_text
 from agentnb.result import RunResult
 
-#: First line of the text/plain of a display that is updated in place while a run goes on.
-LIVE_MARKER = "agentnb live trace"
 
-
-class TraceWidget(widgets.VBox):
+class TraceWidget(LiveDisplay, widgets.VBox):
     """A live view of one agent run.
 
     Args:
@@ -83,8 +90,6 @@ class TraceWidget(widgets.VBox):
         self._ticker: asyncio.TimerHandle | None = None
         self._t0: float | None = None
         self._stop_callback: Callable[[], Any] | None = None
-        self._display: Any = None
-        self._live = False
         self._header = widgets.HTML(STYLE + header_html(self.state, None))
         self._context = widgets.HTML()  # rendered once per run: a <details> the user opens stays open
         self._context.layout.display = "none"
@@ -112,9 +117,11 @@ class TraceWidget(widgets.VBox):
         self._settled_box = widgets.HTML()
         self._live_box = widgets.HTML()
         self._body = widgets.VBox([self._settled_box, self._live_box])
-        self.answer_output = widgets.Output()
+        # The answer is sanitized HTML (agentnb.untrusted), never a Markdown output bundle: an
+        # Output widget renders its bundles as trusted, and the answer's HTML would run.
+        self.answer_html = widgets.HTML()
         self._answer_label = widgets.HTML()
-        answer = widgets.VBox([self._answer_label, self.answer_output])
+        answer = widgets.VBox([self._answer_label, self.answer_html])
         answer.layout.padding = "0 0 0 10px"
         answer.add_class("anb-answer")
         self._header.layout.flex = "1 1 auto"
@@ -122,7 +129,11 @@ class TraceWidget(widgets.VBox):
         head.layout.justify_content = "space-between"
         head.layout.align_items = "center"
         self._answer_box = answer
-        super().__init__([head, self._context, self._body, answer])
+        from agentnb.notebook.approval_view import ApprovalPanel
+
+        #: The pending call's Approve / Deny / Edit arguments (this widget is the run's approver).
+        self.approval = ApprovalPanel()
+        super().__init__([head, self._context, self._body, self.approval, answer])
         self.set_history(history)
         self.layout.border = "1px solid var(--jp-border-color2, #d0d7de)"
         self.layout.padding = "6px 10px"
@@ -189,8 +200,36 @@ class TraceWidget(widgets.VBox):
         self._stop_callback = callback
         self.stop_button.disabled = callback is None or self.state.finished is not None
 
+    #: Who decided, in :class:`~agentnb.events.ApprovalDecided` events.
+    approver_name = "widget"
+
+    async def decide_approval(self, call: Any, tool: Any = None) -> Any:
+        """Wait for Approve / Deny / Edit on ``call`` (the loop asks; see :mod:`agentnb.approval`).
+
+        While it waits the run is paused and Stop ends it. ``agent.run()`` in a notebook cell
+        holds the kernel, so clicks could not arrive: that raises a :class:`UserError` saying
+        to use ``%agent`` or ``await agent.arun(...)``.
+        """
+        from agentnb.agent import BLOCKING_CELL
+        from agentnb.errors import UserError
+
+        if BLOCKING_CELL.get() and _in_kernel():
+            raise UserError(
+                f"{call.name} needs approval, but agent.run() holds the notebook cell, so the widget's buttons "
+                "cannot answer: use %agent, or 'await agent.arun(..., on_event=widget)'"
+            )
+        self.stop_button.disabled = False
+        self.set_pause(f"waiting for approval of {call.name}", Pause("tool", self.state.current_depth, call.id))
+        try:
+            return await self.approval.decide(call, tool)
+        finally:
+            self.set_pause(None)
+
     def request_stop(self) -> None:
         """What the Stop button does."""
+        if self.approval.stop():  # a call waited for approval: the run ends, the call never runs
+            self.stop_button.disabled = True
+            return
         if self._stop_callback is not None and self.state.finished is None:
             self.stop_button.disabled = True
             self.stop_button.description = "Stopping"
@@ -282,25 +321,24 @@ class TraceWidget(widgets.VBox):
         p = self.state.pause
         return 1 if p is not None and p.target == "model" and self.state.finished is None else 0
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:  # the widget view
         self._caught_up()
         data = super()._repr_mimebundle_(**kwargs)
         text = self.text()
         # A live display is updated in place when the run ends; nbval compares only the first
         # display, so live ones are marked for a sanitizer (see notebooks/sanitize.cfg).
-        data["text/plain"] = f"{LIVE_MARKER}\n{text}" if self._live else text
+        data["text/plain"] = self._marked(text)
         snap = snapshot_metadata(self)  # for static HTML exports (agentnb.notebook.export)
         return data, ({KEY: snap} if snap is not None else {})
 
     # --- showing -------------------------------------------------------------------------
 
-    def show(self) -> TraceWidget:
-        """Display the widget; when the run ends, its text form is updated to the final trace."""
-        from IPython.display import display
+    def _run_ended(self) -> bool:
+        return self.state.finished is not None
 
-        self._live = True
-        self._display = display(self, display_id=True)
-        return self
+    def static_html(self) -> str:
+        """The finished trace as HTML that needs no kernel (what a saved notebook shows)."""
+        return trace_static_html(self._caught_up())
 
     @classmethod
     def replay(cls, result: RunResult | str | os.PathLike[str], **options: Any) -> TraceWidget:
@@ -336,19 +374,13 @@ class TraceWidget(widgets.VBox):
         if s.dirty or s.finished is not None:
             self._live_box.value = self._join(d for d in sorted(self._inner) if d >= settled)
         self._header.value = STYLE + header_html(s, self._elapsed(), self.paused_seconds)
-        if s.answer is not None and not self.answer_output.outputs:
+        if s.answer is not None and not self.answer_html.value:
             self._answer_label.value = (
                 STYLE + '<div class="anb anb-answer-head"><span class="anb-ok">Final answer</span>'
                 f"{copyable(s.answer, hidden=True)}</div>"
             )
             self._answer_box.layout.border_left = "3px solid #1a7f37"
-            # A structured answer (output_type) shows as its value's table, not as Markdown.
-            data = (
-                {"text/html": STYLE + '<div class="anb">' + value_table(s.value) + "</div>", "text/plain": s.answer}
-                if s.value is not None
-                else {"text/markdown": s.answer, "text/plain": s.answer}
-            )
-            self.answer_output.outputs = ({"output_type": "display_data", "data": data, "metadata": {}},)
+            self.answer_html.value = STYLE + '<div class="anb">' + answer_html(s.answer, s.value) + "</div>"
         s.clean()
 
     def _is_open(self, depth: int, current: int | None = None) -> bool:
@@ -390,8 +422,9 @@ class TraceWidget(widgets.VBox):
             handle.cancel()
 
     def _update_display(self) -> None:
-        if self._display is not None:
-            self._display.update(self)
+        if self.result is None and self.state.finished is not None:  # fed by on_event: save its events
+            self._save.value = STYLE + save_link(events_result(self.state))
+        self._publish_static()  # a saved notebook then shows the trace without a kernel
 
 
 def _small_button(label: str, icon: str, tip: str) -> widgets.Button:
@@ -408,6 +441,14 @@ class _FixedClock:
 
     def __call__(self) -> float:
         return self.t
+
+
+def _in_kernel() -> bool:
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    return getattr(shell, "kernel", None) is not None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

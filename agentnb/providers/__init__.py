@@ -36,7 +36,7 @@ _LAZY = {
 #: spec prefix -> (module, factory name). The factory takes (model, **options).
 SPEC_KINDS: dict[str, tuple[str, str]] = {
     "openai": ("agentnb.providers.openai", "OpenAIProvider"),
-    "openai-responses": ("agentnb.providers.openai_responses", "responses_provider"),
+    "openai-responses": ("agentnb.providers.openai", "responses_provider"),
     "anthropic": ("agentnb.providers.anthropic", "AnthropicProvider"),
     "hf": ("agentnb.providers.hf", "TransformersProvider"),
     "transformers": ("agentnb.providers.hf", "TransformersProvider"),

@@ -33,7 +33,7 @@ from agentnb.errors import (
 from agentnb.messages import AssistantMessage, Image, SystemMessage, ToolMessage, Usage, UserMessage
 from agentnb.output import FINAL_TOOL, answer_from_final_tool, final_tool_description
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk, ToolCallChunk
-from agentnb.providers.openai_errors import _cause, _Secret, _server_message, _without_userinfo
+from agentnb.providers.openai.errors import _cause, _Secret, _server_message, _without_userinfo
 from agentnb.providers.sdk_client import LoopBoundClient, sdk_options
 
 __all__ = ["AnthropicProvider"]
@@ -65,6 +65,8 @@ class AnthropicProvider(Provider):
     ``none`` -> ``none``. Extended-thinking blocks are kept on the assistant message and sent
     back with its tool calls, as the API requires; they are never shown as text.
     """
+
+    price_provider = "anthropic"  # agentnb.cost
 
     supports_native_tools = True
     supports_streaming = True

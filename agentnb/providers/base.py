@@ -122,6 +122,12 @@ class Provider(ABC):
     supports_streaming: bool = False
     #: True when the backend honours :attr:`Request.constraint` (constrained decoding).
     supports_constraints: bool = False
+    #: Pricing (:mod:`agentnb.cost`): models run in this process cost 0; ``price_provider`` is
+    #: the genai-prices provider id of the backend's own API; ``price_as`` (set it on an
+    #: instance) prices a proxy or local server as that provider's model of the same name.
+    in_process: bool = False
+    price_provider: str | None = None
+    price_as: str | None = None
 
     @abstractmethod
     async def complete(self, request: Request) -> Completion:

@@ -38,6 +38,14 @@ class LoopBoundClient:
             self._loop = weakref.ref(loop) if loop is not None else None
         return self._client
 
+    def __getstate__(self) -> tuple[Any, ...]:
+        # A copy (pickled to a Ray worker) travels without the live client: it holds locks and
+        # sockets, and belongs to this process's loop. The copy makes its own on first use.
+        return (self._make,)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self._make, self._client, self._loop = state[0], None, None
+
     async def aclose(self) -> None:
         """Close the current client's connections; the next :meth:`get` makes a new one."""
         if self._client is not None:

@@ -2,7 +2,7 @@
 
 Content is recorded on spans only when asked for (``instrument(content=True)``); even then
 API keys must not leave. The keys a provider holds never reach events (see
-:class:`agentnb.providers.openai_errors._Secret`), but a prompt, a tool result or a model's
+:class:`agentnb.providers.openai.errors._Secret`), but a prompt, a tool result or a model's
 reply can carry one. :class:`Redactor` replaces the values of secret-looking environment
 variables (``*_API_KEY``, ``*_TOKEN``, ``*SECRET*``, ``*PASSWORD*``), secrets given to it,
 and strings shaped like keys (``sk-...``, ``Bearer ...``).

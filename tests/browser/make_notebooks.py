@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import nbformat
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from untrusted_payloads import ALL
 
 HERE = Path(__file__).parent / "notebooks"
 
@@ -125,6 +129,51 @@ HIGHLIGHT_AGENT = """\
 Is it raining and is it cold? If not, what is **the** forecast?"""
 
 
+HOSTILE = f'''\
+%load_ext agentnb
+from agentnb import tool
+from agentnb.testing import ScriptedProvider, Streamed, call, tool_chunks
+
+# A prompt injection: every payload would set document.title or fetch from evil.example if live.
+PAYLOAD = {ALL!r}
+
+@tool
+def fetch_page(url: str) -> str:
+    """Fetch a web page (here: a hostile one)."""
+    return PAYLOAD
+
+@tool
+def parse(text: str) -> str:
+    """Parse a page (here: it fails, with the page in its error)."""
+    raise ValueError(text)
+
+evil = ScriptedProvider(
+    [
+        Streamed([PAYLOAD[:120], PAYLOAD[120:], *tool_chunks(0, "fetch_page", '{{"url": "http://evil.example/PWN"}}')]),
+        call("parse", text=PAYLOAD),
+        Streamed([PAYLOAD[:200], PAYLOAD[200:]]),
+    ],
+    delay=0.05,
+)'''
+
+HOSTILE_RUN = """\
+%%agent -p evil --stream --out hacked
+Summarize http://evil.example/ for me."""
+
+HOSTILE_REPLAY = """\
+from agentnb.notebook.trace import TraceWidget
+TraceWidget.replay(hacked)"""
+
+
+DECIDE = """\
+from agentnb.events import CallDecision
+from agentnb.providers.base import Completion
+
+why = CallDecision(0, "answer", "no tool fits the request", ranking=(("weather", -0.31), ("chart", -3.07), ("add", -12.5)))
+chooser = ScriptedProvider([Completion("Why did the chart cross the road?", events=(why,))])
+%agent -p chooser --new Tell me a joke."""
+
+
 def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -134,10 +183,11 @@ def write(name: str, cells: tuple[str, ...]) -> None:
 
 
 def main() -> None:
-    write("trace_and_debugger.ipynb", (SETUP, TRACE, TRACE_RUN, FOLLOW, STEP, STEP_RUN, WHILE_PAUSED))
+    write("trace_and_debugger.ipynb", (SETUP, TRACE, TRACE_RUN, FOLLOW, DECIDE, STEP, STEP_RUN, WHILE_PAUSED))
     write("stop_button.ipynb", (SLOW, SLOW_RUN, AFTER))
     write("voila.ipynb", (SETUP, TRACE, VOILA_TRACE, VOILA_STEP))
     write("highlighting.ipynb", (HIGHLIGHT_PY, HIGHLIGHT_AGENT))
+    write("hostile.ipynb", (HOSTILE, HOSTILE_RUN, HOSTILE_REPLAY))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
 """The in-process backend: HuggingFace ``transformers`` models on this machine.
 
-:mod:`.provider` (generation, the call/answer decision), :mod:`.constraint` (llguidance
-grammars), :mod:`.steer` (copy bias, closing, loop guard), :mod:`.cache` (prefix KV cache),
-:mod:`.loading` (model loading, the SmolLM2 fp32 cache) and :mod:`.local` (the embedded
-``"local"`` model). torch and transformers are imported only when a model is used.
+:mod:`.provider` (generation), :mod:`.choose` (the model's own measurements for the tool
+ranking and the call-or-answer decision), :mod:`.steering` (the guidance's bonuses applied to
+logits), :mod:`.cache` (prefix KV cache), :mod:`.loading` (model loading, the SmolLM2 fp32 cache)
+and :mod:`.local` (the embedded ``"local"`` model). The guidance itself (grammar, copy bias, the
+decision rule) is :mod:`agentnb.providers.guidance`, shared with the server route. torch and
+transformers are imported only when a model is used.
 """
 
 from agentnb.providers.hf.loading import load_model, smollm2_path

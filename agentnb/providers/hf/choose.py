@@ -3,7 +3,7 @@
 :class:`ToolChoice` is the part of :class:`~agentnb.providers.hf.TransformersProvider` that turns a
 request's :class:`~agentnb.providers.OutputConstraint` into an llguidance guide. Under
 ``tool_choice="auto"`` it weighs the first token's call share and each tool's fit to the request
-(:mod:`agentnb.providers.hf.decide`) and reports the verdict as a
+(:mod:`agentnb.providers.guidance.decide`) and reports the verdict as a
 :class:`~agentnb.events.CallDecision`; when one call is to be written it ranks the tools by how
 well each explains the request (:meth:`ToolChoice.rank_tools`) and lets only the best through.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from agentnb.events import CallDecision
 from agentnb.providers.base import OutputConstraint
-from agentnb.providers.hf.decide import decide, lacks_numbers
+from agentnb.providers.guidance.decide import decide, lacks_numbers
 from agentnb.providers.hf.options import Decision, GenerationOptions
 
 
@@ -60,7 +60,7 @@ class ToolChoice:
     ) -> Any:
         """The guide for this reply: the branch (call or answer) and, for a call, the tools.
 
-        ``ask`` measures the model's yes/no to :data:`~agentnb.providers.hf.decide.PROBE`
+        ``ask`` measures the model's yes/no to :data:`~agentnb.providers.guidance.decide.PROBE`
         (used under ``auto`` only where it could change the verdict).
         """
         tools: Sequence[Any] = constraint.tools
@@ -202,7 +202,7 @@ _COMPILERS: dict[int, tuple[Any, Any]] = {}
 
 def _compiler(tokenizer: Any, vocab_size: int, eos_ids: frozenset[int]) -> Any:
     """One grammar compiler per tokenizer (building llguidance's tokenizer takes ~1 s)."""
-    from agentnb.providers.hf.constraint import GrammarCompiler
+    from agentnb.providers.guidance.constraint import GrammarCompiler
 
     entry = _COMPILERS.get(id(tokenizer))
     if entry is None or entry[0] is not tokenizer:

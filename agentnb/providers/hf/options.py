@@ -24,7 +24,7 @@ DEFAULT_CALL_THRESHOLD_AFTER_RESULTS = 0.9
 #: conversation ends with tool results.
 AFTER_RESULTS_HINT = "untooled_after_tool_results"
 #: Request setting UnTooled adds with :data:`AFTER_RESULTS_HINT`: the contents of those results,
-#: for the answer to copy from (:mod:`agentnb.providers.hf.ground`).
+#: for the answer to copy from (:mod:`agentnb.providers.guidance.ground`).
 RESULTS_HINT = "untooled_results"
 #: Request setting UnTooled adds when a single call must choose among several tools:
 #: ``{"query": <the user's request>, "prompts": {<tool name>: <its description, for ranking>}}``.
@@ -64,22 +64,22 @@ class GenerationOptions:
     #: call. Off, the grammar lets the model choose the name greedily token by token.
     pick_tool_first: bool = True
     #: ``auto`` decides from each tool's fit to the request as well as the call share
-    #: (:mod:`agentnb.providers.hf.decide`), when UnTooled sent the tools' descriptions; off,
+    #: (:mod:`agentnb.providers.guidance.decide`), when UnTooled sent the tools' descriptions; off,
     #: the call share alone decides (``call_threshold``).
     decide_by_fit: bool = True
     #: ... and, where it could change the verdict, from the model's yes/no to "is there a
-    #: function above that does exactly what I asked?" (:data:`~agentnb.providers.hf.decide.PROBE`).
+    #: function above that does exactly what I asked?" (:data:`~agentnb.providers.guidance.decide.PROBE`).
     ask_model: bool = True
     #: A call when the decision score is at least this (raise it to call less often).
     call_score_threshold: float = 0.0
     #: Logit bonus for call tokens that copy a span of the user's last message into an argument
-    #: value, or close the value where the span ends (:mod:`agentnb.providers.hf.steer`); 0: off.
+    #: value, or close the value where the span ends (:mod:`agentnb.providers.guidance.steer`); 0: off.
     copy_bias: float = COPY_BIAS
     #: A call still unfinished after ``max_new_tokens`` gets up to this many more tokens, and
     #: they may only close it (constrained decoding only).
     closing_reserve: int = 16
     #: Logit bonus for prose tokens that start or continue the words and numbers of the tool
-    #: results the conversation ends with (:mod:`agentnb.providers.hf.ground`); 0: off.
+    #: results the conversation ends with (:mod:`agentnb.providers.guidance.ground`); 0: off.
     result_bias: float = RESULT_BIAS
     #: Stop prose whose last this many tokens have been written before (0: never).
     loop_window: int = 16

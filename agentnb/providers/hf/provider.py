@@ -5,15 +5,15 @@ writes only text (``supports_native_tools = False``), so :class:`~agentnb.Agent`
 UnTooled layer in front of it. A manual decoding loop gives it three things ``generate()``
 would hide:
 
-* **constrained decoding** (:mod:`agentnb.providers.hf.constraint`): when the request carries an
+* **constrained decoding** (:mod:`agentnb.providers.guidance.constraint`): when the request carries an
   :class:`~agentnb.providers.OutputConstraint`, every token is masked by an llguidance grammar,
   so a call always parses and matches its tool's schema. Under ``tool_choice="auto"`` the
-  provider first decides between "call" and "answer" (:mod:`agentnb.providers.hf.decide`:
+  provider first decides between "call" and "answer" (:mod:`agentnb.providers.guidance.decide`:
   the first token's call share, and how much better each tool explains the request than no
   tool), reports why as a :class:`~agentnb.events.CallDecision` event, then decodes only that
   branch; call arguments are steered toward the request's own values
-  (:mod:`~agentnb.providers.hf.steer`, :mod:`~agentnb.providers.hf.optional`), and answers
-  after tool results toward the results' words (:mod:`~agentnb.providers.hf.ground`);
+  (:mod:`~agentnb.providers.guidance.steer`, :mod:`~agentnb.providers.guidance.optional`), and answers
+  after tool results toward the results' words (:mod:`~agentnb.providers.guidance.ground`);
 * **prefix KV-cache reuse** (:mod:`agentnb.providers.hf.cache`): each step of a run re-sends the
   growing conversation; only the tokens after the shared prefix are recomputed;
 * **streaming** of the decoded text, and token usage.
@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 from agentnb.errors import UserError
 from agentnb.messages import Message, Usage, UserMessage
 from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk, collect
+from agentnb.providers.guidance.decide import PROBE
+from agentnb.providers.guidance.steer import CopyBias, RepeatGuard, TokenTable
 from agentnb.providers.hf.choose import ToolChoice
-from agentnb.providers.hf.decide import PROBE
 from agentnb.providers.hf.loading import _require_hf, load_model
 from agentnb.providers.hf.options import (
     AFTER_RESULTS_HINT,
@@ -51,10 +52,10 @@ from agentnb.providers.hf.options import (
     Decision,
     GenerationOptions,
 )
-from agentnb.providers.hf.steer import CopyBias, RepeatGuard, Steering, TokenTable
+from agentnb.providers.hf.steering import Steering
 
 if TYPE_CHECKING:
-    from agentnb.providers.hf.ground import Grounding
+    from agentnb.providers.hf.steering import Grounding
 
 __all__ = [
     "AFTER_RESULTS_HINT",
@@ -94,6 +95,8 @@ class TransformersProvider(ToolChoice, Provider):
         provider = TransformersProvider("HuggingFaceTB/SmolLM2-135M-Instruct")
         Agent(provider, tools=[weather]).run("Weather in Paris?")
     """
+
+    in_process = True  # runs on this machine: costs nothing per call
 
     supports_native_tools = False
     supports_streaming = True
@@ -254,7 +257,7 @@ class TransformersProvider(ToolChoice, Provider):
         ``source`` (the user's last message) is what a call's argument values may copy;
         ``results`` (the tool results just read) what prose may copy. Decisions (why it
         called or answered) are appended to ``notes`` as events; ``probe`` gives the prompt of
-        the yes/no question the ``auto`` decision may ask (:data:`~agentnb.providers.hf.decide.PROBE`).
+        the yes/no question the ``auto`` decision may ask (:data:`~agentnb.providers.guidance.decide.PROBE`).
         """
         import torch
 
@@ -316,29 +319,30 @@ class TransformersProvider(ToolChoice, Provider):
             logits = self.cache.feed([token])
 
     def _steering(self, guide: Any, options: GenerationOptions, source: str) -> Steering | None:
-        """Closing and copying for a call or a structured answer (:mod:`agentnb.providers.hf.steer`); None for text."""
+        """Closing and copying for a call or a structured answer (:mod:`agentnb.providers.guidance.steer`); None for text."""
         if guide is None or guide.mode not in ("call", "output"):
             return None
         table = self._token_table()
         bias = CopyBias(source, table, options.copy_bias) if options.copy_bias and source else None
         named = None
         if options.copy_bias and source and len(self._call_tools) == 1:
-            from agentnb.providers.hf.optional import NamedOptionals, named_optionals
+            from agentnb.providers.guidance.optional import NamedOptionals, named_optionals
 
             names = named_optionals(self._call_tools[0].parameters, source)
             named = NamedOptionals(names, table, options.copy_bias) if names else None
         repeats = None
         if options.copy_bias:
-            from agentnb.providers.hf.lists import RepeatedItems
+            from agentnb.providers.guidance.lists import RepeatedItems
 
             repeats = RepeatedItems(source, table, options.copy_bias)
         return Steering(table, bias, named, repeats)
 
     def _grounding(self, guide: Any, options: GenerationOptions, results: Sequence[str]) -> Grounding | None:
-        """The result bias for prose after tool results (:mod:`agentnb.providers.hf.ground`)."""
+        """The result bias for prose after tool results (:mod:`agentnb.providers.guidance.ground`)."""
         if not results or not options.result_bias or (guide is not None and guide.mode in ("call", "output")):
             return None
-        from agentnb.providers.hf.ground import Grounding, ResultBias
+        from agentnb.providers.guidance.ground import ResultBias
+        from agentnb.providers.hf.steering import Grounding
 
         return Grounding(self._token_table(), ResultBias(results, self._token_table(), options.result_bias))
 

@@ -6,7 +6,7 @@ JSON call", which is what the in-process grammar allows. So over a server the re
 one JSON object, and the schema's alternatives are:
 
 * one per tool on offer: ``{"name": <that tool's name>, "arguments": <its parameters>}``,
-  with the same bounds as the in-process grammar (:func:`~agentnb.providers.hf.constraint.bound_schema`);
+  with the same bounds as the in-process grammar (:func:`~agentnb.providers.guidance.constraint.bound_schema`);
 * under ``tool_choice="auto"`` also a text answer: ``{"answer": "<text>"}``, or, when the run
   asks for structured output (``output_type``), the output schema itself: the answer is the value.
 
@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from agentnb.providers.base import OutputConstraint
-from agentnb.providers.hf.constraint import MAX_PARALLEL, call_schema
+from agentnb.providers.guidance.constraint import MAX_PARALLEL, call_schema
 
 #: The key of the text alternative.
 ANSWER_KEY = "answer"

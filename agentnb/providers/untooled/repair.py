@@ -17,17 +17,25 @@ Reply with the corrected call to p, as JSON.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentnb.events import CallRepair
 from agentnb.messages import AssistantMessage, Message, ToolCall, Usage, UserMessage
-from agentnb.providers.base import Completion, OutputConstraint, Request, collect
+from agentnb.providers.base import Completion, OutputConstraint, Provider, Request, collect
 from agentnb.providers.untooled.enforce import narrowed
 from agentnb.providers.untooled.parse import parse_reply
 
 if TYPE_CHECKING:
-    from agentnb.providers.untooled.layer import UnTooled
     from agentnb.tools import Tool
+
+
+class UnTooled(Protocol):
+    """What a re-ask reads of :class:`~agentnb.providers.untooled.UnTooled`: the model it wraps
+    and its prompt template (a protocol, so this module does not import the layer)."""
+
+    inner: Provider
+    template: Any
+
 
 #: Used when a custom prompt template has no ``[[repair]]`` section.
 DEFAULT_REPAIR = "That call is not valid:\n$errors\nReply with the corrected call to $name, as JSON."

@@ -1,0 +1,107 @@
+"""The evaluation log: one JSON line per finished case (its row and whole transcript), flushed.
+
+The log is the record everything else reads: resume skips the keys already in it, and a row's
+trace is reloaded from it by byte offset, so memory holds rows, not transcripts. A torn last
+line (a process killed mid-write) is skipped with a warning; the next append starts a fresh line.
+
+>>> import os, tempfile
+>>> path = os.path.join(tempfile.mkdtemp(), "runs.jsonl")
+>>> with EvalLog(path) as log:
+...     at = log.append({"key": "a", "output": "hi"}, {"output": "hi"})
+>>> [row["key"] for row, _ in read_log(path)]
+['a']
+>>> load_transcript_at(path, at)
+{'output': 'hi'}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+
+class EvalLog:
+    """Appends lines to ``path``; each line is written and flushed (and fsync'd) at once."""
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False) -> None:
+        self.path = os.fspath(path)
+        self.fsync = fsync
+        self._file = open(self.path, "ab")  # noqa: SIM115 - held open for the evaluation
+        if self._file.tell() > 0 and not _ends_with_newline(self.path):
+            self._file.write(b"\n")  # a torn last line stays on its own line, skipped on read
+
+    def append(self, row: dict[str, Any], transcript: dict[str, Any] | None) -> int:
+        """Write one finished case; returns the line's byte offset."""
+        line = json.dumps({"row": row, "transcript": transcript}, ensure_ascii=False, default=_fallback)
+        offset = self._file.tell()
+        self._file.write(line.encode("utf-8", "surrogatepass") + b"\n")
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+        return offset
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> EvalLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _ends_with_newline(path: str) -> bool:
+    with open(path, "rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
+def read_log(path: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], int]]:
+    """(row, byte offset) for every readable line; unreadable lines are skipped with a warning."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        return
+    with open(path, "rb") as f:
+        offset = 0
+        for n, raw in enumerate(f, 1):
+            at, offset = offset, offset + len(raw)
+            if not raw.strip():
+                continue
+            row = _row(raw)
+            if row is None:
+                where = "its last line" if not raw.endswith(b"\n") else f"line {n}"
+                warnings.warn(f"evaluation log {path}: {where} is torn or not JSON; skipped", stacklevel=2)
+                continue
+            yield row, at
+
+
+def _row(raw: bytes) -> dict[str, Any] | None:
+    try:
+        item = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    row = item.get("row") if isinstance(item, dict) else None
+    return row if isinstance(row, dict) and "key" in row else None
+
+
+def _fallback(obj: Any) -> Any:
+    """JSON for what json cannot write: pydantic models, dataclasses, else the repr."""
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump(mode="json")
+    if hasattr(obj, "__dataclass_fields__") and not isinstance(obj, type):
+        import dataclasses
+
+        return dataclasses.asdict(obj)
+    return repr(obj)
+
+
+def load_transcript_at(path: str | os.PathLike[str], offset: int) -> dict[str, Any] | None:
+    """The transcript stored on the line at ``offset``."""
+    with open(path, "rb") as f:
+        f.seek(offset)
+        item = json.loads(f.readline())
+    transcript = item.get("transcript")
+    return transcript if isinstance(transcript, dict) else None

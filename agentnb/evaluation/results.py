@@ -1,0 +1,238 @@
+"""Rows out: :class:`Evaluation` holds one row per case × agent × repeat, and reads them back.
+
+``table`` (pandas), ``summary()`` per agent, ``compare()`` for two agents (a paired McNemar
+test), ``run(i)`` for the whole transcript of row ``i`` (from memory, or from the log).
+Memory holds rows; with a log the transcripts stay on disk.
+
+>>> ev = Evaluation(["a"], ["ok"])
+>>> ev.add({"key": "1|a|0", "index": 0, "case": "1", "agent": "a", "repeat": 0, "passed": True,
+...         "scores": {"ok": True}, "latency": 0.5, "error": None})
+>>> ev.summary()[["agent", "n", "passed", "pass_rate"]].values.tolist()
+[['a', 1, 1, 1.0]]
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from agentnb.errors import UserError
+from agentnb.evaluation.stats import mcnemar_exact, percentile, wilson
+
+#: Columns of ``Evaluation.table`` before the score columns and after them (then metadata).
+FIRST = ["case", "agent", "repeat", "input", "output", "value", "expected"]
+AFTER = [
+    "passed",
+    "stop_reason",
+    "tool_calls",
+    "tools",
+    "model_calls",
+    "input_tokens",
+    "output_tokens",
+    "latency",
+    "error",
+    "scorer_errors",
+    "run_id",
+]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two agents on the same cases: how many changed each way, and McNemar's exact p-value."""
+
+    a: str
+    b: str
+    pairs: int
+    both_pass: int
+    only_a: int
+    only_b: int
+    neither: int
+    p_value: float
+    changed: Any  # a DataFrame: case, repeat, a's and b's pass, direction
+
+    def __repr__(self) -> str:
+        return (
+            f"Comparison({self.a!r} vs {self.b!r}: {self.pairs} paired cases, {self.only_a} pass only with {self.a!r}, "
+            f"{self.only_b} only with {self.b!r}; McNemar exact p = {self.p_value:.3g})"
+        )
+
+
+class Evaluation:
+    """The result of :func:`agentnb.evaluate`: rows, a table, a summary and each row's trace.
+
+    >>> from agentnb import Agent, evaluate
+    >>> from agentnb.testing import ScriptedProvider
+    >>> ev = evaluate(Agent(ScriptedProvider(["4"])), [{"input": "2 + 2?", "expected": "4"}], scorers=["exact"],
+    ...               progress=False)
+    >>> ev.table[["output", "exact", "passed"]].values.tolist(), ev.run(0).stop_reason
+    ([['4', True, True]], 'answer')
+    """
+
+    def __init__(
+        self,
+        agents: list[str],
+        scorers: list[str],
+        *,
+        log: str | os.PathLike[str] | None = None,
+        output_types: dict[str, Any] | None = None,
+    ) -> None:
+        self.agents = agents
+        self.scorers = scorers
+        self.log = os.fspath(log) if log is not None else None
+        self.output_types = output_types or {}
+        self.rows: list[dict[str, Any]] = []
+        self.keys: set[str] = set()
+        self.stopped = False
+        self.resumed = 0  # rows read back from the log instead of run
+        self._offsets: dict[str, int] = {}
+        self._results: dict[str, Any] = {}
+
+    def add(self, row: dict[str, Any], *, result: Any = None, offset: int | None = None) -> None:
+        """Keep a finished row (and its transcript's place: in memory without a log, else its log offset)."""
+        self.rows.append(row)
+        self.keys.add(row["key"])
+        if offset is not None:
+            self._offsets[row["key"]] = offset
+        if result is not None:
+            self._results[row["key"]] = result
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def _ordered(self) -> list[dict[str, Any]]:
+        order = {a: i for i, a in enumerate(self.agents)}
+        return sorted(self.rows, key=lambda r: (r.get("index", 0), order.get(r.get("agent"), 0), r.get("repeat", 0)))
+
+    @property
+    def table(self) -> Any:
+        """A pandas DataFrame: one row per case × agent × repeat, in dataset order."""
+        import pandas as pd
+
+        records = []
+        for r in self._ordered():
+            rec = {k: r.get(k) for k in FIRST}
+            for name in self.scorers:
+                rec[name] = r.get("scores", {}).get(name)
+            rec.update({k: r.get(k) for k in AFTER})
+            rec["scorer_errors"] = rec["scorer_errors"] or None
+            for k, v in (r.get("metadata") or {}).items():
+                rec[k if k not in rec else f"meta_{k}"] = v
+            records.append(rec)
+        return pd.DataFrame.from_records(records, columns=None if records else FIRST + self.scorers + AFTER)
+
+    def summary(self) -> Any:
+        """Per agent: cases, pass rate with its 95% Wilson interval, mean scores, tokens, latency, errors."""
+        import pandas as pd
+
+        out = []
+        for agent in self.agents:
+            rows = [r for r in self.rows if r.get("agent") == agent]
+            n, passed = len(rows), sum(1 for r in rows if r.get("passed"))
+            lo, hi = wilson(passed, n)
+            rec: dict[str, Any] = {
+                "agent": agent,
+                "n": n,
+                "passed": passed,
+                "pass_rate": passed / n if n else float("nan"),
+                "ci_low": lo,
+                "ci_high": hi,
+            }
+            for name in self.scorers:
+                vals = [float(v) for r in rows if (v := r.get("scores", {}).get(name)) is not None]
+                rec[f"mean_{name}"] = sum(vals) / len(vals) if vals else float("nan")
+            rec["input_tokens"] = sum(r.get("input_tokens") or 0 for r in rows)
+            rec["output_tokens"] = sum(r.get("output_tokens") or 0 for r in rows)
+            lat = [r["latency"] for r in rows if r.get("latency") is not None]
+            rec["latency_p50"] = percentile(lat, 50)
+            rec["latency_p95"] = percentile(lat, 95)
+            rec["errors"] = sum(1 for r in rows if r.get("error"))
+            rec["scorer_errors"] = sum(len(r.get("scorer_errors") or {}) for r in rows)
+            out.append(rec)
+        return pd.DataFrame.from_records(out)
+
+    def compare(self, a: str | None = None, b: str | None = None) -> Comparison:
+        """Pair agent ``a``'s and ``b``'s rows case by case (and repeat): changes and McNemar's exact test."""
+        import pandas as pd
+
+        if a is None or b is None:
+            if len(self.agents) < 2:
+                raise UserError("compare() needs two agents: evaluate a dict {name: agent} of at least two")
+            a, b = a or self.agents[0], b or self.agents[1]
+        for name in (a, b):
+            if name not in self.agents:
+                raise UserError(f"no agent {name!r} in this evaluation (agents: {self.agents})")
+        side = {(r["case"], r["repeat"]): bool(r.get("passed")) for r in self.rows if r.get("agent") == a}
+        other = {(r["case"], r["repeat"]): bool(r.get("passed")) for r in self.rows if r.get("agent") == b}
+        both = [k for k in side if k in other]
+        counts = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
+        changed = []
+        for k in both:
+            counts[(side[k], other[k])] += 1
+            if side[k] != other[k]:
+                changed.append(
+                    {
+                        "case": k[0],
+                        "repeat": k[1],
+                        a: side[k],
+                        b: other[k],
+                        "direction": f"only {a if side[k] else b} passes",
+                    }
+                )
+        only_a, only_b = counts[(True, False)], counts[(False, True)]
+        return Comparison(
+            a, b, len(both), counts[(True, True)], only_a, only_b, counts[(False, False)],
+            mcnemar_exact(only_a, only_b),
+            pd.DataFrame.from_records(changed, columns=["case", "repeat", a, b, "direction"] if not changed else None),
+        )  # fmt: skip
+
+    def run(self, i: int) -> Any:
+        """The whole :class:`~agentnb.result.RunResult` of ``table`` row ``i`` (from memory or the log)."""
+        rows = self._ordered()
+        if not -len(rows) <= i < len(rows):
+            raise UserError(f"row {i} is out of range: the table has {len(rows)} rows")
+        row = rows[i]
+        key = row["key"]
+        if key in self._results:
+            return self._results[key]
+        if key in self._offsets and self.log is not None:
+            from agentnb.evaluation.log import load_transcript_at
+            from agentnb.result import RunResult
+
+            data = load_transcript_at(self.log, self._offsets[key])
+            if data is not None:
+                return RunResult.from_dict(data, output_type=self.output_types.get(row["agent"]))
+        raise UserError(f"row {i} has no transcript kept (evaluate with log=... to keep them on disk)")
+
+    def trace(self, i: int) -> Any:
+        """Row ``i``'s run in the trace widget (needs ipywidgets)."""
+        from agentnb.notebook.trace import TraceWidget
+
+        return TraceWidget.replay(self.run(i))
+
+    def failures(self) -> Any:
+        """The table's failing rows."""
+        table = self.table
+        return table[~table["passed"].astype(bool)] if len(table) else table
+
+    def plot(self) -> Any:
+        """A matplotlib figure: pass rate per agent (and per metadata column), latency histogram."""
+        from agentnb.evaluation.report import plot
+
+        return plot(self)
+
+    def view(self) -> Any:
+        """A widget: the summary, the table (sortable; failing rows first) and a row's trace on demand."""
+        from agentnb.evaluation.report import EvaluationView
+
+        return EvaluationView(self)
+
+    def __repr__(self) -> str:
+        from agentnb.evaluation.report import summary_text
+
+        return summary_text(self)
+
+    def _repr_html_(self) -> str:
+        from agentnb.evaluation.report import evaluation_html
+
+        return evaluation_html(self)

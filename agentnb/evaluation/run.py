@@ -1,0 +1,274 @@
+"""The driver: every (case, agent, repeat) once, ``concurrency`` at a time, each case isolated.
+
+A run that raises, times out or gives an invalid answer is a row with its stop reason and
+error; the evaluation goes on. Each finished case is scored, appended to the log (when there is
+one) and handed to the progress views. Cases already in the log are not run again. A Stop (the
+widget's button, Ctrl-C, cancelling the task) ends the runs in flight and keeps what finished.
+
+>>> from agentnb import Agent
+>>> from agentnb.testing import ScriptedProvider
+>>> from agentnb.evaluation import contains, evaluate
+>>> agent = Agent(ScriptedProvider(["4", "7"]))
+>>> ev = evaluate(agent, [{"input": "2+2", "expected": "4"}, {"input": "3+3", "expected": "6"}],
+...               scorers=[contains()], concurrency=1, progress=False)
+>>> [(r["output"], r["passed"]) for r in ev.rows]
+[('4', True), ('7', False)]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from time import perf_counter
+from typing import Any
+
+from agentnb.errors import UserError
+from agentnb.evaluation.cases import Case, load_cases
+from agentnb.evaluation.executors import make_executor
+from agentnb.evaluation.log import EvalLog, _fallback, read_log
+from agentnb.evaluation.results import Evaluation
+from agentnb.evaluation.scorers import Scorer, apply, as_scorers
+
+#: The default number of runs in flight at once.
+DEFAULT_CONCURRENCY = 8
+
+
+class Stopper:
+    """Stops an evaluation from any thread (the widget's Stop button): runs in flight end, what finished stays."""
+
+    def __init__(self) -> None:
+        self.stopped = threading.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._cancel: Callable[[], None] | None = None
+
+    def stop(self) -> None:
+        self.stopped.set()
+        loop, cancel = self._loop, self._cancel
+        if loop is not None and cancel is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(cancel)
+            except RuntimeError:  # the loop closed meanwhile: nothing left to stop
+                pass
+
+
+async def aevaluate(
+    agent: Any,
+    dataset: Any,
+    scorers: Any = None,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    repeats: int = 1,
+    timeout: float | None = None,
+    log: str | None = None,
+    executor: str = "local",
+    input: str = "input",
+    expected: str | None = "expected",
+    progress: Any = "auto",
+    stopper: Stopper | None = None,
+    ray_address: str | None = None,
+    ray_workers: int | None = None,
+    **run_options: Any,
+) -> Evaluation:
+    """Evaluate ``agent`` (or a ``{name: agent}`` dict) on every case of ``dataset``; see :func:`evaluate`.
+
+    >>> import asyncio
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> ev = asyncio.run(aevaluate(Agent(ScriptedProvider(["hi"])), ["say hi"], progress=False))
+    >>> ev.rows[0]["output"], ev.rows[0]["stop_reason"]
+    ('hi', 'answer')
+    """
+    agents = _agents(agent)
+    cases = load_cases(dataset, input=input, expected=expected)
+    checks = as_scorers(scorers)
+    if not isinstance(concurrency, int) or concurrency < 1:
+        raise UserError(f"concurrency must be a whole number >= 1, not {concurrency!r}")
+    if not isinstance(repeats, int) or repeats < 1:
+        raise UserError(f"repeats must be a whole number >= 1, not {repeats!r}")
+    if timeout is not None and not timeout > 0:
+        raise UserError(f"timeout must be a number of seconds > 0 or None, not {timeout!r}")
+    ev = Evaluation(list(agents), [s.name for s in checks], log=log, output_types=_output_types(agents, run_options))
+    work = [(i, c, name, r) for i, c in enumerate(cases) for name in agents for r in range(repeats)]
+    wanted = {_key(c, name, r) for _, c, name, r in work}
+    if log is not None:
+        for row, offset in read_log(log):
+            if row["key"] in wanted and row["key"] not in ev.keys:
+                ev.add(row, offset=offset)
+        ev.resumed = len(ev.rows)
+    todo = iter([w for w in work if _key(w[1], w[2], w[3]) not in ev.keys])
+    views = _views(progress)
+    runner = make_executor(executor, agents, run_options, address=ray_address, workers=ray_workers)
+    stopper = stopper or Stopper()
+    await runner.start(concurrency)  # a tool that cannot travel to Ray fails here, before any case
+    for view in views:
+        view.start(ev, len(work), stopper)
+    writer = EvalLog(log) if log is not None else None
+    workers: list[asyncio.Task[None]] = []
+    try:
+        loop = asyncio.get_running_loop()
+        workers = [
+            loop.create_task(_worker(todo, runner, checks, timeout, ev, writer, views, stopper))
+            for _ in range(concurrency)
+        ]
+        stopper._loop, stopper._cancel = loop, lambda: [w.cancel() for w in workers]  # type: ignore[func-returns-value]
+        await asyncio.gather(*workers)
+    except asyncio.CancelledError:
+        ev.stopped = True
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        task = asyncio.current_task()
+        if task is not None and getattr(task, "cancelling", lambda: 0)():  # Python >= 3.11
+            task.uncancel()  # type: ignore[attr-defined,unused-ignore]  # keep what finished, like Agent.run
+    finally:
+        stopper._cancel = None
+        ev.stopped = ev.stopped or stopper.stopped.is_set()
+        if writer is not None:
+            writer.close()
+        await runner.close()
+        for view in views:
+            view.finish(ev)
+    return ev
+
+
+def evaluate(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> Evaluation:
+    """Run an agent (or a ``{name: agent}`` dict of agents to compare) over a dataset; an :class:`Evaluation`.
+
+    Args:
+        agent: an :class:`~agentnb.Agent`, or a dict of named agents run on the same cases.
+        dataset: a list of strings or dicts, a pandas DataFrame, or a ``.jsonl`` / ``.csv`` path.
+        scorers: functions ``(case, result) -> bool | float`` or built-ins from
+            :mod:`agentnb.evaluation.scorers` (a list, or a ``{name: scorer}`` dict).
+        concurrency: runs in flight at once (default 8).
+        repeats: run each case this many times per agent.
+        timeout: seconds one run may take; then it is stopped and marked ``timeout``.
+        log: a JSONL file: each finished case is appended with its transcript; cases already
+            in it are skipped (resume).
+        executor: ``"local"`` (asyncio, this process) or ``"ray"`` (Ray workers:
+            ``ray_address=``, ``ray_workers=``).
+        input / expected: the dataset's input column (or a ``{column}`` template) and expected column.
+        progress: ``"auto"`` (a widget in a notebook, a bar in a terminal), True, False, or a view.
+        run_options: passed to each run (``output_type=``, ``stream=``).
+
+    Works inside Jupyter's running loop, like :meth:`Agent.run` (``aevaluate`` is the async twin).
+
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> ev = evaluate(Agent(ScriptedProvider(["Paris"])), [{"input": "Capital of France?", "expected": "paris"}],
+    ...               scorers=["contains"], progress=False)
+    >>> ev.summary()["pass_rate"].tolist()
+    [1.0]
+    """
+    from agentnb.agent import run_sync
+
+    # Views are made here, in the caller's thread: in Jupyter the runs go to a worker thread,
+    # and a widget must be displayed from the cell's own thread to land in its output.
+    options["progress"] = _views(options.get("progress", "auto"))
+    return run_sync(lambda: aevaluate(agent, dataset, scorers, **options))
+
+
+async def _worker(
+    todo: Iterator[tuple[int, Case, str, int]],
+    runner: Any,
+    checks: list[Scorer],
+    timeout: float | None,
+    ev: Evaluation,
+    writer: EvalLog | None,
+    views: list[Any],
+    stopper: Stopper,
+) -> None:
+    for index, case, name, repeat in todo:
+        if stopper.stopped.is_set():
+            return
+        start = perf_counter()
+        result, timed_out = await runner.run(name, case, timeout)
+        latency = perf_counter() - start
+        row = make_row(index, case, name, repeat, result, latency, timeout if timed_out else None)
+        passed = row["error"] is None
+        for check in checks:
+            value, error = await apply(check, case, result)
+            row["scores"][check.name] = value
+            if error is not None:
+                row["scorer_errors"][check.name] = error
+            passed = passed and check.passes(value)
+        row["passed"] = passed and row["stop_reason"] not in ("error", "invalid_output", "cancelled", "timeout")
+        offset = writer.append(row, result.to_dict()) if writer is not None else None
+        ev.add(row, result=None if writer is not None else result, offset=offset)
+        for view in views:
+            view.row(row)
+
+
+def make_row(
+    index: int, case: Case, agent: str, repeat: int, result: Any, latency: float, timed_out: float | None
+) -> dict[str, Any]:
+    """One row of the table: what the run gave, its costs and how it ended (scores come after)."""
+    tools = [e.name for e in result.events if e.kind == "tool_call"]
+    error = result.error
+    if timed_out is not None:
+        error = f"TimeoutError: no answer within {timed_out:g} s"
+    elif result.stop_reason == "invalid_output" and error is None:
+        error = "invalid output: the answer never matched the output type"
+    return {
+        "key": _key(case, agent, repeat),
+        "index": index,
+        "case": case.id,
+        "agent": agent,
+        "repeat": repeat,
+        "input": case.input,
+        "output": result.output,
+        "value": _fallback(result.value) if result.value is not None and not _plain(result.value) else result.value,
+        "expected": case.expected,
+        "scores": {},
+        "scorer_errors": {},
+        "passed": False,
+        "stop_reason": "timeout" if timed_out is not None else result.stop_reason,
+        "tool_calls": len(tools),
+        "tools": tools,
+        "model_calls": sum(1 for e in result.events if e.kind == "model_response"),
+        "input_tokens": result.usage.input_tokens,
+        "output_tokens": result.usage.output_tokens,
+        "latency": round(latency, 6),
+        "error": error,
+        "run_id": uuid.uuid4().hex[:12],
+        "metadata": case.metadata,
+    }
+
+
+def _plain(v: Any) -> bool:
+    return isinstance(v, (str, int, float, bool, list, dict))
+
+
+def _key(case: Case, agent: str, repeat: int) -> str:
+    return f"{case.id}|{agent}|{repeat}"
+
+
+def _agents(agent: Any) -> dict[str, Any]:
+    from agentnb.agent import Agent
+
+    agents = dict(agent) if isinstance(agent, dict) else {"agent": agent}
+    if not agents:
+        raise UserError("give an Agent or a non-empty dict of named agents")
+    for name, a in agents.items():
+        if not isinstance(a, Agent):
+            raise UserError(f"agent {name!r} is a {type(a).__name__}, not an agentnb Agent")
+        if "|" in str(name):
+            raise UserError(f"agent name {name!r}: '|' is reserved (it separates the parts of a log key)")
+    return {str(k): v for k, v in agents.items()}
+
+
+def _output_types(agents: dict[str, Any], run_options: dict[str, Any]) -> dict[str, Any]:
+    given = run_options.get("output_type")
+    return {name: given if given is not None else a.output_type for name, a in agents.items()}
+
+
+def _views(progress: Any) -> list[Any]:
+    from agentnb.evaluation import progress as views
+
+    if progress is False or progress is None:
+        return []
+    if progress == "auto" or progress is True:
+        view = views.auto_view(force=progress is True)
+        return [view] if view is not None else []
+    return list(progress) if isinstance(progress, (list, tuple)) else [progress]

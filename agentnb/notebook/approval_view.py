@@ -1,0 +1,160 @@
+"""The trace widget's approval panel: a pending tool call with Approve, Deny and Edit arguments.
+
+The run waits on :meth:`ApprovalPanel.decide` (the loop asked the trace widget, its approver);
+the buttons, or the same methods called from Python (how tests and executed notebooks click),
+settle it through ``loop.call_soon_threadsafe``, so a click delivered on any thread resumes
+the run. Stop while a call waits ends the run (``cancelled``); the call never runs.
+
+>>> panel = ApprovalPanel()
+>>> panel.pending is None, panel.layout.display
+(True, 'none')
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from typing import Any
+
+import ipywidgets as widgets
+
+from agentnb.approval import Approve, Decision, Deny, Edit, parse_edit
+from agentnb.errors import StopRun, UserError
+from agentnb.messages import ToolCall
+from agentnb.notebook.render import STYLE
+from agentnb.untrusted import untrusted_html
+
+#: What the model reads when the person denies without writing a reason.
+DEFAULT_REASON = "the user denied this call"
+
+
+class ApprovalPanel(widgets.VBox):
+    """Approve / Deny (with a reason the model reads) / Edit arguments, for one pending call."""
+
+    def __init__(self) -> None:
+        self.pending: ToolCall | None = None
+        self.decisions: list[Decision] = []  # every decision made here, in order
+        self._tool: Any = None
+        self._settle: tuple[asyncio.AbstractEventLoop, asyncio.Future[Decision]] | None = None
+        self._lock = threading.Lock()
+        self.label = widgets.HTML()
+        self.approve_button = widgets.Button(description="Approve", icon="check", button_style="success")
+        self.deny_button = widgets.Button(description="Deny", icon="times", button_style="danger")
+        self.reason = widgets.Text(placeholder="reason (the model reads it)")
+        self.arguments = widgets.Textarea(rows=3)
+        self.arguments.layout.width = "100%"
+        self.edit_button = widgets.Button(description="Run with these arguments", icon="pencil")
+        self.edit_button.layout.width = "auto"
+        self.error = widgets.HTML()
+        self.approve_button.on_click(lambda _: self._click(self.approve))
+        self.deny_button.on_click(lambda _: self._click(lambda: self.deny(self.reason.value)))
+        self.edit_button.on_click(lambda _: self._click(lambda: self.edit(self.arguments.value)))
+        row = widgets.HBox([self.approve_button, self.deny_button, self.reason])
+        super().__init__([self.label, row, self.arguments, self.edit_button, self.error])
+        self.add_class("anb-approval-panel")
+        self.layout.display = "none"
+        self.layout.border_left = "3px solid #9a6700"
+        self.layout.padding = "4px 8px"
+
+    # --- the approver side (the run waits here) ----------------------------------------------
+
+    async def decide(self, call: ToolCall, tool: Any = None) -> Decision:
+        """Show ``call`` and wait for a click (or a call of approve / deny / edit)."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Decision] = loop.create_future()
+        with self._lock:
+            self._settle = (loop, fut)
+            self.pending = call
+            self._tool = tool
+        self._show(call)
+        try:
+            decision = await fut
+        finally:
+            with self._lock:
+                self._settle = None
+                self.pending = None
+                self._tool = None
+            self.layout.display = "none"
+        self.decisions.append(decision)
+        return decision
+
+    # --- the deciding side (buttons, or Python) -----------------------------------------------
+
+    def approve(self) -> None:
+        """Run the pending call as the model wrote it."""
+        self._resolve(Approve())
+
+    def deny(self, reason: str = "") -> None:
+        """Do not run the pending call; the model reads ``reason``."""
+        self._resolve(Deny(reason.strip() or DEFAULT_REASON))
+
+    def edit(self, arguments: dict[str, Any] | str) -> None:
+        """Run the pending call with ``arguments`` (a dict or JSON text), checked against the
+        tool's schema first: a :class:`UserError` says what is wrong and the call still waits."""
+        with self._lock:
+            tool = self._tool
+            waiting = self._settle is not None
+        if not waiting:
+            raise UserError("no tool call is waiting for approval")
+        self._resolve(Edit(parse_edit(arguments, tool)))
+
+    def stop(self) -> bool:
+        """End the run from here (Stop while a call waits); False when nothing waits."""
+        with self._lock:
+            settle, self._settle = self._settle, None
+            self.pending = None
+        if settle is None:
+            return False
+        loop, fut = settle
+        loop.call_soon_threadsafe(_fail, fut, StopRun("stopped while a call waited for approval"))
+        return True
+
+    async def next_pending(self, timeout: float = 30.0) -> ToolCall:
+        """Wait until a call waits for approval (from any event loop); that call."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while True:
+            call = self.pending
+            if call is not None and self._settle is not None:
+                return call
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"no tool call waited for approval within {timeout:g} s")
+            await asyncio.sleep(0.01)
+
+    def _resolve(self, decision: Decision) -> None:
+        with self._lock:
+            settle, self._settle = self._settle, None
+            self.pending = None
+        if settle is None:
+            raise UserError("no tool call is waiting for approval")
+        loop, fut = settle
+        self.error.value = ""
+        loop.call_soon_threadsafe(_set, fut, decision)
+
+    def _click(self, action: Any) -> None:
+        try:
+            action()
+        except UserError as exc:  # shown under the buttons; the call still waits
+            self.error.value = f'{STYLE}<div class="anb"><span class="anb-bad">{untrusted_html(str(exc))}</span></div>'
+
+    def _show(self, call: ToolCall) -> None:
+        args = json.dumps(call.arguments, ensure_ascii=False, indent=1) if call.arguments is not None else "{}"
+        self.label.value = (
+            f'{STYLE}<div class="anb"><span class="anb-warn">Approve this tool call?</span> '
+            f'<code>{untrusted_html(call.name)}</code> <span class="anb-m">{untrusted_html(call.id)}</span>'
+            f"<pre>{untrusted_html(args)}</pre></div>"
+        )
+        self.arguments.value = args
+        self.reason.value = ""
+        self.error.value = ""
+        self.layout.display = None
+
+
+def _set(fut: asyncio.Future[Decision], decision: Decision) -> None:
+    if not fut.done():
+        fut.set_result(decision)
+
+
+def _fail(fut: asyncio.Future[Decision], exc: BaseException) -> None:
+    if not fut.done():
+        fut.set_exception(exc)

@@ -1,0 +1,102 @@
+"""How a trace is displayed: a live widget while its run goes on, static HTML once it has ended.
+
+A widget output needs a kernel (and the widget's state) to render: a notebook reopened
+without one, GitHub, nbviewer or an HTML export would show "Error displaying widget: model not
+found". So a display of a trace is a widget only while the run goes on; when the run ends the
+display is *replaced* (an IPython display update) by a bundle that renders anywhere: static
+``text/html`` with the same content (every depth a ``<details>`` section, no JavaScript) and
+``text/plain``. A trace displayed after its run ended is static from the start.
+
+Displays that are updated in place are marked (``agentnb live trace`` first in ``text/plain``
+and in an HTML comment) for nbval, which compares a display as first shown: its sanitizer
+(notebooks/sanitize.cfg) then compares only the marker.
+
+>>> from agentnb import Agent
+>>> from agentnb.testing import ScriptedProvider
+>>> from agentnb.notebook.trace import TraceWidget
+>>> w = TraceWidget()
+>>> _ = Agent(ScriptedProvider(["Hi"])).run("hello", on_event=w)
+>>> data, meta = w.static_bundle()
+>>> sorted(data), "anb-static" in data["text/html"], meta
+(['text/html', 'text/plain'], True, {})
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: First line of the text/plain of a display that is updated in place while a run goes on.
+LIVE_MARKER = "agentnb live trace"
+
+_PLACEHOLDER = (
+    '<div class="anb-static"><b>agentnb</b> trace: the run was still going when this output was saved; '
+    "its live view needs the kernel.</div>"
+)
+
+
+class LiveDisplay:
+    """Mixin for a widget that shows a run: display it live, then swap in its static form.
+
+    Subclasses say whether their run has ended (:meth:`_run_ended`) and what they look like
+    without a kernel (:meth:`static_html`, :meth:`text`), and call :meth:`_publish_static` when
+    the run has ended.
+    """
+
+    _live: bool = False
+
+    def _run_ended(self) -> bool:
+        raise NotImplementedError
+
+    def static_html(self) -> str:
+        raise NotImplementedError
+
+    def text(self) -> str:
+        raise NotImplementedError
+
+    def _marked(self, text: str, html: bool = False) -> str:
+        if not self._live:
+            return text
+        return f"<!--{LIVE_MARKER}\n-->{text}" if html else f"{LIVE_MARKER}\n{text}"
+
+    def static_bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The display that needs no kernel: static HTML and the text trace."""
+        return {"text/html": self._marked(self.static_html(), True), "text/plain": self._marked(self.text())}, {}
+
+    def live_bundle(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The widget view (plus a note for renderers without the kernel)."""
+        data, meta = self._repr_mimebundle_()  # type: ignore[attr-defined]
+        data["text/html"] = self._marked(_PLACEHOLDER, True)
+        return data, meta
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        if self._run_ended():
+            data, meta = self.static_bundle()
+            display(data, raw=True, metadata=meta)
+            return
+        self._live = True  # this display is updated in place when the run ends
+        data, meta = self.live_bundle()
+        handle = display(data, raw=True, metadata=meta, display_id=True)
+        if handle is not None:
+            self._display_handles().append(handle)
+
+    def show(self) -> Any:
+        """Display it now: live while the run goes on, static once it has ended."""
+        self._ipython_display_()
+        return self
+
+    def _display_handles(self) -> list[Any]:
+        handles = self.__dict__.get("_anb_handles")
+        if handles is None:
+            handles = self.__dict__["_anb_handles"] = []
+        return handles  # type: ignore[no-any-return]
+
+    def _publish_static(self) -> None:
+        """Replace every live display of this widget by its static form."""
+        handles = self._display_handles()
+        if not handles:
+            return
+        data, meta = self.static_bundle()
+        for handle in handles:
+            handle.update(data, raw=True, metadata=meta)

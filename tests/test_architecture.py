@@ -1,0 +1,171 @@
+"""The package's shape: its import graph has no cycles, no module is too long, and the guidance
+layer, the UnTooled layer and the OpenAI route never import the in-process backend.
+
+The graph is read with ``ast`` from every ``agentnb/**/*.py``: module-level imports, imports
+inside functions and ``if TYPE_CHECKING:`` blocks alike (a type-only import is still a
+dependency a reader has to follow).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "agentnb"
+MAX_LINES = 450
+#: Folders whose modules must not import the in-process backend (agentnb.providers.hf).
+NO_HF = ("agentnb.providers.untooled", "agentnb.providers.openai", "agentnb.providers.guidance")
+HF = "agentnb.providers.hf"
+#: Cycles another branch is removing (agentnb/mcp is being reworked there); empty this list when
+#: that work is merged. Nothing may be added to it.
+KNOWN_CYCLES = [["agentnb.mcp.runtime", "agentnb.mcp.server"]]
+#: Shared core files other branches are editing now (splitting them here would only make their
+#: merges hard); each may not grow past this length, and leaves this list once split.
+KNOWN_LONG = {"agentnb.tools": 501, "agentnb.notebook.render": 452}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(name: str, known: set[str]) -> str | None:
+    """The agentnb module ``name`` names: itself, or its longest known parent package."""
+    while name:
+        if name in known:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """Every agentnb module that ``name`` imports, wherever the import statement is."""
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            # `from pkg import mod` imports the submodule pkg.mod where there is one.
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base for a in node.names]
+        for target in targets:
+            if target.startswith("agentnb"):
+                resolved = _resolve(target, known)
+                if resolved is not None and resolved != name:
+                    found.add(resolved)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    mods = modules()
+    known = set(mods)
+    return {name: imports_of(name, path, known) for name, path in mods.items()}
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+
+    def visit(v: str) -> None:
+        nonlocal counter
+        index[v] = low[v] = counter
+        counter += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_graph_is_read_from_every_kind_of_import() -> None:
+    """The reader itself: module level, function level, TYPE_CHECKING and relative imports."""
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "import agentnb.errors\n"
+        "from agentnb.providers import base\n"
+        "from . import loop\n"
+        "if TYPE_CHECKING:\n    from agentnb.tools import Tool\n"
+        "def f():\n    from agentnb.messages import Usage\n"
+    )
+    path = ROOT / "tests" / "_arch_probe.py"
+    path.write_text(source)
+    try:
+        known = {"agentnb.errors", "agentnb.providers", "agentnb.providers.base", "agentnb.loop", "agentnb.tools"}
+        known |= {"agentnb.messages", "agentnb.x"}
+        got = imports_of("agentnb.x", path, known)
+    finally:
+        path.unlink()
+    assert got == {"agentnb.errors", "agentnb.providers.base", "agentnb.loop", "agentnb.tools", "agentnb.messages"}
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_cycles() -> None:
+    edges = graph()
+    found = [c for c in cycles(edges) if c not in KNOWN_CYCLES]
+    assert not found, "import cycles in agentnb:\n" + "\n".join(" <-> ".join(c) for c in found)
+
+
+def test_no_module_is_too_long() -> None:
+    lengths = {name: len(path.read_text().splitlines()) for name, path in modules().items()}
+    long = {name: n for name, n in lengths.items() if n > KNOWN_LONG.get(name, MAX_LINES)}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+@pytest.mark.parametrize("layer", NO_HF)
+def test_guidance_untooled_and_openai_never_import_the_in_process_backend(layer: str) -> None:
+    offenders = {
+        name: sorted(t for t in targets if t == HF or t.startswith(HF + "."))
+        for name, targets in graph().items()
+        if name == layer or name.startswith(layer + ".")
+    }
+    offenders = {name: hf for name, hf in offenders.items() if hf}
+    assert not offenders, f"{layer} imports the in-process backend: {offenders}"
+
+
+def test_the_providers_folders_show_the_design() -> None:
+    """What `ls agentnb/providers/*` shows: the interface, the native APIs, the UnTooled layer
+    with its guidance, and the in-process backend."""
+    providers = PACKAGE / "providers"
+    folders = {p.name for p in providers.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == {"openai", "untooled", "guidance", "hf"}
+    assert (providers / "base.py").exists() and (providers / "anthropic.py").exists()
+    assert not list(providers.glob("openai_*.py")), "the OpenAI modules live in providers/openai/"

@@ -1,0 +1,167 @@
+"""What the notebook says always derives from what happened (issue 26, items 2, 4, 5, 6).
+
+States after Stop, the default streaming of ``%agent``, the pending result of a ``--step`` run,
+and ``--output-type`` written as a Python type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.testing import globalipapp
+
+pytest.importorskip("ipywidgets")
+
+from agentnb import Agent, RunResult, Usage
+from agentnb.events import ModelRequest, RunFinished, RunStarted, TextDelta
+from agentnb.notebook.config import MagicOptions
+from agentnb.notebook.debugger import Debugger
+from agentnb.notebook.pending import PendingResult, RunPendingError
+from agentnb.notebook.render import depth_html, depth_title, header_html
+from agentnb.notebook.state import TraceState
+from agentnb.notebook.text import summary_line
+from agentnb.notebook.trace import TraceWidget
+from agentnb.testing import ScriptedProvider, Streamed
+
+
+def _started() -> RunStarted:
+    return RunStarted(0, "scripted", (), 10, 1, "hi", None, "ScriptedProvider", 1)
+
+
+def test_a_run_stopped_mid_stream_does_not_say_the_model_never_replied() -> None:
+    s = TraceState()
+    for e in (
+        _started(),
+        ModelRequest(0, 1, (), "none"),
+        TextDelta(0, "Paris is the capital "),
+        TextDelta(0, "of"),
+        RunFinished(0, "cancelled", 0, Usage(), 1.0),
+    ):
+        s.add(e, 0.0)
+    html = depth_html(s.depths[0])
+    assert "Paris is the capital of" in html
+    assert "stopped while the model was replying" in html
+    assert "before the model replied" not in html and "streaming…" not in html
+    assert depth_title(s.depths[0]) == "Depth 0 · stopped"
+    # Without any text, it did stop before the reply.
+    s2 = TraceState()
+    for e in (_started(), ModelRequest(0, 1, (), "none"), RunFinished(0, "cancelled", 0, Usage(), 1.0)):
+        s2.add(e)
+    assert "stopped before the model replied" in depth_html(s2.depths[0])
+
+
+def test_stop_in_the_debugger_before_a_model_call_counts_no_model_call() -> None:
+    async def main() -> tuple[Debugger, RunResult]:
+        dbg = Debugger(Agent(ScriptedProvider(["never sent"]))).start("hello")
+        await dbg.next_pause()
+        dbg.stop()
+        return dbg, await dbg.wait()
+
+    dbg, result = asyncio.run(main())
+    kinds = [e.kind for e in result.events]
+    assert kinds == ["run_started", "model_request", "step_decision", "run_finished"]
+    for trace in (dbg.view.trace, TraceWidget.replay(result)):  # live, and replayed from the events
+        assert "model calls <b>0</b>" in trace.header_html, trace.header_html[-300:]
+        assert repr(trace).startswith("agentnb trace: cancelled · 0 model calls")
+        assert "this model call was never sent" in trace.body_html
+    assert summary_line(result.events) == "agentnb trace: cancelled · 0 model calls · 0/10 tool calls"
+    assert "model calls <b>0</b>" in header_html(dbg.view.trace.state, None)
+
+
+# --- the magics ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ip() -> Iterator[Any]:
+    globalipapp.start_ipython()
+    shell = globalipapp.get_ipython()
+    shell.run_line_magic("load_ext", "agentnb")
+    magics = shell.magics_manager.registry["AgentMagics"]
+    magics.defaults, magics.history, magics.debugger = MagicOptions(), None, None
+    magics._providers.clear()
+    magics.display_mode = "auto"
+    saved = dict(shell.user_ns)
+    yield shell
+    shell.user_ns.clear()
+    shell.user_ns.update(saved)
+
+
+def test_the_magic_streams_by_default_where_the_provider_can(ip: Any) -> None:
+    ip.user_ns["model"] = ScriptedProvider([Streamed(["Hel", "lo"]), Streamed(["Hel", "lo"])])
+    ip.run_line_magic("agent", "-p model -q --new hi")
+    assert [e.text for e in ip.user_ns["_agent_result"].events if e.kind == "text_delta"] == ["Hel", "lo"]
+    ip.run_line_magic("agent", "-p model -q --new --no-stream hi")
+    assert not [e for e in ip.user_ns["_agent_result"].events if e.kind == "text_delta"]
+
+
+def test_a_step_run_never_leaves_the_previous_result_readable(ip: Any) -> None:
+    ip.user_ns["model"] = ScriptedProvider(["first answer", "second answer"])
+    ip.run_line_magic("agent", "-p model -q first")
+    assert ip.user_ns["_agent_result"].output == "first answer"
+    ip.run_line_magic("agent", "-p model -q --step second")  # returns at once: the debugger waits
+    pending = ip.user_ns["_agent_result"]
+    assert isinstance(pending, PendingResult) and not pending
+    assert "still going" in repr(pending) and ("paused" in repr(pending) or "running" in repr(pending))
+    with pytest.raises(RunPendingError, match=r"_agent_result\.output: the --step run is still going"):
+        _ = pending.output
+    dbg = ip.user_ns["_agent_debugger"]
+    while dbg.state == "running":
+        threading.Event().wait(0.005)
+    dbg.continue_()
+    result = asyncio.run(_wait(pending))
+    assert result.output == "second answer"
+    assert ip.user_ns["_agent_result"] is result  # replaced when the run ended
+
+
+async def _wait(pending: PendingResult) -> RunResult:
+    return await pending  # type: ignore[no-any-return]
+
+
+@dataclass
+class Price:
+    item: str
+    euros: float
+
+
+def test_output_type_is_written_as_a_python_type(ip: Any) -> None:
+    ip.user_ns["Price"] = Price
+    ip.user_ns["model"] = ScriptedProvider(['[{"item": "kiwi", "euros": 0.4}]', '{"item": "fig", "euros": 1.5}'])
+    ip.run_line_magic("agent", "-p model -q --new --output-type list[Price] Kiwis are 0.40.")
+    assert ip.user_ns["_agent_result"].value == [Price("kiwi", 0.4)]
+    ip.run_line_magic("agent", '-p model -q --new --output-type "Price | None" Figs are 1.50.')
+    assert ip.user_ns["_agent_result"].value == Price("fig", 1.5)
+    for bad, why in [
+        ("list[Nope]", "name 'Nope' is not defined"),
+        ("__import__('os').system('x')", "a type such as"),
+        ("Price()", "a type such as"),
+    ]:
+        with pytest.raises(UsageError, match=why):
+            ip.run_line_magic("agent", f'-p model -q --new --output-type "{bad}" hi')
+
+
+def test_loading_the_model_is_not_an_error_box_in_a_notebook(monkeypatch: Any, capsys: Any) -> None:
+    pytest.importorskip("torch")
+    from agentnb.providers.hf import local
+
+    class Kernel:
+        kernel = object()
+
+    monkeypatch.setattr(local, "_LOCAL", None)
+    monkeypatch.setattr(local, "smollm2_path", lambda: "model.gguf")
+    monkeypatch.setattr(local, "apply_threads", lambda threads: 1)  # torch's threads stay as they are
+    monkeypatch.setattr(local, "load_smollm2", lambda path: (None, None))
+    monkeypatch.setattr(local, "TransformersProvider", lambda model, tokenizer, name: name)
+    monkeypatch.setattr("IPython.get_ipython", lambda: Kernel())
+    assert local.local_provider(threads=1) == "local"
+    out, err = capsys.readouterr()
+    assert "loading the model SmolLM2-135M-Instruct" in out and "model loaded in" in out and err == ""
+    monkeypatch.setattr(local, "_LOCAL", None)
+    monkeypatch.setattr("IPython.get_ipython", lambda: None)  # a terminal: stderr, as before
+    local.local_provider(threads=1)
+    assert "loading the model" in capsys.readouterr().err
