@@ -111,6 +111,9 @@ def test_every_event_kind_is_shown() -> None:
         # approvals: tests/test_approval.py (the widget as approver)
         "approval_requested",
         "approval_decided",
+        # agents as tools and sessions: tests/test_trace_nested.py
+        "sub_agent",
+        "history_trimmed",
     }
     assert seen | others == set(EVENT_TYPES)
 

@@ -25,12 +25,14 @@ from agentnb.events import (
     CallSteered,
     ConstraintDropped,
     DirectOutput,
+    HistoryTrimmed,
     LimitReached,
     ReasoningSummary,
     RouteSwitched,
     StepDecision,
 )
 from agentnb.notebook.blocks import CSS, copyable
+from agentnb.notebook.nested import inner_html, trimmed_html
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
 from agentnb.printer import limit_text
 from agentnb.untrusted import untrusted_html, untrusted_image, untrusted_markdown
@@ -351,6 +353,8 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
         rows.append('<div class="anb-m">running…</div>')
     if c.images:
         rows.append("<div>" + "".join(untrusted_image(i.data, i.mime) for i in c.images) + "</div>")
+    if c.inner is not None:
+        rows.append(inner_html(c.inner, lambda v: (depth_title(v), depth_html(v, preview)), answer_html))
     cls = "anb-toolbad" if bad or (c.finished is not None and c.finished.error) else "anb-tool"
     return f'<div class="anb-block {cls}">{"".join(rows)}</div>'
 
@@ -455,6 +459,8 @@ def value_table(value_json: str | None, max_rows: int = 20) -> str:
 
 
 def _note_html(n: object) -> str:
+    if isinstance(n, HistoryTrimmed):
+        return trimmed_html(n)
     if isinstance(n, LimitReached) and n.limit != "tool_calls":
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(limit_text(n.limit, n.value, n.used))}'
