@@ -118,16 +118,18 @@ class Session:
             return sum(self.count_tokens(m) for m in head + body) <= self.max_tokens
         return True
 
-    def _link(self) -> tuple[list[Message], RunLink]:
+    def prepare(self) -> tuple[list[Message] | None, RunLink]:
+        """For a run made by other code (the magics, the debugger): the ``history`` to give
+        :meth:`agentnb.Agent.arun` and the link (``_link=``) that makes it this conversation's
+        next turn. Hand the result to :meth:`record` afterwards."""
         history, note = self.window()
-        return history, RunLink(conversation_id=self.id, turn=self.turns + 1, notes=(note,) if note else ())
+        link = RunLink(conversation_id=self.id, turn=self.turns + 1, notes=(note,) if note else ())
+        return (history if self.messages else None), link  # None: the agent adds its system prompt
 
-    def _history(self, history: list[Message]) -> list[Message] | None:
-        return history if self.messages else None  # None: the agent adds its system prompt
-
-    def _keep(self, history: list[Message], result: RunResult) -> RunResult:
+    def record(self, history: list[Message] | None, result: RunResult) -> RunResult:
+        """Add a run's new messages (those after ``history``) to the conversation."""
         fresh = not self.messages
-        new = list(result.messages[0 if fresh else len(history) :])
+        new = list(result.messages[0 if fresh else len(history or ()) :])
         self.starts.append(len(self.messages) + (1 if fresh and _system_first(new) else 0))
         self.messages.extend(new)
         self.last = result
@@ -136,22 +138,20 @@ class Session:
     # -- runs ---------------------------------------------------------------------------------
     async def arun(self, prompt: Any, **options: Any) -> RunResult:
         """:meth:`agentnb.Agent.arun` continuing this conversation (same options)."""
-        history, link = self._link()
-        result = await self.agent.arun(prompt, history=self._history(history), _link=link, **options)
-        return self._keep(history, result)
+        history, link = self.prepare()
+        return self.record(history, await self.agent.arun(prompt, history=history, _link=link, **options))
 
     def run(self, prompt: Any, **options: Any) -> RunResult:
         """:meth:`agentnb.Agent.run` continuing this conversation (same options)."""
-        history, link = self._link()
-        result = self.agent.run(prompt, history=self._history(history), _link=link, **options)
-        return self._keep(history, result)
+        history, link = self.prepare()
+        return self.record(history, self.agent.run(prompt, history=history, _link=link, **options))
 
     async def stream(self, prompt: Any, **options: Any) -> AsyncIterator[Event | RunResult]:
         """:meth:`agentnb.Agent.stream` continuing this conversation; the last item is the result."""
-        history, link = self._link()
-        async for item in self.agent.stream(prompt, history=self._history(history), _link=link, **options):
+        history, link = self.prepare()
+        async for item in self.agent.stream(prompt, history=history, _link=link, **options):
             if isinstance(item, RunResult):
-                item = self._keep(history, item)
+                item = self.record(history, item)
             yield item
 
     # -- files --------------------------------------------------------------------------------
