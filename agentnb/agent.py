@@ -239,7 +239,11 @@ class Agent:
         first = _run_started(self, state.messages, history, max_calls, _link)
         state.events.append(first)
         watch = watchers_for(self.watchers, first, _link)  # None: nobody watches (no cost)
-        for note in _link.notes if _link is not None else ():
+        if _sink is None:
+            yield first
+        else:
+            _sink(first)
+        for note in _link.notes if _link is not None else ():  # a session's, after run_started
             state.events.append(note)
             if watch is not None:
                 watch(note)
@@ -247,10 +251,6 @@ class Agent:
                 yield note
             else:
                 _sink(note)
-        if _sink is None:
-            yield first
-        else:
-            _sink(first)
         cancelled: asyncio.CancelledError | None = None
         try:
             async with aclosing(run_loop(cfg, state)) as events:  # type: ignore[type-var]

@@ -84,10 +84,9 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
     """One readable line (or a few) for an event; None for events shown elsewhere (deltas)."""
     d = f"  [{event.depth}]"
     match event:
-        case RunStarted(provider=p, tools=t, max_tool_calls=m, turn=n, agent_name=a):
+        case RunStarted(provider=p, tools=t, max_tool_calls=m, agent_name=a):
             who = f"{a}: " if a else ""
-            again = f" (turn {n} of a conversation)" if n > 1 else ""
-            return f"{who}run started: model {p}, tools {', '.join(t) or '(none)'}, max {m} tool calls{again}"
+            return f"{who}run started: model {p}, tools {', '.join(t) or '(none)'}, max {m} tool calls"
         case SubAgentEvent(event=inner):
             line = format_event(inner, width=width)  # the inner agent's own line, indented under its call
             if line is None:
