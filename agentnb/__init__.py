@@ -44,7 +44,9 @@ from agentnb.messages import (
 from agentnb.printer import TextPrinter
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
+from agentnb.session import Session
 from agentnb.tools import Tool, ToolContext, ToolExample, tool
+from agentnb.tracing import instrument, uninstrument
 
 __version__ = "0.1.0"
 
@@ -67,6 +69,7 @@ __all__ = [
     "RateLimitError",
     "RunResult",
     "ServerError",
+    "Session",
     "StepController",
     "StopRun",
     "SystemMessage",
@@ -86,8 +89,10 @@ __all__ = [
     "aevaluate",
     "evaluate",
     "get_provider",
+    "instrument",
     "load_transcript",
     "tool",
+    "uninstrument",
 ]
 
 

@@ -35,6 +35,7 @@ from agentnb.events import Event, RunFinished, RunStarted
 from agentnb.limits import UsageLimits, check_limits
 from agentnb.loop import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, run_loop
 from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
+from agentnb.observe import RunLink, vendor_of, watchers_for
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
 from agentnb.stopped import settle_stopped_step
@@ -81,6 +82,10 @@ class Agent:
             result (its start and end, with a note saying how much was cut); a tool's own
             ``max_result_chars`` wins; ``None`` for no bound. Events, the transcript and the
             widget keep the whole result.
+        name: the agent's name (in events, spans, and as a tool's default name).
+        instrument: watch this agent's runs: ``True`` for OpenTelemetry spans through the global
+            tracer provider, a ``TracerProvider``, or watchers (see :mod:`agentnb.observe`);
+            :func:`agentnb.instrument` does it for every agent.
         requires_approval: tool names whose calls need a decision before they run, or True
             for every tool (tools marked ``@tool(requires_approval=True)`` always do).
         approver: who decides on those calls: a policy ``(call) -> Approve() | Deny(reason) |
@@ -117,6 +122,8 @@ class Agent:
         output_type: Any = None,
         max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES,
         max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+        name: str | None = None,
+        instrument: Any = None,
         requires_approval: bool | Iterable[str] = False,
         approver: Any = None,
         limits: UsageLimits | dict[str, Any] | None = None,
@@ -156,6 +163,8 @@ class Agent:
             raise UserError(f"max_output_retries must be a whole number >= 0, not {max_output_retries!r}")
         self.output_spec = _output_spec(output_type) if output_type is not None else None
         self.max_output_retries = max_output_retries
+        self.name = name
+        self.watchers: tuple[Any, ...] = _watchers(instrument)
         self.requires_approval = check_requires_approval(requires_approval)
         ApprovalGate((), approver)  # a wrong approver is reported now
         self.approver = approver
@@ -189,6 +198,7 @@ class Agent:
         approver: Any = None,
         limits: UsageLimits | dict[str, Any] | None = None,
         _sink: Callable[[Event], Any] | None = None,
+        _link: RunLink | None = None,
     ) -> AsyncIterator[Event | RunResult]:
         """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
 
@@ -216,6 +226,8 @@ class Agent:
         if refresh is not None:  # a source changed its tools since the last run (or during it)
             refresh()
             self.tools = self._toolset.current
+        if _link is not None and _link.max_tool_calls is not None:  # an agent tool: what the caller has left
+            max_calls = max(0, min(max_calls, _link.max_tool_calls))
         cfg = LoopConfig(
             self.provider,
             self.tools,
@@ -234,17 +246,28 @@ class Agent:
         )
         start = perf_counter()
         error: BaseException | None = None
-        first = _run_started(self, state.messages, history, max_calls)
+        first = _run_started(self, state.messages, history, max_calls, _link)
         state.events.append(first)
+        watch = watchers_for(self.watchers, first, _link)  # None: nobody watches (no cost)
         if _sink is None:
             yield first
         else:
             _sink(first)
+        for note in _link.notes if _link is not None else ():  # a session's, after run_started
+            state.events.append(note)
+            if watch is not None:
+                watch(note)
+            if _sink is None:
+                yield note
+            else:
+                _sink(note)
         cancelled: asyncio.CancelledError | None = None
         try:
             async with aclosing(run_loop(cfg, state)) as events:  # type: ignore[type-var]
                 async for event in events:
                     state.events.append(event)
+                    if watch is not None:
+                        watch(event)
                     if _sink is None:
                         yield event
                     else:
@@ -255,6 +278,9 @@ class Agent:
             # a note for each call that did not run; tool_calls counts the calls handled.
             late = settle_stopped_step(state, cfg.max_result_chars)
             state.events.extend(late)
+            if watch is not None:
+                for event in late:
+                    watch(event)
             if _sink is not None:
                 with contextlib.suppress(StopRun):  # the callback that stopped the run sees them
                     for event in late:
@@ -282,6 +308,8 @@ class Agent:
         message = f"{type(error).__name__}: {error}" if error is not None else None
         end = RunFinished(depth, reason, state.tool_calls, state.usage, perf_counter() - start, message)
         state.events.append(end)
+        if watch is not None:
+            watch(end)
         result = RunResult(
             state.output,
             tuple(state.messages),
@@ -315,6 +343,7 @@ class Agent:
         stream: bool | None = None,
         output_type: Any = None,
         on_cancel: Literal["raise", "return"] = "raise",
+        _link: RunLink | None = None,
         approver: Any = None,
         limits: UsageLimits | dict[str, Any] | None = None,
     ) -> RunResult:
@@ -336,6 +365,7 @@ class Agent:
                     stream=streaming,
                     _sink=sink,
                     output_type=output_type,
+                    _link=_link,
                     approver=approver,
                     limits=limits,
                 )
@@ -364,6 +394,7 @@ class Agent:
         controller: StepController | None = None,
         stream: bool | None = None,
         output_type: Any = None,
+        _link: RunLink | None = None,
         approver: Any = None,
         limits: UsageLimits | dict[str, Any] | None = None,
     ) -> RunResult:
@@ -377,6 +408,7 @@ class Agent:
                 stream=stream,
                 output_type=output_type,
                 on_cancel="return",
+                _link=_link,
                 approver=approver,
                 limits=limits,
             )
@@ -392,6 +424,51 @@ class Agent:
         if approver is None and hasattr(sink, "decide_approval"):
             approver = sink  # the trace widget the run is shown in
         return ApprovalGate(names, approver)
+
+    def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
+        """This agent as a tool another agent can call (it takes one ``prompt`` argument).
+
+        The inner run's events appear in the calling run's stream (as
+        :class:`~agentnb.events.SubAgentEvent`), its usage and tool calls count toward the
+        calling run's, it gets the calling run's step controller, and a Stop stops both.
+        See :mod:`agentnb.agent_tool`.
+
+        >>> from agentnb.testing import ScriptedProvider, call
+        >>> researcher = Agent(ScriptedProvider(["Paris is the capital."]), name="researcher")
+        >>> writer = Agent(ScriptedProvider([call("researcher", prompt="capital of France?"), "Paris."]),
+        ...                tools=[researcher.as_tool()])
+        >>> r = writer.run("Write about France")
+        >>> r.output, [e.event.kind for e in r.events if e.kind == "sub_agent"][:2]
+        ('Paris.', ['run_started', 'model_request'])
+        """
+        from agentnb.agent_tool import agent_tool
+
+        return agent_tool(self, name, description)
+
+    def session(self, **options: Any) -> Any:
+        """A :class:`~agentnb.session.Session`: a conversation with this agent over many runs.
+
+        >>> from agentnb.testing import ScriptedProvider
+        >>> chat = Agent(ScriptedProvider(["Hi Ada.", "You are Ada."])).session()
+        >>> _ = chat.run("I am Ada.")
+        >>> chat.run("Who am I?").output, chat.turns
+        ('You are Ada.', 2)
+        """
+        from agentnb.session import Session
+
+        return Session(self, **options)
+
+
+def _watchers(instrument: Any) -> tuple[Any, ...]:
+    if instrument is None or instrument is False:
+        return ()
+    if hasattr(instrument, "start"):
+        return (instrument,)
+    if isinstance(instrument, (list, tuple)):
+        return tuple(w for i in instrument for w in _watchers(i))
+    from agentnb.tracing.otel import SpanWatcher  # OpenTelemetry loads only when asked for
+
+    return (SpanWatcher(None if instrument is True else instrument),)
 
 
 def _discard(event: Event) -> None:
@@ -413,7 +490,11 @@ def _partial_output(events: list[Event]) -> str:
 
 
 def _run_started(
-    agent: Agent, messages: list[Message], history: RunResult | Sequence[Message] | None, max_calls: int
+    agent: Agent,
+    messages: list[Message],
+    history: RunResult | Sequence[Message] | None,
+    max_calls: int,
+    link: RunLink | None = None,
 ) -> RunStarted:
     """The first event: what is asked, of which model, in which turn of a conversation."""
     p = agent.provider
@@ -424,7 +505,25 @@ def _run_started(
     turn = 1 + sum(1 for m in messages[:earlier] if isinstance(m, UserMessage) and m.content != ATTACHMENT_NOTE)
     prompt = next((m.content for m in reversed(messages[earlier:]) if isinstance(m, UserMessage)), None)
     n = len(messages)
-    return RunStarted(0, p.name, tuple(agent.tools), max_calls, n, prompt, system, backend, turn)
+    conversation = link.conversation_id if link is not None else None
+    if link is not None and link.turn is not None:
+        turn = link.turn
+    model = getattr(p, "model", None) or getattr(inner, "model", None)
+    return RunStarted(
+        0,
+        p.name,
+        tuple(agent.tools),
+        max_calls,
+        n,
+        prompt,
+        system,
+        backend,
+        turn,
+        agent_name=agent.name,
+        conversation_id=conversation,
+        model=model if isinstance(model, str) else None,
+        vendor=vendor_of(p),
+    )
 
 
 def run_sync(make: Callable[[], Awaitable[T]]) -> T:

@@ -45,6 +45,14 @@ class RunStarted(_EventBase):
     backend: str | None = None  # the provider's class, e.g. "UnTooled over TransformersProvider"
     turn: int = 1  # 2 and up: the run continues an earlier conversation
     kind: Literal["run_started"] = "run_started"
+    #: The agent's name (``Agent(name=...)``); spans are named ``invoke_agent {name}``.
+    agent_name: str | None = None
+    #: The conversation this run belongs to (a :class:`~agentnb.session.Session`'s id).
+    conversation_id: str | None = None
+    #: The model asked for, where the provider names one (``gpt-4o-mini``).
+    model: str | None = None
+    #: Who serves the model, in OpenTelemetry's words (``openai``, ``anthropic``, ...).
+    vendor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +92,10 @@ class ModelResponse(_EventBase):
     usage: Usage
     duration: float
     kind: Literal["model_response"] = "model_response"
+    #: Why the model stopped (``stop``, ``tool_calls``, ``length``), when the provider said.
+    finish_reason: str | None = None
+    #: The model that answered, when the provider reported it.
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,6 +464,40 @@ class ProviderAnswered(_EventBase):
     kind: Literal["provider_answered"] = "provider_answered"
 
 
+@dataclass(frozen=True, slots=True)
+class SubAgentEvent(_EventBase):
+    """An event of an agent run by a tool of this run (:meth:`agentnb.Agent.as_tool`).
+
+    ``call_id`` is this run's tool call that runs the inner agent, ``agent`` its name and
+    ``event`` the inner run's own event (itself a ``SubAgentEvent`` one level further down).
+    The inner run's events arrive live, between the call's ``tool_started`` and
+    ``tool_finished``; they start with its ``run_started`` and end with its ``run_finished``.
+    """
+
+    depth: int
+    call_id: str
+    agent: str
+    event: Any
+    kind: Literal["sub_agent"] = "sub_agent"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryTrimmed(_EventBase):
+    """Old turns of a conversation were left out so it fits the model's context window.
+
+    Whole turns go, oldest first (a tool call never without its result); the system prompt
+    stays. ``dropped_turns`` / ``dropped_messages`` say how much; ``kept_messages`` is what the
+    model reads now; ``reason`` names the bound (``max_messages=40``, ``max_tokens=2000``).
+    """
+
+    depth: int
+    dropped_turns: int
+    dropped_messages: int
+    kept_messages: int
+    reason: str
+    kind: Literal["history_trimmed"] = "history_trimmed"
+
+
 Event: TypeAlias = (
     RunStarted
     | ModelRequest
@@ -484,6 +530,8 @@ Event: TypeAlias = (
     | GuidanceSkipped
     | RequestRetried
     | ProviderAnswered
+    | SubAgentEvent
+    | HistoryTrimmed
 )
 
 EVENT_TYPES: dict[str, type] = {
@@ -516,6 +564,9 @@ def event_from_dict(d: dict[str, Any], version: int = 2) -> Event:
         kwargs = {k: read[k](v) for k, v in d.items() if k != "kind"}
     return cls(**kwargs)  # type: ignore[no-any-return]
 
+
+# A sub-agent's event is an event again (and so on down): read it back as one.
+decoders(SubAgentEvent)["event"] = lambda v, version=2: event_from_dict(v, version) if isinstance(v, dict) else v
 
 for _cls in EVENT_TYPES.values():  # cheaper construction, same frozen dataclasses
     fast_init(_cls)

@@ -41,6 +41,7 @@ from agentnb.events import (
     ModelResponse,
     StepDecision,
     StopReason,
+    SubAgentEvent,
     TextDelta,
     ToolCallDelta,
     ToolCallRequested,
@@ -52,6 +53,7 @@ from agentnb.events import (
 from agentnb.history import MessageView
 from agentnb.limits import reached
 from agentnb.limits import used as used_of
+from agentnb.loop_nested import nested_calls
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
 from agentnb.providers.base import Completion, Provider, Request, TextChunk
 from agentnb.toolrun import (
@@ -249,7 +251,15 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         state.step = OpenStep(depth, completion)
         for note in completion.events:  # the provider's own decisions, at this depth
             yield dataclasses.replace(note, depth=depth)
-        yield ModelResponse(depth, completion.text, calls, used, perf_counter() - start)
+        yield ModelResponse(
+            depth,
+            completion.text,
+            calls,
+            used,
+            perf_counter() - start,
+            finish_reason=completion.finish_reason,
+            model=completion.model,
+        )
         # A named or required choice forces the first call only (as the OpenAI Agents SDK
         # resets it): forcing every turn would loop until the limit.
         choice = "auto" if choice != "none" else choice
@@ -370,7 +380,23 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         execs = [p for p in plans if isinstance(p, _Exec)]
         for p in execs:
             yield ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source)
-        if len(execs) == 1:
+        if any(getattr(p.tool, "nested", False) for p in execs):
+            # Agents as tools: their runs' events come out live, and count toward this run.
+            left = cfg.max_tool_calls - state.tool_calls
+            nested = nested_calls(execs, depth, cfg.controller, left, _execute, cfg.tool_timeout)
+            async with aclosing(nested) as items:  # type: ignore[type-var]
+                async for item in items:
+                    if isinstance(item, SubAgentEvent):
+                        inner = item.event
+                        if inner.kind == "run_finished":  # deeper runs are in their parent's total
+                            state.usage += inner.usage
+                            state.tool_calls += inner.tool_calls
+                        elif _innermost(inner).kind == "model_request":  # every level's requests count
+                            state.requests += 1
+                        yield item
+                    else:
+                        yield _finished(depth, item)
+        elif len(execs) == 1:
             await _execute(execs[0], depth, cfg.tool_timeout, threaded=threaded)
             yield _finished(depth, execs[0])
         elif execs:
@@ -425,6 +451,12 @@ def _priced(state: RunState) -> bool:
     return state.usage.cost is not None or not state.usage.total_tokens
 
 
+def _innermost(event: Any) -> Any:
+    while isinstance(event, SubAgentEvent):
+        event = event.event
+    return event
+
+
 def _limit(tool: Tool, default: int | None) -> int | None:
     own = getattr(tool, "max_result_chars", None)
     return own if own is not None else default
@@ -436,10 +468,13 @@ def _finished(depth: int, p: _Exec) -> ToolFinished:
     return ToolFinished(depth, p.call.id, p.call.name, p.result, p.error, p.duration, structured)
 
 
-async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threaded: bool) -> _Exec:
+async def _execute(
+    p: _Exec, depth: int, default_timeout: float | None, *, threaded: bool, ctx: ToolContext | None = None
+) -> _Exec:
     """Run one tool; exceptions and timeouts become an error result for the model."""
     tool = p.tool
-    ctx = ToolContext(p.call.id, tool.name, depth)
+    if ctx is None:
+        ctx = ToolContext(p.call.id, tool.name, depth)
     p.ctx = ctx
     timeout = tool.timeout or default_timeout
     start = perf_counter()
@@ -459,6 +494,8 @@ async def _execute(p: _Exec, depth: int, default_timeout: float | None, *, threa
         else:
             value = fn(**kwargs)
         p.result = render_result(value, ctx)
+    except StopRun:  # a Stop inside the tool (an inner agent's debugger): the run stops
+        raise
     except (Exception, SystemExit) as exc:  # a failing tool is data for the model, not a crash
         if isinstance(exc, Escaped):  # a BaseException from a tool thread
             if not isinstance(exc.inner, SystemExit):

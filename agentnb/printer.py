@@ -26,6 +26,7 @@ from agentnb.events import (
     Event,
     FinalAnswer,
     GuidanceSkipped,
+    HistoryTrimmed,
     LimitReached,
     ModelRequest,
     ModelResponse,
@@ -38,6 +39,7 @@ from agentnb.events import (
     RunFinished,
     RunStarted,
     StepDecision,
+    SubAgentEvent,
     TextDelta,
     ToolCallDelta,
     ToolCallRequested,
@@ -85,8 +87,16 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
     """One readable line (or a few) for an event; None for events shown elsewhere (deltas)."""
     d = f"  [{event.depth}]"
     match event:
-        case RunStarted(provider=p, tools=t, max_tool_calls=m):
-            return f"run started: model {p}, tools {', '.join(t) or '(none)'}, max {m} tool calls"
+        case RunStarted(provider=p, tools=t, max_tool_calls=m, agent_name=a):
+            who = f"{a}: " if a else ""
+            return f"{who}run started: model {p}, tools {', '.join(t) or '(none)'}, max {m} tool calls"
+        case SubAgentEvent(event=inner):
+            line = format_event(inner, width=width)  # the inner agent's own line, indented under its call
+            if line is None:
+                return None
+            return "\n".join(f"{d}   | {part.lstrip()}" for part in line.splitlines())
+        case HistoryTrimmed(dropped_turns=t, dropped_messages=m, kept_messages=k, reason=why):
+            return f"{d} history: {plural(t, 'earlier turn')} ({plural(m, 'message')}) left out ({why}); the model reads {plural(k, 'message')}"
         case ModelRequest(n_messages=n, tools=t, tool_choice=c):
             offer = f"{plural(len(t), 'tool')}, choice {c}" if t else "no tools"
             return f"{d} ask model ({plural(n, 'message')}, {offer})"

@@ -89,7 +89,7 @@ class ToolContext:
     'report (call call_1)'
     """
 
-    __slots__ = ("call_id", "name", "depth", "images", "direct", "structured")
+    __slots__ = ("call_id", "name", "depth", "images", "direct", "structured", "emit", "controller", "tool_calls_left")
 
     def __init__(self, call_id: str, name: str, depth: int) -> None:
         self.call_id = call_id
@@ -100,6 +100,12 @@ class ToolContext:
         #: Machine-readable data that came with the result (an MCP tool's ``structuredContent``),
         #: kept on the ``ToolFinished`` event and in the transcript; the model reads the text.
         self.structured: Any = None
+        #: For a tool that runs an agent (:meth:`agentnb.Agent.as_tool`): where the inner
+        #: run's events go (into this run's stream), this run's step controller, and how many
+        #: tool calls this run has left. None for ordinary tools.
+        self.emit: Any = None
+        self.controller: Any = None
+        self.tool_calls_left: int | None = None
 
     def attach_image(self, image: Any, mime: str = "image/png") -> None:
         """Queue an image (PNG/JPEG bytes or a PIL image) for the model's next turn."""

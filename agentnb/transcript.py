@@ -71,6 +71,16 @@ def transcript_bytes(data: Any) -> bytes:
 def read_transcript(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The :class:`~agentnb.result.RunResult` fields stored in the transcript at ``path``."""
     where = os.fspath(path)
+    data = read_json(where)
+    try:
+        return transcript_fields(data)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise TranscriptError(f"{where}: {_reason(exc)}") from None
+
+
+def read_json(path: str | os.PathLike[str]) -> Any:
+    """The JSON in a file; a file that is not JSON raises :class:`TranscriptError` saying why."""
+    where = os.fspath(path)
     try:
         with open(where, "rb") as f:
             data = json.loads(f.read().decode("utf-8"))
@@ -80,10 +90,7 @@ def read_transcript(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise TranscriptError(f"{where}: not a transcript: invalid JSON ({exc})") from None
     except RecursionError:
         raise TranscriptError(f"{where}: not a transcript: JSON nested too deeply") from None
-    try:
-        return transcript_fields(data)
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise TranscriptError(f"{where}: {_reason(exc)}") from None
+    return data
 
 
 def transcript_fields(data: Any) -> dict[str, Any]:

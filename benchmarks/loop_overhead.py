@@ -44,9 +44,13 @@ def script(name: str, n: int) -> list[object]:
 last_cpu = 0.0
 
 
+#: ``Agent(instrument=...)`` for the traced cases (an OpenTelemetry SDK SpanWatcher).
+traced: object = None
+
+
 async def agent_run(name: str, n: int) -> float:
     global last_cpu
-    agent = Agent(ScriptedProvider(script(name, n)), tools=[inc, ainc], max_tool_calls=n)
+    agent = Agent(ScriptedProvider(script(name, n)), tools=[inc, ainc], max_tool_calls=n, instrument=traced)
     cpu = time.process_time()
     start = time.perf_counter()
     result = await agent.arun("go")
@@ -93,6 +97,46 @@ def measure_both(fn, n: int, reps: int) -> tuple[float, float]:  # type: ignore[
     return statistics.median(times) / n * 1e6, statistics.median(cpus) / n * 1e6
 
 
+def tracing_rows(reps: int) -> list[tuple[str, float, float]]:
+    """Plain vs OpenTelemetry-instrumented runs at N=100 (SDK, BatchSpanProcessor, an exporter
+    that drops the spans), measured in alternation so load on the machine hits both alike."""
+    global traced
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+    except ImportError:
+        return []
+
+    class Drop(SpanExporter):
+        def export(self, spans):  # type: ignore[no-untyped-def]
+            return SpanExportResult.SUCCESS
+
+    from opentelemetry.trace import NoOpTracerProvider
+
+    from agentnb.tracing.otel import SpanWatcher
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(Drop()))
+    cases = {"plain": None, "api": SpanWatcher(NoOpTracerProvider()), "sdk": SpanWatcher(provider)}
+    n = 100
+    got: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
+    for _ in range(reps):
+        for key, watcher in cases.items():
+            traced = watcher
+            got[key].append(measure_both(lambda k: agent_run("inc", k), n, 1))
+    traced = None
+    provider.shutdown()
+    med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for k, v in got.items()}
+    p_cpu, t_cpu = med["plain"][1], med["sdk"][1]
+    per_span = (t_cpu - p_cpu) * n / (2 * n + 2)  # a chat and a tool span per step, + the last chat + the run
+    return [
+        (f"agentnb, sync tool, N={n}, plain", *med["plain"]),
+        (f"agentnb, sync tool, N={n}, spans to a no-op tracer (agentnb's own cost)", *med["api"]),
+        (f"agentnb, sync tool, N={n}, spans via the SDK + BatchSpanProcessor", *med["sdk"]),
+        (f"  ratio SDK-instrumented/plain (target <= 2.0): {t_cpu / p_cpu:.2f}; cpu us per span", per_span, per_span),
+    ]
+
+
 def import_time() -> float:
     code = "import time; t = time.perf_counter(); import agentnb; print(time.perf_counter() - t)"
     runs = [
@@ -115,12 +159,13 @@ def main() -> None:
         rows.append((f"agentnb, sync tool, N={n}", *measure_both(lambda k: agent_run("inc", k), n, r)))
         rows.append((f"agentnb, async tool, N={n}", *measure_both(lambda k: agent_run("ainc", k), n, r)))
         rows.append((f"bare Python loop (floor), N={n}", *measure_both(bare_run, n, r)))
+    rows += tracing_rows(reps)
     width = max(len(r[0]) for r in rows)
     print(f"{'case':<{width}}  us/step  cpu us/step")
     for label, us, cpu in rows:
         print(f"{label:<{width}}  {us:7.1f}  {cpu:11.1f}")
     print(f"{'import agentnb (ms, best of 5)':<{width}}  {import_time():7.1f}")
-    print("target: <= 20 us/step at N=10 and N=100, flat to N=1000; import < 150 ms")
+    print("target: <= 20 us/step at N=10 and N=100, flat to N=1000; import < 150 ms; spans <= 2x plain")
 
 
 if __name__ == "__main__":

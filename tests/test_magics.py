@@ -353,3 +353,21 @@ def test_a_line_prompt_ending_in_a_question_mark_reaches_the_agent() -> None:
     code = shell.transform_cell("%agent What's the weather in Paris?\n")
     assert code == "get_ipython().run_line_magic('agent', \"What's the weather in Paris?\")\n"
     assert shell.transform_cell("%agent?\n") != code  # help on the magic itself still works
+
+
+def test_cells_carry_one_session_and_new_starts_another(ip: Any) -> None:
+    provider = scripted(ip, "Hi Ada.", "You are Ada.", "Fresh start.")
+    magics(ip).display_mode = "quiet"
+    ip.run_line_magic("agent", "-p model --quiet I am Ada.")
+    first = ip.user_ns["_agent_result"].events[0]
+    ip.run_line_magic("agent", "-p model --quiet Who am I?")
+    second = ip.user_ns["_agent_result"].events[0]
+    session = magics(ip).session
+    assert session is not None and session.turns == 2
+    assert first.conversation_id == second.conversation_id == session.id
+    assert (first.turn, second.turn) == (1, 2)
+    assert [m.content for m in provider.requests[1].messages] == ["I am Ada.", "Hi Ada.", "Who am I?"]
+    ip.run_line_magic("agent", "-p model --quiet --new Hello")
+    third = ip.user_ns["_agent_result"].events[0]
+    assert third.turn == 1 and third.conversation_id != session.id
+    assert [m.content for m in provider.requests[2].messages] == ["Hello"]

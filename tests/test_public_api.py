@@ -30,6 +30,7 @@ EXPECTED_ALL = [
     "RateLimitError",
     "RunResult",
     "ServerError",
+    "Session",
     "StepController",
     "StopRun",
     "SystemMessage",
@@ -49,8 +50,10 @@ EXPECTED_ALL = [
     "aevaluate",
     "evaluate",
     "get_provider",
+    "instrument",
     "load_transcript",
     "tool",
+    "uninstrument",
 ]
 
 CORE_MODULES = [
@@ -109,6 +112,13 @@ CORE_MODULES = [
     "agentnb.tools",
     "agentnb.transcript",
     "agentnb.validate",
+    "agentnb.observe",
+    "agentnb.session",
+    "agentnb.agent_tool",
+    "agentnb.loop_nested",
+    "agentnb.tracing",
+    "agentnb.tracing.redact",
+    "agentnb.tracing.otel",
 ]
 
 
@@ -121,7 +131,7 @@ def test_all_is_pinned() -> None:
 def test_import_stays_light() -> None:
     code = (
         "import sys, agentnb, agentnb.testing, agentnb.providers;"
-        "heavy = [m for m in ('torch', 'transformers', 'openai', 'ipywidgets', 'IPython', 'jsonschema')"
+        "heavy = [m for m in ('torch', 'transformers', 'openai', 'ipywidgets', 'IPython', 'jsonschema', 'opentelemetry')"
         " if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

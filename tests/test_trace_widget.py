@@ -114,6 +114,9 @@ def test_every_event_kind_is_shown() -> None:
         # tests/test_retry.py and tests/test_fallback.py
         "request_retried",
         "provider_answered",
+        # agents as tools and sessions: tests/test_trace_nested.py
+        "sub_agent",
+        "history_trimmed",
     }
     assert seen | others == set(EVENT_TYPES)
 

@@ -32,10 +32,12 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from agentnb.agent import Agent
 from agentnb.errors import UserError
+from agentnb.messages import Message
 from agentnb.notebook.config import MagicOptions, interpolate, parse_line, type_from_text
 from agentnb.notebook.runner import RunHandle, drive, run_blocking
 from agentnb.providers import SPEC_KINDS, Provider, get_provider
 from agentnb.result import RunResult
+from agentnb.session import Session
 from agentnb.tools import Tool, tool
 
 RESULT_VAR = "_agent_result"
@@ -49,10 +51,11 @@ class _Plan:
 
     agent: Agent
     prompt: str
-    history: RunResult | None
+    history: list[Message] | None
     store: Callable[[RunResult], None]
     on_event: Any
     widget: Any
+    link: Any = None  # the conversation's next turn (Session.prepare)
 
 
 @magics_class
@@ -65,10 +68,22 @@ class AgentMagics(Magics):
     def __init__(self, shell: Any) -> None:
         super().__init__(shell)
         self.defaults = MagicOptions()
-        self.history: RunResult | None = None
+        #: The conversation the cells carry on (``--new`` / ``%agent_reset`` start another).
+        self.session: Session | None = None
         self.debugger: Any = None
         self._providers: dict[tuple[str, str | None, str | None], Provider] = {}  # (spec, base_url, tool_calling) ->
         self._mcp_servers: dict[str, Any] = {}  # command line or URL -> MCPServer
+
+    @property
+    def history(self) -> RunResult | None:
+        """The last run of the conversation (None: the next ``%agent`` starts fresh)."""
+        return self.session.last if self.session is not None else None
+
+    @history.setter
+    def history(self, value: None) -> None:
+        if value is not None:
+            raise UserError("the conversation continues from runs made here; set history to None to forget it")
+        self.session = None
 
     # --- magics ------------------------------------------------------------------------------
 
@@ -107,7 +122,7 @@ class AgentMagics(Magics):
                 if plan.widget is not None:
                     plan.widget.on_stop(handle.cancel)
 
-            make = lambda: drive(plan.agent, plan.prompt, history=plan.history, on_event=plan.on_event)  # noqa: E731
+            make = lambda: drive(plan.agent, plan.prompt, history=plan.history, on_event=plan.on_event, link=plan.link)  # noqa: E731
             plan.store(run_blocking(make, attach))
         except UserError as exc:
             raise UsageError(_one_line(exc)) from None
@@ -138,7 +153,7 @@ class AgentMagics(Magics):
         """Forget the conversation (the next ``%agent`` starts fresh); stop a paused run."""
         if self.debugger is not None and self.debugger.state in ("paused", "running"):
             self.debugger.stop()
-        self.history = None
+        self.session = None
 
     # --- a run -------------------------------------------------------------------------------
 
@@ -153,7 +168,9 @@ class AgentMagics(Magics):
             if plan is None:
                 return
             loop = asyncio.get_running_loop()
-            task = loop.create_task(drive(plan.agent, plan.prompt, history=plan.history, on_event=plan.on_event))
+            task = loop.create_task(
+                drive(plan.agent, plan.prompt, history=plan.history, on_event=plan.on_event, link=plan.link)
+            )
             if plan.widget is not None:
                 plan.widget.on_stop(lambda: loop.call_soon_threadsafe(task.cancel))
             try:
@@ -199,7 +216,12 @@ class AgentMagics(Magics):
         for key, cached in self._providers.items():
             if cached is provider:  # keep the UnTooled wrapper (and its caches) for next time
                 self._providers[key] = agent.provider
-        history = None if opts.new else self.history
+        if opts.new or self.session is None:
+            self.session = Session(agent)
+        session = self.session
+        session.agent = agent
+        earlier = list(session.messages)
+        history, link = session.prepare()
         mode = self._mode(opts)
 
         widget: Any = None
@@ -208,22 +230,29 @@ class AgentMagics(Magics):
             ns[RESULT_VAR] = result
             if opts.out:
                 ns[opts.out] = result
-            self.history = result
+            session.record(history, result)
             if widget is not None:
                 widget.finish(result)  # the "Save transcript" link
 
         if opts.step:
-            self._start_debugger(agent, prompt, history, mode, store, opts.out)
+            self._start_debugger(agent, prompt, history, mode, store, opts.out, link)
             return None
         if mode == "widget":
             from agentnb.notebook.trace import TraceWidget
 
-            widget = TraceWidget(history=history).show()
-            return _Plan(agent, prompt, history, store, widget, widget)
-        return _Plan(agent, prompt, history, store, _printer() if mode == "text" else None, None)
+            widget = TraceWidget(history=earlier or None).show()
+            return _Plan(agent, prompt, history, store, widget, widget, link)
+        return _Plan(agent, prompt, history, store, _printer() if mode == "text" else None, None, link)
 
     def _start_debugger(
-        self, agent: Agent, prompt: str, history: RunResult | None, mode: str, store: Any, out: str | None
+        self,
+        agent: Agent,
+        prompt: str,
+        history: list[Message] | None,
+        mode: str,
+        store: Any,
+        out: str | None,
+        link: Any = None,
     ) -> None:
         from agentnb.notebook.debugger import Debugger
         from agentnb.notebook.pending import PendingResult
@@ -245,7 +274,7 @@ class AgentMagics(Magics):
             if handle is not None:  # so the saved text/plain shows the whole trace
                 handle.update(dbg)
 
-        dbg.start(prompt, history=history, on_end=finished, on_event=_printer() if mode == "text" else None)
+        dbg.start(prompt, history=history, on_end=finished, on_event=_printer() if mode == "text" else None, link=link)
 
     def _mode(self, opts: MagicOptions) -> str:
         if opts.quiet:

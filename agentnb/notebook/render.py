@@ -25,6 +25,7 @@ from agentnb.events import (
     CallSteered,
     ConstraintDropped,
     DirectOutput,
+    HistoryTrimmed,
     LimitReached,
     ProviderAnswered,
     ReasoningSummary,
@@ -35,6 +36,7 @@ from agentnb.events import (
 from agentnb.events import GuidanceSkipped as Skipped
 from agentnb.notebook.blocks import CSS, copyable
 from agentnb.notebook.notes import skipped_html
+from agentnb.notebook.nested import inner_html, trimmed_html
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
 from agentnb.printer import limit_text
 from agentnb.untrusted import untrusted_html, untrusted_image, untrusted_markdown
@@ -366,6 +368,8 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
         rows.append('<div class="anb-m">running…</div>')
     if c.images:
         rows.append("<div>" + "".join(untrusted_image(i.data, i.mime) for i in c.images) + "</div>")
+    if c.inner is not None:
+        rows.append(inner_html(c.inner, lambda v: (depth_title(v), depth_html(v, preview)), answer_html))
     cls = "anb-toolbad" if bad or (c.finished is not None and c.finished.error) else "anb-tool"
     return f'<div class="anb-block {cls}">{"".join(rows)}</div>'
 
@@ -483,6 +487,8 @@ def _note_html(n: object) -> str:
             f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(n.describe())}</span> '
             f'<span class="anb-m">{untrusted_html(n.provider)}</span></div>'
         )
+    if isinstance(n, HistoryTrimmed):
+        return trimmed_html(n)
     if isinstance(n, LimitReached) and n.limit != "tool_calls":
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(limit_text(n.limit, n.value, n.used))}'

@@ -41,15 +41,24 @@ async def drive(
     controller: StepController | None = None,
     on_event: Callable[[Event], Any] | None = None,
     stream: bool | None = None,
+    link: Any = None,
 ) -> RunResult:
     """Run ``agent`` to the end, handing every event to ``on_event``.
+
+    ``link`` ties the run to a conversation (:meth:`agentnb.Session.prepare`).
 
     Cancelling the task (the Stop button) ends the run with a ``cancelled`` result; sync
     tools run on threads so that the cancellation reaches a run while a tool works.
     """
     SYNC_TOOLS_IN_THREAD.set(True)
     return await agent.arun(
-        prompt, history=history, controller=controller, on_event=on_event, stream=stream, on_cancel="return"
+        prompt,
+        history=history,
+        controller=controller,
+        on_event=on_event,
+        stream=stream,
+        on_cancel="return",
+        _link=link,
     )
 
 

@@ -61,6 +61,7 @@ class CallView:
     source: str | None = None  # where the tool came from (``mcp:SERVER``), from ToolStarted
     original: dict[str, Any] | None = None  # the model's arguments, when the debugger edited them
     approval: Any = None  # ApprovalRequested, then ApprovalDecided
+    inner: Any = None  # the run of an agent this call ran (a TraceState), see notebook/nested.py
 
     @property
     def settled(self) -> bool:
@@ -321,6 +322,13 @@ def _attachment(s: TraceState, v: DepthView, e: Any) -> None:
     TraceState._call(v, e.call_id, e.name).images.append(e.image)
 
 
+def _sub_agent(s: TraceState, v: DepthView, e: Any) -> None:
+    c = TraceState._call(v, e.call_id, e.agent)
+    if c.inner is None:
+        c.inner = TraceState()
+    c.inner.add(e.event)
+
+
 def _note(s: TraceState, v: DepthView, e: Any) -> None:
     v.notes.append(e)
 
@@ -374,4 +382,5 @@ _FOLD: dict[str, Any] = {
     "approval_requested": _approval,
     "approval_decided": _approval,
     "guidance_skipped": _note,
+    "sub_agent": _sub_agent,
 }

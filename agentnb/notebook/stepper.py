@@ -120,6 +120,7 @@ class Stepper:
         on_event: Callable[[Event], Any] | None = None,
         on_end: Callable[[RunResult], Any] | None = None,
         stream: bool | None = None,
+        link: Any = None,
     ) -> S:
         """Start the run in the background; it pauses before the first model call."""
         if self.state != "idle":
@@ -137,7 +138,9 @@ class Stepper:
 
         async def run() -> RunResult:
             try:
-                result = await drive(self.agent, prompt, history=history, controller=self, on_event=feed, stream=stream)
+                result = await drive(
+                    self.agent, prompt, history=history, controller=self, on_event=feed, stream=stream, link=link
+                )
             except BaseException:
                 self._end(None)
                 raise

@@ -39,6 +39,7 @@ from agentnb.events import (
     RunFinished,
     RunStarted,
     StepDecision,
+    SubAgentEvent,
     ToolFinished,
     ValidationResult,
 )
@@ -74,6 +75,9 @@ def event_line(event: Event, *, width: int = 200) -> str | None:
             tail = f", error: {e}" if e else ""
             tokens = f", {plural(u.total_tokens, 'token')}" if u.total_tokens else ""  # 0: none reported
             return f"run finished: {r}, {plural(n, 'tool call')}{tokens}{tail}"
+        case SubAgentEvent(event=inner):  # an agent tool's run, indented under its call
+            line = event_line(inner, width=width)
+            return None if line is None else "\n".join(f"{d}   | {part.lstrip()}" for part in line.splitlines())
         case _:
             return format_event(event, width=width)
 

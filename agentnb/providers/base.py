@@ -77,6 +77,8 @@ class Completion:
     finish_reason: str | None = None
     events: tuple[Any, ...] = ()
     reasoning: tuple[dict[str, Any], ...] = ()
+    #: The model that answered, when the server said (it may differ from the one asked for).
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
