@@ -35,8 +35,8 @@ from agentnb.events import (
 )
 from agentnb.events import GuidanceSkipped as Skipped
 from agentnb.notebook.blocks import CSS, copyable
-from agentnb.notebook.notes import skipped_html
 from agentnb.notebook.nested import inner_html, trimmed_html
+from agentnb.notebook.notes import skipped_html
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
 from agentnb.printer import limit_text
 from agentnb.untrusted import untrusted_html, untrusted_image, untrusted_markdown
