@@ -83,8 +83,19 @@ def decoder_for(hint: Any) -> Decoder:
 
         return literal
     if origin is tuple:
-        inner = decoder_for(args[0]) if args else _identity
-        return lambda v: tuple(inner(x) for x in v) if isinstance(v, list) else v
+        if not args or (len(args) == 2 and args[1] is Ellipsis):  # tuple[X, ...]: one type throughout
+            inner = decoder_for(args[0]) if args else _identity
+            return lambda v: tuple(inner(x) for x in v) if isinstance(v, list) else v
+        each = [decoder_for(a) for a in args]  # tuple[str, float]: a type per position
+
+        def fixed(v: Any) -> Any:
+            if not isinstance(v, list):
+                return v
+            if len(v) != len(each):
+                raise ValueError(f"expected {len(each)} items, not {len(v)}")
+            return tuple(read(x) for read, x in zip(each, v, strict=True))
+
+        return fixed
     if origin in (typing.Union, types.UnionType):
         options = [a for a in args if a is not type(None)]
         if len(options) == 1:

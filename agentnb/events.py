@@ -566,7 +566,11 @@ def event_from_dict(d: dict[str, Any], version: int = 2) -> Event:
 
 
 # A sub-agent's event is an event again (and so on down): read it back as one.
-decoders(SubAgentEvent)["event"] = lambda v, version=2: event_from_dict(v, version) if isinstance(v, dict) else v
+def _nested_event(v: Any, version: int = 2) -> Any:
+    return event_from_dict(v, version) if isinstance(v, dict) else v
+
+
+decoders(SubAgentEvent)["event"] = _nested_event
 
 for _cls in EVENT_TYPES.values():  # cheaper construction, same frozen dataclasses
     fast_init(_cls)

@@ -54,6 +54,17 @@ class Session:
         max_tokens: at most about this many tokens go to the model (``count_tokens`` counts
             them; by default a 4-characters-a-token estimate).
         id: the conversation's id (``gen_ai.conversation.id`` on spans); a new one by default.
+
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> model = ScriptedProvider(["Hello, Ada.", "Your name is Ada."])
+    >>> chat = Agent(model).session()
+    >>> chat.run("I am Ada.").output
+    'Hello, Ada.'
+    >>> chat.run("What is my name?").output
+    'Your name is Ada.'
+    >>> [m.role for m in model.requests[1].messages]  # the second run saw the first
+    ['user', 'assistant', 'user']
     """
 
     def __init__(

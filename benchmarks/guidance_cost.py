@@ -80,7 +80,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--query", default="What is the weather in Paris?")
     parser.add_argument("--url", default=None, help="a running llama-cpp-python server (.../v1)")
+    parser.add_argument("--quick", action="store_true", help="the cheapest variant only (a smoke run)")
     args = parser.parse_args()
+    if args.quick or os.environ.get("AGENTNB_BENCH_QUICK") == "1":
+        args.variants = "steer=False"
     proc, url = (None, args.url) if args.url else start_server(args.threads)
     try:
         for name in args.variants.split(","):

@@ -22,6 +22,7 @@ SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if "__main__" in 
 MODEL = {
     "call_decision.py",
     "grounded_answers.py",
+    "guidance_cost.py",
     "prefix_cache.py",
     "server_accuracy.py",
     "structured_output.py",
@@ -32,6 +33,7 @@ PRINTS = {
     "call_decision.py": "need a tool -> call",
     "eval_throughput.py": "load average at end",
     "grounded_answers.py": "s/task",
+    "guidance_cost.py": "first step",
     "loop_overhead.py": "us/step",
     "mcp_overhead.py": "MCP adds",
     "naive_baseline.py": "ideal replies scored correct",

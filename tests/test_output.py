@@ -303,10 +303,10 @@ def test_magic_output_type_names_a_notebook_variable() -> None:
         result = shell.user_ns["_agent_result"]
         assert result.value == City("Oslo", 709000)
         assert model.requests[0].output is not None and model.requests[0].output.name == "City"
-        with pytest.raises(UsageError, match="--output-type Nope: no variable of that name"):
+        with pytest.raises(UsageError, match="--output-type 'Nope': name 'Nope' is not defined in the notebook"):
             shell.run_line_magic("agent", "-p model -q --output-type Nope hi")
-        with pytest.raises(UsageError, match="needs a Python variable name"):
-            shell.run_line_magic("agent", "-p model -q --output-type list[City] hi")
+        with pytest.raises(UsageError, match="--output-type 'City\\(\\)' is not"):  # a call is never evaluated
+            shell.run_line_magic("agent", "-p model -q --output-type City() hi")
     finally:
         shell.user_ns.clear()
         shell.user_ns.update(saved)

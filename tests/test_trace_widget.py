@@ -112,6 +112,7 @@ def test_every_event_kind_is_shown() -> None:
         "approval_requested",
         "approval_decided",
         # tests/test_retry.py and tests/test_fallback.py
+        "guidance_skipped",  # tests/test_openai_guidance_cost.py
         "request_retried",
         "provider_answered",
         # agents as tools and sessions: tests/test_trace_nested.py

@@ -40,6 +40,19 @@ def instrument(
 
     Calling it again replaces the earlier instrumentation. Returns the
     :class:`~agentnb.tracing.otel.SpanWatcher` (also usable as ``Agent(instrument=...)``).
+
+    >>> from opentelemetry.sdk.trace import TracerProvider
+    >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    >>> from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> spans, provider = InMemorySpanExporter(), TracerProvider()
+    >>> provider.add_span_processor(SimpleSpanProcessor(spans))
+    >>> _ = instrument(provider)
+    >>> _ = Agent(ScriptedProvider(["hi"])).run("hello")
+    >>> uninstrument()
+    >>> [s.name for s in spans.get_finished_spans()]
+    ['chat scripted', 'invoke_agent']
     """
     from agentnb.tracing.otel import SpanWatcher
 
@@ -48,7 +61,10 @@ def instrument(
 
 
 def uninstrument() -> None:
-    """Undo :func:`instrument`: runs emit no spans (``Agent(instrument=...)`` ones still do)."""
+    """Undo :func:`instrument`: runs emit no spans (``Agent(instrument=...)`` ones still do).
+
+    >>> uninstrument()  # nothing instrumented: nothing to undo
+    """
     for w in observe.watching():
         if type(w).__name__ == "SpanWatcher":
             observe.unwatch(w)
