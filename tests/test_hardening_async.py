@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 import textwrap
@@ -108,8 +109,14 @@ async def test_stop_reaches_a_run_blocked_in_a_sync_tool() -> None:
 
 
 def _run_script(code: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    # The child starts with SIGINT at its default (so Python makes it KeyboardInterrupt): an
+    # ignored SIGINT is inherited, and a library another test used in this worker may ignore it.
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 

@@ -140,7 +140,9 @@ def test_llama_cpp_server_steered_calls_keep_bounds_and_copy_the_request(llama_c
     # steer="auto" (the default): a required call is decoded token by token from the server's
     # streamed alternatives, under the call's grammar (bounds included) and the copy bias
     settings = {**SETTINGS, "max_tokens": 96}
-    p = OpenAIProvider("smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=settings, timeout=300)
+    p = OpenAIProvider(
+        "smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=settings, timeout=300, guidance_budget=None
+    )
     agent = Agent(p, [binomial_probability], max_tool_calls=1, tool_choice="required")
     r = agent.run("If I flip a fair coin 10 times, what's the chance of exactly 3 heads?")
     assert r.error is None, r.error
@@ -182,7 +184,9 @@ def test_llama_cpp_server_ranks_the_tools_from_its_shifted_echo(llama_cpp_url):
     # it (SmolLM2 has no BOS token): one probe per provider finds that, and the ranking reads
     # each token's value among the previous token's alternatives (agentnb.providers.openai.rank)
     settings = {**SETTINGS, "max_tokens": 96}
-    p = OpenAIProvider("smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=settings, timeout=300)
+    p = OpenAIProvider(
+        "smollm2", base_url=llama_cpp_url, tool_calling="untooled", settings=settings, timeout=300, guidance_budget=None
+    )
     tools = [get_weather, binomial_probability]
     agent = Agent(p, tools, max_tool_calls=1, tool_choice="required")
     r = agent.run("If I flip a fair coin 10 times, what's the chance of exactly 3 heads?")
