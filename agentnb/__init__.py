@@ -47,8 +47,7 @@ from agentnb.result import RunResult
 from agentnb.session import Session
 from agentnb.tools import Tool, ToolContext, ToolExample, tool
 from agentnb.tracing import instrument, uninstrument
-
-__version__ = "0.1.0"
+from agentnb.version import __version__ as __version__
 
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",

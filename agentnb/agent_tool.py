@@ -18,14 +18,26 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Protocol
 
 from agentnb.errors import StopRun, UserError
 from agentnb.observe import RunLink
 from agentnb.tools import Tool, ToolContext
 
 if TYPE_CHECKING:
-    from agentnb.agent import Agent
+    from agentnb.result import RunResult
+
+
+class Agent(Protocol):
+    """What this module needs of an :class:`agentnb.Agent` (typed here, so that the agent
+    module, which imports this one for ``as_tool``, is not imported back)."""
+
+    name: str | None
+
+    @property
+    def arun(self) -> Callable[..., Awaitable[RunResult]]: ...
+
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 

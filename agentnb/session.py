@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
 
 from agentnb.errors import TranscriptError, UserError
 from agentnb.events import Event, HistoryTrimmed
@@ -32,8 +32,20 @@ from agentnb.observe import RunLink
 from agentnb.result import RunResult
 from agentnb.transcript import write_atomic
 
-if TYPE_CHECKING:
-    from agentnb.agent import Agent
+
+class Agent(Protocol):
+    """What a session needs of an :class:`agentnb.Agent` (typed here, so that the agent module,
+    which imports this one for ``agent.session()``, is not imported back)."""
+
+    @property
+    def run(self) -> Callable[..., RunResult]: ...
+
+    @property
+    def arun(self) -> Callable[..., Awaitable[RunResult]]: ...
+
+    @property
+    def stream(self) -> Callable[..., AsyncIterator[Any]]: ...
+
 
 SESSION_VERSION = 1
 

@@ -19,32 +19,10 @@ MAX_LINES = 450
 #: Folders whose modules must not import the in-process backend (agentnb.providers.hf).
 NO_HF = ("agentnb.providers.untooled", "agentnb.providers.openai", "agentnb.providers.guidance")
 HF = "agentnb.providers.hf"
-#: Cycles another branch is removing (agentnb/mcp is being reworked there); empty this list when
-#: that work is merged. Nothing may be added to it.
-KNOWN_CYCLES: list[list[str]] = [
-    # Left by the merge of issues 23-25 (lazy and TYPE_CHECKING imports between the agent, its
-    # views, sessions, agent tools and tracing; the fallback provider and the spec parser): to be
-    # untangled next. The list is exact, so no new module can join a circle unnoticed.
-    ["agentnb.providers", "agentnb.providers.fallback"],
-    [
-        "agentnb",
-        "agentnb.agent",
-        "agentnb.agent_tool",
-        "agentnb.evaluation",
-        "agentnb.evaluation.results",
-        "agentnb.evaluation.run",
-        "agentnb.notebook.debugger",
-        "agentnb.notebook.debugger_view",
-        "agentnb.notebook.eval_magic",
-        "agentnb.notebook.magics",
-        "agentnb.notebook.runner",
-        "agentnb.notebook.stepper",
-        "agentnb.notebook.trace",
-        "agentnb.session",
-        "agentnb.tracing",
-        "agentnb.tracing.otel",
-    ],
-]
+#: Import cycles allowed: none. (The last ones were cut by typing the agent that a session and an
+#: agent tool use as a Protocol, reading the version from agentnb.version, and building single
+#: providers in agentnb.providers.spec.)
+KNOWN_CYCLES: list[list[str]] = []
 #: Shared core files other branches are editing now (splitting them here would only make their
 #: merges hard); each may not grow past this length, and leaves this list once split.
 KNOWN_LONG = {

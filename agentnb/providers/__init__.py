@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from agentnb.errors import UserError
 from agentnb.providers.base import (
     Chunk,
     Completion,
@@ -24,6 +23,7 @@ from agentnb.providers.base import (
     ToolCallChunk,
     ToolChoice,
 )
+from agentnb.providers.spec import SPEC_KINDS, build_one, parse_spec
 
 _LAZY = {
     "OpenAIProvider": "agentnb.providers.openai",
@@ -32,16 +32,6 @@ _LAZY = {
     "FallbackProvider": "agentnb.providers.fallback",
     "TransformersProvider": "agentnb.providers.hf",
     "local_provider": "agentnb.providers.hf",
-}
-
-#: spec prefix -> (module, factory name). The factory takes (model, **options).
-SPEC_KINDS: dict[str, tuple[str, str]] = {
-    "openai": ("agentnb.providers.openai", "OpenAIProvider"),
-    "openai-responses": ("agentnb.providers.openai", "responses_provider"),
-    "anthropic": ("agentnb.providers.anthropic", "AnthropicProvider"),
-    "hf": ("agentnb.providers.hf", "TransformersProvider"),
-    "transformers": ("agentnb.providers.hf", "TransformersProvider"),
-    "local": ("agentnb.providers.hf", "local_provider"),
 }
 
 __all__ = [
@@ -54,6 +44,7 @@ __all__ = [
     "TextChunk",
     "ToolCallChunk",
     "ToolChoice",
+    "SPEC_KINDS",
     "get_provider",
     "parse_spec",
     *_LAZY,
@@ -64,18 +55,6 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'agentnb.providers' has no attribute {name!r}")
-
-
-def parse_spec(spec: str) -> tuple[str, str | None]:
-    """Split ``"kind:model"`` into its parts; ``"local"`` has no model part."""
-    kind, _, model = spec.strip().partition(":")
-    kind = kind.lower()
-    if kind not in SPEC_KINDS:
-        known = ", ".join(f"'{k}:MODEL'" if k != "local" else "'local'" for k in SPEC_KINDS)
-        raise UserError(f"unknown provider spec {spec!r}; use one of {known}")
-    if kind != "local" and not model:
-        raise UserError(f"provider spec {spec!r} names no model; write '{kind}:MODEL'")
-    return kind, (model or None)
 
 
 def get_provider(spec: str | Provider | list[Any] | tuple[Any, ...], **options: Any) -> Provider:
@@ -92,15 +71,8 @@ def get_provider(spec: str | Provider | list[Any] | tuple[Any, ...], **options: 
     ...
     agentnb.errors.UserError: unknown provider spec 'gpt4'; use one of ...
     """
-    if isinstance(spec, Provider):
-        return spec
     if isinstance(spec, (list, tuple)):
         from agentnb.providers.fallback import FallbackProvider
 
         return FallbackProvider(spec, **options)
-    if not isinstance(spec, str):
-        raise UserError(f"expected a Provider or a spec string, got {type(spec).__name__}")
-    kind, model = parse_spec(spec)
-    module, factory = SPEC_KINDS[kind]
-    build = getattr(importlib.import_module(module), factory)
-    return build(model, **options) if model is not None else build(**options)  # type: ignore[no-any-return]
+    return build_one(spec, **options)

@@ -36,6 +36,7 @@ from agentnb.cost import priced
 from agentnb.errors import AuthenticationError, ProviderError, UserError
 from agentnb.events import ProviderAnswered
 from agentnb.providers.base import Chunk, Completion, Provider, Request
+from agentnb.providers.spec import build_one
 
 
 class Breaker:
@@ -103,15 +104,13 @@ class FallbackProvider(Provider):
         cooldown: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        from agentnb.providers import get_provider
-
         if isinstance(providers, (str, Provider)) or len(providers) < 1:
             raise UserError("FallbackProvider takes a list of providers (or specs), the preferred first")
         if not isinstance(failures, int) or failures < 1:
             raise UserError(f"failures must be a whole number >= 1, not {failures!r}")
         built = []
         for p in providers:
-            provider = get_provider(p)
+            provider = build_one(p)
             if not provider.supports_native_tools:  # text-only: tools simulated in the prompt
                 from agentnb.providers.untooled import UnTooled
 

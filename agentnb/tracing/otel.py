@@ -95,7 +95,7 @@ class SpanWatcher:
             raise MissingDependencyError(
                 "OpenTelemetry is not installed: pip install 'agentnb[otel]' (or opentelemetry-api)"
             )
-        from agentnb import __version__
+        from agentnb.version import __version__
 
         self.tracer = _trace.get_tracer("agentnb", __version__, tracer_provider=tracer_provider)
         self.content = content

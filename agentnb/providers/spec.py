@@ -1,0 +1,53 @@
+"""Provider specs: ``"kind:model"`` strings (``"openai:gpt-4o-mini"``, ``"local"``) and the one
+provider each builds. A list of specs (a fallback chain) is :func:`agentnb.providers.get_provider`'s
+business; this module knows single providers only, so the fallback provider can use it.
+
+>>> parse_spec("openai:gpt-4o-mini")
+('openai', 'gpt-4o-mini')
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from agentnb.errors import UserError
+from agentnb.providers.base import Provider
+
+#: spec prefix -> (module, factory name). The factory takes (model, **options).
+SPEC_KINDS: dict[str, tuple[str, str]] = {
+    "openai": ("agentnb.providers.openai", "OpenAIProvider"),
+    "openai-responses": ("agentnb.providers.openai", "responses_provider"),
+    "anthropic": ("agentnb.providers.anthropic", "AnthropicProvider"),
+    "hf": ("agentnb.providers.hf", "TransformersProvider"),
+    "transformers": ("agentnb.providers.hf", "TransformersProvider"),
+    "local": ("agentnb.providers.hf", "local_provider"),
+}
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """Split ``"kind:model"`` into its parts; ``"local"`` has no model part."""
+    kind, _, model = spec.strip().partition(":")
+    kind = kind.lower()
+    if kind not in SPEC_KINDS:
+        known = ", ".join(f"'{k}:MODEL'" if k != "local" else "'local'" for k in SPEC_KINDS)
+        raise UserError(f"unknown provider spec {spec!r}; use one of {known}")
+    if kind != "local" and not model:
+        raise UserError(f"provider spec {spec!r} names no model; write '{kind}:MODEL'")
+    return kind, (model or None)
+
+
+def build_one(spec: str | Provider, **options: Any) -> Provider:
+    """``spec`` itself if it is a provider, else the provider its spec string names.
+
+    >>> build_one("openai:qwen2.5", base_url="http://127.0.0.1:8000/v1")
+    OpenAIProvider('qwen2.5', base_url='http://127.0.0.1:8000/v1')
+    """
+    if isinstance(spec, Provider):
+        return spec
+    if not isinstance(spec, str):
+        raise UserError(f"expected a Provider or a spec string, got {type(spec).__name__}")
+    kind, model = parse_spec(spec)
+    module, factory = SPEC_KINDS[kind]
+    build = getattr(importlib.import_module(module), factory)
+    return build(model, **options) if model is not None else build(**options)  # type: ignore[no-any-return]
