@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
+from agentnb.docstrings import parse_docstring
 from agentnb.errors import ToolDefinitionError
 from agentnb.messages import Image
 from agentnb.rendering import render_value
@@ -36,7 +37,6 @@ from agentnb.schema import (
     converter_for,
     none_passes,
     nullable,
-    parse_docstring,
     schema_for,
 )
 from agentnb.toolkinds import callable_parts, is_async_callable, refusal
