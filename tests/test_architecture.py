@@ -33,7 +33,6 @@ KNOWN_LONG = {
     "agentnb.notebook.render": 546,
     "agentnb.tools": 534,
     "agentnb.notebook.trace": 458,
-    "agentnb.schema": 454,
 }
 
 
