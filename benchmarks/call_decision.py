@@ -51,24 +51,31 @@ def items(split: str, limit: int | None = None) -> list[tuple[str, str, str, lis
 
 
 def measure(provider, layer: UnTooled, query: str, functions: list) -> tuple[float, dict[str, float], bool, float]:  # type: ignore[no-untyped-def]
-    """The call share, the tools' fits, whether the best needs a number the request lacks, the yes/no."""
-    import torch
-
-    from agentnb.providers.hf.choose import _best, _compiler
+    """The call share, the tools' fits, whether the best needs a number the request lacks, the yes/no:
+    the guidance's own measurements (agentnb/providers/guidance/), on the in-process model."""
+    from agentnb.providers.guidance.rank import best, tool_fits
+    from agentnb.providers.guidance.source import drive
+    from agentnb.providers.hf.choose import _compiler
+    from agentnb.providers.hf.source import InProcessSource
 
     tools = [make_tool(f) for f in functions]
     inner = layer.inner_request(Request([UserMessage(query)], tools, "auto"))
     prompt = provider.encode(inner.messages)
     logits = provider.cache.prefill(prompt)
     compiler = _compiler(provider.tokenizer, provider.vocab_size, provider.eos_ids)
-    probs = torch.softmax(logits.float(), dim=-1)
-    call = torch.from_numpy(compiler.guide(tools, "call").allowed())
-    text = torch.from_numpy(compiler.guide(tools, "text").allowed())
-    p_call, p_text = float(probs[call].sum()), float(probs[text & ~call].sum())
-    fits = provider._fits(tools, inner.settings["untooled_pick"])
-    best = _best(tools, fits)[0]
-    agree = provider._ask(provider.encode([*inner.messages, UserMessage(PROBE)]), prompt)
-    return p_call / (p_call + p_text), fits, lacks_numbers(best.parameters, query), agree
+
+    def masks():  # type: ignore[no-untyped-def]
+        return compiler.guide(tools, "call").allowed(), compiler.guide(tools, "text").allowed()
+
+    def probe(question: str) -> list[int]:
+        return provider.encode([*inner.messages, UserMessage(question)])
+
+    source = InProcessSource(provider, prompt, logits, probe, masks)
+    share = drive(source.next_token()).call_share()
+    fits = drive(tool_fits(source, tools, inner.settings["untooled_pick"]))
+    top = best(tools, fits)[0]
+    agree = drive(source.next_token(PROBE)).yes_no()
+    return share, fits, lacks_numbers(top.parameters, query), agree
 
 
 def main() -> None:

@@ -140,8 +140,9 @@ def test_the_best_ranked_tool_is_alone_in_the_envelope_and_the_ranking_is_an_eve
     assert "anyOf" not in schema and schema["properties"]["name"] == {"const": "mul"}
     decisions = [e for e in r.events if isinstance(e, CallDecision)]
     assert len(decisions) == 1 and decisions[0].tool == "mul"
-    # the query's four tokens after the quote; the generated token left out; the same either way
-    assert decisions[0].ranking == (("mul", -4.0), ("add", -20.0))
+    # the query's four tokens after the quote (the generated token left out; the same either way):
+    # -4 and -20 in all, reported per token as in-process (agentnb.providers.guidance.rank)
+    assert decisions[0].ranking == (("mul", -1.0), ("add", -5.0))
     # UnTooled's hints (the pick texts, the results after a call) never reach the server
     assert not [k for b in echo.chats for k in b if k.startswith("untooled")]
     # the same request again: the scores are remembered, and the probe is not sent again

@@ -100,14 +100,11 @@ def decide(
     ``agree`` is the yes/no log-odds, or a function that measures it: then it is called only
     when its answer, clipped to :data:`AGREE_RANGE`, could change the verdict.
     """
-    ranking = tuple(sorted(((name, round(fit, 3)) for name, fit in fits.items()), key=lambda x: -x[1]))
+    ranking = _ranking(fits)
     best = ranking[0][1] if ranking else 0.0
-    score = share_weight * math.log10(max(share, MIN_SHARE)) + fit_weight * best + bias
-    if missing_numbers:
-        score += missing_weight
-    reach = abs(agree_weight) * AGREE_RANGE
+    score = _score(share, best, missing_numbers, share_weight, fit_weight, missing_weight, bias)
     asked: float | None = None
-    if agree is not None and (not callable(agree) or threshold - reach <= score < threshold + reach):
+    if agree is not None and (not callable(agree) or _within_reach(score, threshold, agree_weight)):
         asked = agree() if callable(agree) else agree
         score += agree_weight * min(AGREE_RANGE, max(-AGREE_RANGE, asked))
     action = "call" if score >= threshold else "answer"
@@ -128,6 +125,45 @@ def decide(
     cmp = ">=" if action == "call" else "<"
     reason = f"{', '.join(parts)}: score {score:+.2f} {cmp} {threshold:g}"
     return Verdict(action, round(score, 3), threshold, share, ranking, reason)
+
+
+def agree_matters(
+    share: float,
+    fits: dict[str, float],
+    *,
+    missing_numbers: bool = False,
+    threshold: float = 0.0,
+    share_weight: float = SHARE_WEIGHT,
+    fit_weight: float = FIT_WEIGHT,
+    missing_weight: float = MISSING_WEIGHT,
+    agree_weight: float = AGREE_WEIGHT,
+    bias: float = BIAS,
+) -> bool:
+    """Whether the model's yes/no could change :func:`decide`'s verdict (so it is worth asking).
+
+    >>> agree_matters(0.02, {"add": 0.1}), agree_matters(0.02, {"get_weather": 0.9})
+    (True, False)
+    """
+    ranking = _ranking(fits)
+    best = ranking[0][1] if ranking else 0.0
+    score = _score(share, best, missing_numbers, share_weight, fit_weight, missing_weight, bias)
+    return _within_reach(score, threshold, agree_weight)
+
+
+def _ranking(fits: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted(((name, round(fit, 3)) for name, fit in fits.items()), key=lambda x: -x[1]))
+
+
+def _score(
+    share: float, best: float, missing: bool, share_weight: float, fit_weight: float, missing_weight: float, bias: float
+) -> float:
+    score = share_weight * math.log10(max(share, MIN_SHARE)) + fit_weight * best + bias
+    return score + missing_weight if missing else score
+
+
+def _within_reach(score: float, threshold: float, agree_weight: float) -> bool:
+    reach = abs(agree_weight) * AGREE_RANGE
+    return threshold - reach <= score < threshold + reach
 
 
 #: A number in words; digits are matched separately.

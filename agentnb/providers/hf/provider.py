@@ -35,8 +35,7 @@ from typing import TYPE_CHECKING, Any
 from agentnb.errors import UserError
 from agentnb.messages import Message, Usage, UserMessage
 from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk, collect
-from agentnb.providers.guidance.decide import PROBE
-from agentnb.providers.guidance.steer import CopyBias, RepeatGuard, TokenTable, request_text
+from agentnb.providers.guidance.steer import RepeatGuard, TokenTable, request_text
 from agentnb.providers.hf.choose import ToolChoice
 from agentnb.providers.hf.loading import _require_hf, load_model
 from agentnb.providers.hf.options import (
@@ -52,6 +51,7 @@ from agentnb.providers.hf.options import (
     Decision,
     GenerationOptions,
 )
+from agentnb.providers.hf.source import InProcessSource
 from agentnb.providers.hf.steering import Steering
 
 if TYPE_CHECKING:
@@ -179,8 +179,8 @@ class TransformersProvider(ToolChoice, Provider):
         stop = threading.Event()
         notes: list[Any] = []  # the provider's decisions, as events for the loop
 
-        def probe() -> list[int]:  # the conversation plus the yes/no question of the auto decision
-            return self.encode([*request.messages, UserMessage(PROBE)])
+        def probe(question: str) -> list[int]:  # the conversation plus the auto decision's yes/no question
+            return self.encode([*request.messages, UserMessage(question)])
 
         def put(item: Any) -> None:
             try:
@@ -249,7 +249,7 @@ class TransformersProvider(ToolChoice, Provider):
         results: Sequence[str] = (),
         after_results: bool = False,
         notes: list[Any] | None = None,
-        probe: Callable[[], list[int]] | None = None,
+        probe: Callable[[str], list[int]] | None = None,
     ) -> Iterator[int]:
         """Decode a reply to ``prompt`` token by token (blocking; call from a worker thread).
 
@@ -264,8 +264,8 @@ class TransformersProvider(ToolChoice, Provider):
         logits = self.cache.prefill(prompt)
         guide = None
         if constraint is not None:
-            ask = (lambda: self._ask(probe(), prompt)) if probe is not None else None
-            guide = self._guide(constraint, logits, options, pick, after_results, notes, ask)
+            measured = InProcessSource(self, prompt, logits, probe)
+            guide = self._guide(constraint, logits, options, pick, after_results, notes, measured)
         generator = None
         if options.temperature > 0:
             generator = torch.Generator(device="cpu")
@@ -322,20 +322,10 @@ class TransformersProvider(ToolChoice, Provider):
         """Closing and copying for a call or a structured answer (:mod:`agentnb.providers.guidance.steer`); None for text."""
         if guide is None or guide.mode not in ("call", "output"):
             return None
+        from agentnb.providers.guidance.call_bias import CallBias
+
         table = self._token_table()
-        bias = CopyBias(source, table, options.copy_bias) if options.copy_bias and source else None
-        named = None
-        if options.copy_bias and source and len(self._call_tools) == 1:
-            from agentnb.providers.guidance.optional import NamedOptionals, named_optionals
-
-            names = named_optionals(self._call_tools[0].parameters, source)
-            named = NamedOptionals(names, table, options.copy_bias) if names else None
-        repeats = None
-        if options.copy_bias:
-            from agentnb.providers.guidance.lists import RepeatedItems
-
-            repeats = RepeatedItems(source, table, options.copy_bias)
-        return Steering(table, bias, named, repeats)
+        return Steering(table, CallBias(source, self._call_tools, table, options.copy_bias))
 
     def _grounding(self, guide: Any, options: GenerationOptions, results: Sequence[str]) -> Grounding | None:
         """The result bias for prose after tool results (:mod:`agentnb.providers.guidance.ground`)."""

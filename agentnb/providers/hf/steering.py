@@ -1,9 +1,12 @@
 """The in-process side of steering: the guidance's token bonuses applied to torch logits.
 
-:mod:`agentnb.providers.guidance` decides which tokens to favour (``bonus(written) -> {token:
-logit bonus}``, from the text written so far); these two classes add those bonuses to the
-model's logits at each decoding step (the server route applies the same bonuses to the
-server's log-probabilities, :mod:`agentnb.providers.openai.steer`).
+:mod:`agentnb.providers.guidance` decides which tokens to favour (:class:`~agentnb.providers.
+guidance.call_bias.CallBias` for a call's values, :class:`~agentnb.providers.guidance.ground.
+ResultBias` for prose after tool results: ``bonus(written) -> {token: logit bonus}``); these two
+classes add those bonuses to the model's logits at each decoding step. The server route applies
+the same bonuses to the alternatives a server streams (:mod:`agentnb.providers.openai.steer`);
+what stays here is what only a decoding loop over logits can do: adding to a tensor, and
+narrowing the grammar's mask to closing tokens once the call's budget is spent.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agentnb.providers.guidance.call_bias import CallBias
 from agentnb.providers.guidance.ground import ResultBias
-from agentnb.providers.guidance.steer import CopyBias, TokenTable, scan
+from agentnb.providers.guidance.steer import TokenTable, scan
 
 __all__ = ["Grounding", "Steering"]
 
@@ -24,11 +28,9 @@ class Steering:
     numpy bool array), and returns both, adjusted; ``closing`` once the token budget is spent.
     """
 
-    def __init__(self, table: TokenTable, bias: CopyBias | None, *more: Any) -> None:
+    def __init__(self, table: TokenTable, bias: CallBias) -> None:
         self.table = table
         self.bias = bias
-        #: Further biases with a ``bonus(written) -> {token: logit bonus}`` method.
-        self.more = more
         self.written = ""
 
     def took(self, tokens: Sequence[int]) -> None:
@@ -40,11 +42,7 @@ class Steering:
             closes = allowed & self.table.closing_mask(closer) if closer else allowed
             if closes.any():
                 allowed = closes
-        bonus: dict[int, float] = {}
-        for bias in (self.bias, *self.more):
-            if bias is not None:
-                for token, value in bias.bonus(self.written).items():
-                    bonus[token] = bonus.get(token, 0.0) + value
+        bonus = self.bias.bonus(self.written)
         if bonus:
             import torch
 

@@ -1,16 +1,17 @@
-"""Picking the function first on the untooled route, from the server's prompt log-probabilities.
+"""The server's side of picking the function first: scores from its prompt log-probabilities.
 
-The in-process backend picks the tool before the model writes a call: it scores the user's
-request under each tool's description, ``log P(request | "Function: ... Example request for
-this function: \\"")`` (a "noisy channel" choice; see
-:meth:`agentnb.providers.hf.TransformersProvider.rank_tools`), and constrains the call to the
-best one. A small model picks the right function more often that way than by writing its name.
+The guidance picks the tool before the model writes a call (:mod:`agentnb.providers.guidance.rank`):
+it scores the user's request under each tool's description, ``log P(request | "Function: ...
+Example request for this function: \\"")`` (a "noisy channel" choice), and constrains the call
+to the best one. A small model picks the right function more often that way than by writing its
+name. In-process the scores are one forward pass; this module gives them on a server.
 
 A server can give the same scores when its legacy ``/v1/completions`` endpoint echoes the
 prompt with log-probabilities (``echo=True, logprobs=N``: llama-cpp-python's server, vLLM).
 With ``OpenAIProvider(..., rank_tools=True)`` (or ``"auto"``, the default), when a call is
 required (``tool_choice="required"``) among several tools, the untooled route asks for one
-such score per tool (cached per request and description), keeps the best tool alone in the
+such score per tool (cached per request and description, through
+:class:`~agentnb.providers.openai.source.ServerSource`), keeps the best tool alone in the
 envelope, and reports a :class:`~agentnb.events.CallDecision` with the ranking.
 
 Servers disagree on what an echoed prompt token's log-probability is. In vLLM it is the
@@ -50,7 +51,6 @@ import math
 from typing import Any, Literal
 
 from agentnb.errors import UserError
-from agentnb.events import CallDecision, ConstraintDropped
 from agentnb.providers.base import OutputConstraint, Request
 from agentnb.providers.openai.cost import cost_of
 
@@ -85,7 +85,11 @@ class ToolRanker:
         self.sizes: dict[tuple[str, str], int] = {}
 
     async def narrow(self, provider: Any, request: Request) -> tuple[Request, tuple[Any, ...]]:
-        """``request`` with its envelope narrowed to the best tool, and the events that says."""
+        """``request`` with its envelope narrowed to the best tool, and the events that says
+        (:func:`agentnb.providers.guidance.rank.pick_tool`, on :class:`~agentnb.providers.openai.source.ServerSource`)."""
+        from agentnb.providers.guidance.rank import pick_tool
+        from agentnb.providers.openai.source import ServerSource
+
         constraint = request.constraint
         pick = request.settings.get(PICK_HINT)
         if (
@@ -96,31 +100,13 @@ class ToolRanker:
             or constraint.parallel
             or len(constraint.tools) < 2
             or not isinstance(pick, dict)
-            or any(t.name not in pick.get("prompts", {}) for t in constraint.tools)
         ):
             return request, ()
-        query = pick["query"]
-        try:
-            heads = [pick["prompts"][t.name] for t in constraint.tools]
-            skipped = await self.too_costly(provider, heads, query, "tool ranking")
-            if skipped is not None:  # every tool stays in the envelope, this step
-                return request, (skipped,)
-            if self.convention is None:
-                self.convention = await self._probe(provider)
-            scores = [await self._score(provider, pick["prompts"][t.name], query) for t in constraint.tools]
-        except Exception as exc:  # no endpoint, no echo, no logprobs: rank no more on this server
-            self.works = False
-            if self.enabled != "auto":
-                reason = f"{type(exc).__name__}: {_short(str(exc))}; every tool stays in the envelope"
-                return request, (ConstraintDropped(0, provider.name, "tool ranking by prompt logprobs", reason),)
-            return request, ()
-        self.works = True
-        ranking = sorted(zip((t.name for t in constraint.tools), scores, strict=True), key=lambda kv: -kv[1])
-        best = next(t for t in constraint.tools if t.name == ranking[0][0])
-        narrowed = OutputConstraint((best,), constraint.tool_choice, False, constraint.output)
-        why = f"tool_choice='required': a call is required; {best.name} explains the request best (server logprobs)"
-        event = CallDecision(0, "call", why, ranking=tuple((n, round(s, 4)) for n, s in ranking), tool=best.name)
-        return dataclasses.replace(request, constraint=narrowed), (event,)
+        tools, events = await pick_tool(ServerSource(provider, request), constraint.tools, pick)
+        if len(tools) != 1:  # not ranked: every tool stays in the envelope
+            return request, events
+        narrowed = OutputConstraint(tuple(tools), constraint.tool_choice, False, constraint.output)
+        return dataclasses.replace(request, constraint=narrowed), events
 
     async def too_costly(self, provider: Any, heads: list[str], query: str, step: str) -> Any:
         """The :class:`~agentnb.events.GuidanceSkipped` event when scoring ``query`` under the
@@ -174,20 +160,6 @@ class ToolRanker:
         offsets = data.get("text_offset") or []
         self.sizes[key] = max(1, sum(len(head) <= o < len(head) + len(query) for o in offsets))
         return score
-
-    async def fits(self, provider: Any, pick: dict[str, Any], names: list[str]) -> dict[str, float]:
-        """Each tool's fit to the request against no tool's, per request token (the in-process
-        measure, :mod:`agentnb.providers.guidance.decide`): one scoring request per tool and one for
-        "no tool", each remembered. Raises what the server raises."""
-        query = pick["query"]
-        if self.convention is None:
-            self.convention = await self._probe(provider)
-        none = await self._score(provider, pick["none"], query)
-        size = self.sizes.get((pick["none"], query), 1)
-        out = {}
-        for name in names:
-            out[name] = (await self._score(provider, pick["prompts"][name], query) - none) / size
-        return out
 
 
 def alignment(logprobs: Any) -> Convention | None:
@@ -275,8 +247,3 @@ def _looked_up(alternatives: dict[str, float], token: str, own: str) -> float | 
         ceiling = math.log(rest) if rest > 0 else values[j + 1]
         value = max(values[j + 1], min(ceiling, values[j - 1] if j > 0 else 0.0))
     return value
-
-
-def _short(text: str, width: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"

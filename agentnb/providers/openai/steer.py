@@ -75,35 +75,28 @@ class _Texts:
 
 
 class Steerer:
-    """The in-process steering (copy bias, named optionals, repeated list items) for one call,
-    applied to the alternatives a server gives at each position."""
+    """The guidance's call steering (:class:`~agentnb.providers.guidance.call_bias.CallBias`)
+    for one call, applied to the alternatives a server gives at each position."""
 
     def __init__(self, source: str, tools: Sequence[Any], strength: float = STRENGTH) -> None:
-        from agentnb.providers.guidance.optional import named_optionals
+        from agentnb.providers.guidance.call_bias import named_in
 
         self.source = source
+        self.tools = tools
         self.strength = strength
-        self.named = named_optionals(tools[0].parameters, source) if source and len(tools) == 1 else []
+        self.named = named_in(source, tools)
 
     def bonuses(self, written: str, texts: Sequence[str]) -> list[float]:
         """Each alternative's bonus after ``written`` (the call so far)."""
         if not self.source or not texts:
             return [0.0] * len(texts)
-        from agentnb.providers.guidance.lists import RepeatedItems
-        from agentnb.providers.guidance.optional import NamedOptionals
-        from agentnb.providers.guidance.steer import CopyBias, TokenTable
+        from agentnb.providers.guidance.call_bias import CallBias
+        from agentnb.providers.guidance.steer import TokenTable
 
-        table = TokenTable(_Texts(texts), len(texts))
-        biases: list[Any] = [
-            CopyBias(self.source, table, self.strength),
-            RepeatedItems(self.source, table, self.strength),
-        ]
-        if self.named:
-            biases.append(NamedOptionals(self.named, table, self.strength))
+        bias = CallBias(self.source, self.tools, TokenTable(_Texts(texts), len(texts)), self.strength, self.named)
         out = [0.0] * len(texts)
-        for bias in biases:
-            for index, value in bias.bonus(written).items():
-                out[index] += value
+        for index, value in bias.bonus(written).items():
+            out[index] += value
         return out
 
 
