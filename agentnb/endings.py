@@ -53,10 +53,39 @@ def no_answer_text(messages: Sequence[Message], asked: Sequence[str], why: str) 
     """
     names = ", ".join(dict.fromkeys(n or "?" for n in asked)) or "a tool"
     them = "that call was" if len(asked) == 1 else "those calls were"
-    lines = [
+    return _with_results(
         f"{AGENTNB_MARK} The model gave no answer in text: after {why} it asked for {names} again instead of "
-        f"answering, and {them} not run. This text was written by agentnb, not by the model."
-    ]
+        f"answering, and {them} not run. This text was written by agentnb, not by the model.",
+        messages,
+    )
+
+
+def limit_text(messages: Sequence[Message], limit: str, used: str) -> str:
+    """The output of a run a budget ended with no request left to ask for a text answer.
+
+    >>> from agentnb.messages import AssistantMessage, ToolCall, ToolMessage
+    >>> history = [AssistantMessage(None, (ToolCall("c1", "add", {"a": 1}),)), ToolMessage("c1", "add", "1")]
+    >>> print(limit_text(history, "requests", "2 of 2"))
+    [agentnb] The run reached its requests limit (2 of 2) before the model answered in text, and no request was left to ask it for one. This text was written by agentnb, not by the model.
+    Tool results so far:
+    - add(a=1) -> 1
+    """
+    return _with_results(
+        f"{AGENTNB_MARK} The run reached its {limit} limit ({used}) before the model answered in text, and no "
+        "request was left to ask it for one. This text was written by agentnb, not by the model.",
+        messages,
+    )
+
+
+def out_of_requests(output: str, messages: Sequence[Message], requests: int) -> tuple[str, Any]:
+    """``(output, by)`` of a run that has no request left: its text, or :func:`limit_text`."""
+    if output.strip():
+        return output, "model"
+    return limit_text(messages, "requests", f"{requests} of {requests}"), "agentnb"
+
+
+def _with_results(first: str, messages: Sequence[Message]) -> str:
+    lines = [first]
     results = _results(messages)
     if results:
         lines.append("Tool results so far:")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from agentnb.approval import denied_message
 from agentnb.cost import priced
 from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
-from agentnb.endings import OpenStep, no_answer_text
+from agentnb.endings import OpenStep, no_answer_text, out_of_requests
 from agentnb.errors import ModelBehaviorError, StopRun
 from agentnb.events import (
     ApprovalDecided,
@@ -204,11 +204,11 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                         hit, budgets, state.requests, state.usage, state.usage.cost, perf_counter() - t0
                     )
                     yield LimitReached(depth, cfg.max_tool_calls, state.tool_calls, limit=hit, value=value, used=amount)
-            if budgets.requests is not None and state.requests >= budgets.requests:
-                # No request left: the run ends with the text it has.
+            if budgets.requests is not None and state.requests >= budgets.requests:  # no request left
                 state.stop_reason = "limit"
                 state.limit = state.limit or "requests"
-                yield FinalAnswer(depth, state.output)
+                state.output, who = out_of_requests(state.output, state.messages, state.requests)
+                yield FinalAnswer(depth, state.output, by=who)
                 return
         limited = state.tool_calls >= cfg.max_tool_calls or state.limit is not None
         offer = bool(tools) and not limited and choice != "none"

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 from server_process import free_port, wait_until_up
 
-from agentnb import Agent, tool
+from agentnb import Agent, UsageLimits, tool
 from agentnb.events import FinalAnswer
 from agentnb.providers import OpenAIProvider
 from agentnb.testing import ScriptedProvider, call
@@ -88,6 +88,22 @@ def test_a_server_that_never_stops_calling_ends_with_agentnb_text(server: str, s
     sent = requests(server)[before:]
     assert len(sent) == 4  # two steps with tools, the last turn without, the one extra ask
     assert [bool(b.get("tools")) for b in sent] == [True, True, False, False]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stream", [False, True], ids=["complete", "stream"])
+def test_a_requests_budget_with_no_request_left_ends_with_agentnb_text(server: str, stream: bool) -> None:
+    before = len(requests(server))
+    script(server, always_calls(3))
+    agent = Agent(OpenAIProvider("wire", base_url=server, api_key="sk-test"), tools=[add])
+    result = agent.run("add things", stream=stream, limits=UsageLimits(requests=3))
+    assert (result.stop_reason, result.limit, result.tool_calls) == ("limit", "requests", 2)
+    assert result.output.startswith("[agentnb] The run reached its requests limit (3 of 3)"), result.output
+    assert "written by agentnb, not by the model" in result.output
+    assert "- add(a=0, b=1) -> 1" in result.output and "- add(a=1, b=1) -> 2" in result.output
+    assert final(result).by == "agentnb" and final(result).text == result.output
+    sent = requests(server)[before:]
+    assert [bool(b.get("tools")) for b in sent] == [True, True, False]  # the budget: 3 requests, no more
 
 
 @pytest.mark.slow

@@ -39,7 +39,12 @@ def test_requests_limit_makes_the_last_request_without_tools() -> None:
     assert len(model.requests) == 3
     assert [bool(q.tools) for q in model.requests] == [True, True, False]
     assert (r.stop_reason, r.limit, r.tool_calls) == ("limit", "requests", 2)
-    assert r.output == ""  # the model called a tool where none was offered: no request left
+    # The model called a tool where none was offered and no request is left: agentnb says so,
+    # with the tool results, never an empty output.
+    assert r.output.startswith("[agentnb] The run reached its requests limit (3 of 3)")
+    assert "written by agentnb, not by the model" in r.output
+    assert "Tool results so far:\n- step(i=0) -> 1\n- step(i=1) -> 2" in r.output, r.output
+    assert r.events[-2].kind == "final_answer" and r.events[-2].by == "agentnb" and r.events[-2].text == r.output
     [event] = limit_events(r)
     assert (event.limit, event.value, event.used) == ("requests", 3, 2)
 
@@ -47,7 +52,9 @@ def test_requests_limit_makes_the_last_request_without_tools() -> None:
 def test_no_request_allowed_ends_at_once() -> None:
     model = walk(1)
     r = Agent(model, tools=[step]).run("go", limits=UsageLimits(requests=0))
-    assert model.requests == [] and (r.stop_reason, r.limit, r.output) == ("limit", "requests", "")
+    assert model.requests == [] and (r.stop_reason, r.limit) == ("limit", "requests")
+    assert r.output.startswith("[agentnb] The run reached its requests limit (0 of 0)")
+    assert r.output.endswith("No tool produced a result.")
 
 
 @pytest.mark.parametrize(

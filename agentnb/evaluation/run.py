@@ -161,7 +161,7 @@ def evaluate(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> E
     >>> ev.summary()["pass_rate"].tolist()
     [1.0]
     """
-    from agentnb.agent import run_sync
+    from agentnb.sync import run_sync
 
     # Views are made here, in the caller's thread: in Jupyter the runs go to a worker thread,
     # and a widget must be displayed from the cell's own thread to land in its output.

@@ -22,6 +22,7 @@ import ipywidgets as widgets
 from agentnb.approval import Approve, Decision, Deny, Edit, parse_edit
 from agentnb.errors import StopRun, UserError
 from agentnb.messages import ToolCall
+from agentnb.notebook.inplace import acknowledge
 from agentnb.notebook.render import STYLE
 from agentnb.untrusted import untrusted_html
 
@@ -50,6 +51,9 @@ class ApprovalPanel(widgets.VBox):
         self.approve_button.on_click(lambda _: self._click(self.approve))
         self.deny_button.on_click(lambda _: self._click(lambda: self.deny(self.reason.value)))
         self.edit_button.on_click(lambda _: self._click(lambda: self.edit(self.arguments.value)))
+        # Typed into while a cell awaits the run: let the front end send the next edit too.
+        self.reason.observe(acknowledge, names="value")
+        self.arguments.observe(acknowledge, names="value")
         row = widgets.HBox([self.approve_button, self.deny_button, self.reason])
         super().__init__([self.label, row, self.arguments, self.edit_button, self.error])
         self.add_class("anb-approval-panel")

@@ -197,7 +197,7 @@ def _call_mark(c: CallView, ended: str | None = None) -> str:
         return " ⤼"
     if c.finished:
         return " ✓"
-    return " …"
+    return " ✗" if c.settled else " …"  # settled without running: denied
 
 
 #: Notes a provider reports in ``Completion.events``, before the model call's reply.
@@ -342,7 +342,7 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
             rows.append(
                 '<div><span class="anb-warn"><i class="fa fa-hand-paper-o"></i> skipped by the debugger</span></div>'
             )
-    if c.approval is not None:
+    if c.approval is not None and not (ended and c.approval.kind == "approval_requested"):  # no wait after the end
         rows.append(_approval_html(c.approval))
     if c.validation is not None:
         if c.validation.ok:

@@ -206,24 +206,18 @@ class TraceWidget(LiveDisplay, widgets.VBox):
     async def decide_approval(self, call: Any, tool: Any = None) -> Any:
         """Wait for Approve / Deny / Edit on ``call`` (the loop asks; see :mod:`agentnb.approval`).
 
-        While it waits the run is paused and Stop ends it. ``agent.run()`` in a notebook cell
-        holds the kernel, so clicks could not arrive: that raises a :class:`UserError` saying
-        to use ``%agent`` or ``await agent.arun(...)``.
+        While it waits the run is paused and Stop ends it. Under ``agent.run()`` in a cell, the
+        cell's thread serves the widget's messages meanwhile (:mod:`agentnb.notebook.inplace`).
         """
-        from agentnb.agent import BLOCKING_CELL
-        from agentnb.errors import UserError
+        from agentnb.notebook.inplace import held_cell
 
-        if BLOCKING_CELL.get() and _in_kernel():
-            raise UserError(
-                f"{call.name} needs approval, but agent.run() holds the notebook cell, so the widget's buttons "
-                "cannot answer: use %agent, or 'await agent.arun(..., on_event=widget)'"
-            )
-        self.stop_button.disabled = False
-        self.set_pause(f"waiting for approval of {call.name}", Pause("tool", self.state.current_depth, call.id))
-        try:
-            return await self.approval.decide(call, tool)
-        finally:
-            self.set_pause(None)
+        with held_cell(call.name):
+            self.stop_button.disabled = False
+            self.set_pause(f"waiting for approval of {call.name}", Pause("tool", self.state.current_depth, call.id))
+            try:
+                return await self.approval.decide(call, tool)
+            finally:
+                self.set_pause(None)
 
     def request_stop(self) -> None:
         """What the Stop button does."""
@@ -441,14 +435,6 @@ class _FixedClock:
 
     def __call__(self) -> float:
         return self.t
-
-
-def _in_kernel() -> bool:
-    import sys
-
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
-    return getattr(shell, "kernel", None) is not None
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

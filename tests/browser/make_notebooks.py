@@ -174,6 +174,59 @@ chooser = ScriptedProvider([Completion("Why did the chart cross the road?", even
 %agent -p chooser --new Tell me a joke."""
 
 
+APPROVAL = '''\
+%load_ext agentnb
+from agentnb import Agent, tool
+from agentnb.notebook.trace import TraceWidget
+from agentnb.testing import ScriptedProvider, call
+
+ran = []  # what the tool really did
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file (here: only noted).
+
+    Args:
+        path: the file to delete
+    """
+    ran.append(path)
+    return f"deleted {path}"
+
+model = ScriptedProvider(
+    [
+        call("delete_file", path="/tmp/old.log", id="c1"),
+        call("delete_file", path="/etc/passwd", id="c2"),
+        call("delete_file", path="/home/me/notes.txt", id="c3"),
+        "Deleted /tmp/old.log and /tmp/notes.txt; /etc/passwd was refused.",
+    ],
+    delay=0.1,
+)'''
+
+APPROVAL_RUN = """\
+%%agent -p model --out approved
+Clean up: delete /tmp/old.log, /etc/passwd and /home/me/notes.txt."""
+
+APPROVAL_AFTER = """\
+print("ran:", ran)
+print("model read:", [m.content for m in model.requests[2].messages if m.role == "tool"])
+print("decisions:", [(e.call_id, e.decision, e.by) for e in approved.events if e.kind == "approval_decided"])"""
+
+APPROVAL_SYNC = """\
+# A blocking agent.run() in the cell: the widget's buttons still reach the run while it waits.
+w = TraceWidget()
+display(w)
+sync_model = ScriptedProvider([call("delete_file", path="/tmp/sync.txt"), "Deleted /tmp/sync.txt."], delay=0.1)
+sync_result = Agent(sync_model, tools=[delete_file]).run("delete /tmp/sync.txt", on_event=w)
+print("run() returned:", sync_result.stop_reason, "|", sync_result.output, "|", ran[-1])"""
+
+APPROVAL_SYNC_STOP = """\
+w2 = TraceWidget()
+display(w2)
+stop_model = ScriptedProvider([call("delete_file", path="/tmp/never.txt"), "never"], delay=0.1)
+stopped = Agent(stop_model, tools=[delete_file]).run("delete /tmp/never.txt", on_event=w2)
+print("stopped run() returned:", stopped.stop_reason, "| ran never.txt:", "/tmp/never.txt" in ran)"""
+
+
 def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -188,6 +241,7 @@ def main() -> None:
     write("voila.ipynb", (SETUP, TRACE, VOILA_TRACE, VOILA_STEP))
     write("highlighting.ipynb", (HIGHLIGHT_PY, HIGHLIGHT_AGENT))
     write("hostile.ipynb", (HOSTILE, HOSTILE_RUN, HOSTILE_REPLAY))
+    write("approval.ipynb", (APPROVAL, APPROVAL_RUN, APPROVAL_AFTER, APPROVAL_SYNC, APPROVAL_SYNC_STOP))
 
 
 if __name__ == "__main__":

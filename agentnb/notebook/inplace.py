@@ -1,0 +1,163 @@
+"""Waiting for a click in place: widget messages reach a run while its cell is still running.
+
+Two ways a cell can wait for a run while the trace widget waits for Approve / Deny / Edit:
+
+* ``%agent`` and ``await agent.arun(...)``: the cell awaits, the kernel's event loop is free,
+  and ipykernel (>= 7.4) hands widget messages to their handlers at once, *concurrently* with
+  the cell. It publishes no "idle" status for them, though, and ipywidgets' front end holds
+  back a widget's next state update until the previous one was acknowledged that way: the
+  second edit of the same text field would never arrive. :func:`acknowledge` publishes that
+  status for an update of the panel's fields.
+* ``agent.run()``: the run goes on a worker thread and the cell's thread waits
+  (:mod:`agentnb.sync`). While a call waits for approval, the run lends that thread
+  :func:`serve_comms`: it reads the kernel's shell messages itself, hands widget messages
+  (``comm_*``) to their handlers as ipykernel would, and keeps every other message (the next
+  cell's ``execute_request``...) to give back to the kernel, in order, when it stops. Nothing is
+  read while no call waits.
+
+Kernels other than ipykernel 7 (where the shell messages arrive otherwise) cannot be served:
+:func:`comm_server` returns None and the widget says to use ``%agent`` instead.
+
+>>> comm_server(None) is None
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+#: comm message types served while a cell waits; every other message waits for the cell.
+COMM_TYPES = frozenset({"comm_open", "comm_msg", "comm_close"})
+_serving = threading.local()
+_given_back: set[Any] = set()  # tasks of messages given back to the kernel (kept alive)
+
+
+def current_kernel() -> Any:
+    """The running IPython kernel, or None (plain Python, a terminal IPython)."""
+    import sys
+
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None  # type: ignore[attr-defined]
+    return getattr(shell, "kernel", None)
+
+
+@contextlib.contextmanager
+def held_cell(name: str) -> Iterator[None]:
+    """While the block runs (a call of tool ``name`` waits for a click), the cell that
+    ``agent.run()`` holds serves the widget's messages; a kernel that cannot is a UserError."""
+    from agentnb.sync import BLOCKING_CELL
+
+    cell = BLOCKING_CELL.get()
+    kernel = current_kernel() if cell is not None else None
+    if cell is None or kernel is None:  # the cell awaits (%agent, arun), or no kernel: nothing to lend
+        yield
+        return
+    job = comm_server(kernel)
+    if job is None:
+        from agentnb.errors import UserError
+
+        raise UserError(
+            f"{name} needs approval, but agent.run() holds the notebook cell and this kernel's messages "
+            "cannot be served from it: use %agent, or 'await agent.arun(..., on_event=widget)'"
+        )
+    with cell.lend(job):
+        yield
+
+
+def comm_server(kernel: Any) -> Callable[[Callable[[], bool]], None] | None:
+    """A job for :meth:`agentnb.sync.BlockingCell.lend` that serves ``kernel``'s widget
+    messages on the cell's thread until ``stop()``; None where this kernel cannot be served."""
+    manager = getattr(getattr(kernel, "shell_channel_thread", None), "manager", None)
+    if manager is not None:  # ipykernel 7 with a shell channel thread: main-shell messages
+        pair = manager.get_shell_channel_to_subshell_pair(None)
+        socket, reply = pair.to_socket, manager.get_subshell_to_shell_channel_socket(None)
+    elif hasattr(kernel, "_main_asyncio_lock") and getattr(kernel, "shell_stream", None) is not None:
+        socket, reply = kernel.shell_stream.socket, kernel.shell_stream  # ipykernel 7 without subshells
+    else:
+        return None
+    if not hasattr(kernel, "shell_main"):
+        return None
+    return lambda stop: serve_comms(kernel, socket, reply, stop)
+
+
+def serve_comms(kernel: Any, socket: Any, reply: Any, stop: Callable[[], bool], poll_ms: int = 50) -> None:
+    """Hand widget messages arriving on ``socket`` to the kernel's handlers until ``stop()``;
+    keep the others, and give them back to the kernel (in order) before returning."""
+    import asyncio
+
+    import zmq
+
+    kept: list[Any] = []
+    _serving.on = True
+    try:
+        while not stop():
+            if socket.poll(poll_ms, zmq.POLLIN):
+                _take(kernel, socket, reply, kept)
+        _take(kernel, socket, reply, kept)  # drain: the socket's event must not be lost
+    finally:
+        _serving.on = False
+        loop = asyncio.get_event_loop()
+        for frames in kept:  # the kernel's own path; they queue behind this cell, in order
+            task = loop.create_task(kernel.shell_main(None, frames))
+            _given_back.add(task)
+            task.add_done_callback(_given_back.discard)
+
+
+def _take(kernel: Any, socket: Any, reply: Any, kept: list[Any]) -> None:
+    """Read every message waiting now; serve the widget messages, keep the rest."""
+    import zmq
+
+    while True:
+        try:
+            frames = socket.recv_multipart(zmq.NOBLOCK, copy=False)
+        except zmq.Again:
+            return
+        if kept:  # something is held back already: keep the order
+            kept.append(frames)
+            continue
+        msg = _comm_message(kernel, frames)
+        if msg is None:
+            kept.append(frames)
+            continue
+        idents, message = msg
+        ident, parent = kernel._parent_ident["shell"], kernel.get_parent("shell")
+        kernel.set_parent(idents, message, channel="shell")
+        kernel._publish_status("busy", "shell")
+        try:
+            kernel.shell_handlers[message["header"]["msg_type"]](reply, idents, message)
+        except Exception:  # as ipykernel does: logged, the kernel goes on
+            kernel.log.error("Exception in widget message handler:", exc_info=True)
+        finally:
+            kernel._publish_status("idle", "shell")
+            kernel.set_parent(ident, parent, channel="shell")  # output goes to the cell again
+
+
+def _comm_message(kernel: Any, frames: list[Any]) -> tuple[list[Any], dict[str, Any]] | None:
+    """``(idents, message)`` when ``frames`` is a widget message, else None."""
+    session = kernel.session
+    try:
+        idents, rest = session.feed_identities(frames, copy=False)
+        header = session.deserialize(rest, content=False, copy=False)["header"]
+        if header.get("msg_type") not in COMM_TYPES:
+            return None
+        return idents, session.deserialize(rest, content=True, copy=False)
+    except Exception:  # not a message we understand: the kernel's own path decides
+        return None
+
+
+def acknowledge(change: Any = None) -> None:
+    """Publish "idle" for the widget message being handled concurrently with a running cell
+    (ipykernel >= 7.4 does not), so the front end sends the widget's next update."""
+    if getattr(_serving, "on", False):
+        return  # serve_comms publishes it
+    kernel = current_kernel()
+    lock = getattr(kernel, "_main_asyncio_lock", None)
+    if kernel is None or lock is None or not lock.locked() or threading.current_thread() is not threading.main_thread():
+        return  # no cell runs: ipykernel acknowledges the message itself
+    with contextlib.suppress(Exception):
+        parent = kernel.get_parent("shell")
+        if parent.get("header", {}).get("msg_type") == "comm_msg":
+            kernel._publish_status("idle", "shell", parent=parent)
