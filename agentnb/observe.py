@@ -118,12 +118,21 @@ def watchers_for(own: Sequence[Watcher], first: RunStarted, link: RunLink | None
     if not seen:
         return None
 
-    def see(event: Event) -> None:
+    only = seen[0]
+
+    def see_one(event: Event) -> None:  # the usual case (one tracer): no loop per event
+        try:
+            only(event)
+        except Exception:
+            log.exception("agentnb: a run watcher failed on a %s event", event.kind)
+
+    def see_all(event: Event) -> None:
         for handler in seen:
             try:
                 handler(event)
             except Exception:
                 log.exception("agentnb: a run watcher failed on a %s event", event.kind)
 
+    see = see_one if len(seen) == 1 else see_all
     see(first)
     return see
