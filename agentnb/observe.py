@@ -68,7 +68,8 @@ class RunLink:
     than the agent's (an inner run gets what its outer run has left); ``nested``: the run is
     an agent tool's, whose events its outer run passes on (so it is not watched alone);
     ``turn``: the run's turn in its conversation; ``notes``: events to emit right after
-    ``run_started`` (a session's :class:`~agentnb.events.HistoryTrimmed`).
+    ``run_started`` (a session's :class:`~agentnb.events.HistoryTrimmed`); ``ledger``: the
+    calling run's :class:`~agentnb.limits.Ledger` (an agent tool's run spends its budgets).
     """
 
     conversation_id: str | None = None
@@ -76,6 +77,7 @@ class RunLink:
     nested: bool = False
     turn: int | None = None
     notes: tuple[Any, ...] = ()
+    ledger: Any = None
 
 
 _VENDORS = {"OpenAIProvider": "openai", "ResponsesProvider": "openai", "AnthropicProvider": "anthropic"}
