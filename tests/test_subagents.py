@@ -217,20 +217,24 @@ def test_three_level_span_tree_matches_the_event_stream() -> None:
     r = three_levels(SpanWatcher(provider)).run("write")
 
     def from_events(events: Any) -> list[Any]:
-        """The span tree the events describe: (name, children) per run, model call, tool call."""
+        """The span tree the events describe: [name, what it says, children] per run, model
+        call and tool call (a run's stop reason, a model call's tokens, a tool call's id)."""
         tree: list[Any] = []
         run: list[Any] = []
         tools: dict[str, list[Any]] = {}
         inner: dict[str, list[Any]] = {}
         for e in events:
             if e.kind == "run_started":
-                node = (f"invoke_agent {e.agent_name}", run)
-                tree.append(node)
+                tree.append([f"invoke_agent {e.agent_name}", None, run])
+            elif e.kind == "run_finished":
+                tree[-1][1] = e.stop_reason
             elif e.kind == "model_request":
-                run.append(("chat scripted", []))
+                run.append(["chat scripted", None, []])
+            elif e.kind == "model_response":
+                run[-1][1] = (e.usage.input_tokens, e.usage.output_tokens)
             elif e.kind == "tool_started":
                 tools[e.call_id] = []
-                run.append((f"execute_tool {e.name}", tools[e.call_id]))
+                run.append([f"execute_tool {e.name}", e.call_id, tools[e.call_id]])
             elif e.kind == "sub_agent":
                 inner.setdefault(e.call_id, []).append(e.event)
         for call_id, evs in inner.items():
@@ -242,9 +246,16 @@ def test_three_level_span_tree_matches_the_event_stream() -> None:
     for s in spans:
         children.setdefault(s.parent.span_id if s.parent else None, []).append(s)
 
+    def says(s: Any) -> Any:
+        a = s.attributes
+        op = a["gen_ai.operation.name"]
+        if op == "chat":
+            return (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"])
+        return a["gen_ai.tool.call.id"] if op == "execute_tool" else a["agentnb.stop_reason"]
+
     def from_spans(parent: Any) -> list[Any]:
         kids = sorted(children.get(parent, []), key=lambda s: s.start_time)
-        return [(s.name, from_spans(s.context.span_id)) for s in kids]
+        return [[s.name, says(s), from_spans(s.context.span_id)] for s in kids]
 
     assert from_spans(None) == from_events(r.events)
     assert len(spans) == 3 + 6 + 3  # three runs, six model calls, three tool calls
