@@ -209,9 +209,8 @@ class Agent:
         for this run (:mod:`agentnb.limits`).
         """
         run_limits = check_limits(limits) if limits is not None else self.limits
-        max_calls = self.max_tool_calls
-        if run_limits is not None and run_limits.tool_calls is not None:
-            max_calls = run_limits.tool_calls
+        own = run_limits.tool_calls if run_limits is not None else None
+        max_calls = own if own is not None else self.max_tool_calls
         output = _output_spec(output_type) if output_type is not None else self.output_spec
         # _sink (arun's): events go to this callback instead of being yielded; only the result
         # is yielded. One generator hop less per event, and the same code path.
@@ -237,6 +236,7 @@ class Agent:
             approval=self._gate(approver, _sink),
             limits=run_limits if run_limits is not None and run_limits.budgets else None,
             refresh=refresh,
+            above=_link.ledger if _link is not None else None,
         )
         start = perf_counter()
         error: BaseException | None = None

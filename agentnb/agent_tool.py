@@ -64,7 +64,8 @@ class AgentTool(Tool):
 
 async def _run_inner(agent: Agent, prompt: str, ctx: ToolContext) -> str:
     emit = ctx.emit  # None when called outside a loop (tool(...) by hand): then nothing is passed on
-    link = RunLink(max_tool_calls=ctx.tool_calls_left, nested=emit is not None)
+    ledger = ctx.ledger  # the calling run's: its limits hold in the inner run, shared with parallel calls
+    link = RunLink(max_tool_calls=ledger.calls_left() if ledger else None, nested=emit is not None, ledger=ledger)
     try:
         result = await agent.arun(prompt, on_event=emit, controller=ctx.controller, _link=link)
     except asyncio.CancelledError as exc:  # the outer run is cancelled: say how the inner one ended

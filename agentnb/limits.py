@@ -18,6 +18,11 @@ no tools and must answer in text. ``stop_reason`` is ``"limit"`` and the
   can go past a token, cost or time budget; bound ``requests`` too for a hard count. A ``cost``
   budget with a model whose price is unknown counts as reached (it cannot be kept).
 
+An agent used as a tool (:meth:`agentnb.Agent.as_tool`) spends its caller's budgets: its
+requests, tokens, cost and tool calls count toward every run above it as they happen, and it
+stops when any of those runs' limits is reached, leaving each caller one request for its own
+answer. Agent tools called in parallel share what their caller has left (:class:`Ledger`).
+
 >>> from agentnb import Agent, UsageLimits, tool
 >>> from agentnb.testing import ScriptedProvider, call
 >>> @tool
@@ -33,10 +38,13 @@ no tools and must answer in text. ``stop_reason`` is ``"limit"`` and the
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any
 
 from agentnb.errors import UserError
+from agentnb.messages import Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,3 +134,93 @@ def used(
         "seconds": round(elapsed, 3),
     }.get(limit)
     return value, amount
+
+
+class Ledger:
+    """What a run, and the runs its tools started, have used against its limits, kept live.
+
+    A run started by an agent tool (:meth:`agentnb.Agent.as_tool`) gets a ledger whose
+    ``above`` is its caller's: every request, token and tool call it spends is charged to its
+    own ledger and to every caller's at once, and before each model request and each tool call
+    it checks its callers' limits as well as its own. So parallel inner runs share what their
+    callers have left instead of each getting all of it, and a caller's limit holds across them.
+    A request is charged when it is decided on, before any wait, so two parallel runs cannot
+    both take the last one. An inner run leaves each caller one request for its own answer.
+
+    >>> outer = Ledger(UsageLimits(requests=3), 10)
+    >>> inner = Ledger(None, 10, above=outer)
+    >>> inner.add_request(); inner.reached()  # the outer has 2 left, one of them for its answer
+    ('requests', 3, 1)
+    >>> inner.spent(), outer.spent()
+    (False, False)
+    >>> inner.add_request(); inner.spent(), outer.spent()
+    (True, False)
+    """
+
+    __slots__ = ("limits", "max_tool_calls", "above", "requests", "usage", "tool_calls", "t0", "budgets")
+
+    def __init__(self, limits: UsageLimits | None, max_tool_calls: int, above: Ledger | None = None) -> None:
+        self.limits = limits if limits is not None and limits.budgets else None
+        self.max_tool_calls = max_tool_calls
+        self.above = above
+        self.requests = 0
+        self.usage = Usage()
+        self.tool_calls = 0
+        self.t0 = perf_counter()
+        #: Whether this run or a caller has budgets besides the tool-call limit (else no checks).
+        self.budgets: bool = self.limits is not None or (above is not None and above.budgets)
+
+    def _chain(self) -> Iterator[tuple[int, Ledger]]:
+        ledger: Ledger | None = self
+        k = 0
+        while ledger is not None:
+            yield k, ledger
+            ledger, k = ledger.above, k + 1
+
+    # (while loops, not _chain: these run at every step of every run)
+    def add_request(self) -> None:
+        ledger: Ledger | None = self
+        while ledger is not None:
+            ledger.requests += 1
+            ledger = ledger.above
+
+    def add_usage(self, usage: Usage) -> None:
+        ledger: Ledger | None = self
+        while ledger is not None:
+            ledger.usage += usage
+            ledger = ledger.above
+
+    def add_tool_call(self) -> None:
+        ledger: Ledger | None = self
+        while ledger is not None:
+            ledger.tool_calls += 1
+            ledger = ledger.above
+
+    def calls_left(self) -> int:
+        """The tool calls this run may still make: the fewest any run in the chain has left."""
+        if self.above is None:
+            return self.max_tool_calls - self.tool_calls
+        return min(ledger.max_tool_calls - ledger.tool_calls for _, ledger in self._chain())
+
+    def reached(self) -> tuple[str, float | None, float | None] | None:
+        """The first budget used up in the chain: (limit, its value, what was used), else None."""
+        now = perf_counter()
+        for k, ledger in self._chain():
+            if ledger.limits is None:
+                continue
+            u = ledger.usage
+            priced = u.cost is not None or not u.total_tokens
+            # k: one request left per caller in between for its own answer
+            hit = reached(ledger.limits, ledger.requests + k, u, u.cost, priced, now - ledger.t0)
+            if hit is not None:
+                return (hit, *used(hit, ledger.limits, ledger.requests, u, u.cost, now - ledger.t0))
+        return None
+
+    def spent(self) -> bool:
+        """Whether no model request is left to this run (its own or a caller's ``requests``)."""
+        return any(
+            ledger.limits is not None
+            and ledger.limits.requests is not None
+            and ledger.requests + k >= ledger.limits.requests
+            for k, ledger in self._chain()
+        )

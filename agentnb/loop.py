@@ -51,8 +51,7 @@ from agentnb.events import (
     ValidationResult,
 )
 from agentnb.history import MessageView
-from agentnb.limits import reached
-from agentnb.limits import used as used_of
+from agentnb.limits import Ledger
 from agentnb.loop_nested import nested_calls
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
 from agentnb.providers.base import Completion, Provider, Request, TextChunk
@@ -139,6 +138,8 @@ class LoopConfig:
     limits: UsageLimits | None = None
     #: Tools anew when a tool source changed them (an MCP server's list_changed), else None.
     refresh: Callable[[], dict[str, Tool] | None] | None = None
+    #: The calling run's ledger, for a run an agent tool started: its limits hold here too.
+    above: Ledger | None = None
 
 
 @dataclass(slots=True)
@@ -157,7 +158,6 @@ class RunState:
     #: The step in progress (its model turn and tool calls) until its messages are committed;
     #: a stop mid-step keeps what it did (agentnb.endings.settle_stopped_step).
     step: OpenStep | None = None
-    requests: int = 0  # model requests made
     limit: str | None = None  # the limit that ended the run, when one did
 
 
@@ -188,29 +188,22 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
     threaded = SYNC_TOOLS_IN_THREAD.get()
     limit_chars = cfg.max_result_chars
     gate = cfg.approval
-    budgets = cfg.limits
-    t0 = perf_counter()
+    ledger = Ledger(cfg.limits, cfg.max_tool_calls, cfg.above)
     while True:
         if cfg.refresh is not None and (fresh := cfg.refresh()) is not None:
             tools, all_tools, names = fresh, tuple(fresh.values()), tuple(fresh)
-        if budgets is not None:
-            if state.limit is None:
-                hit = reached(
-                    budgets, state.requests, state.usage, state.usage.cost, _priced(state), perf_counter() - t0
-                )
-                if hit is not None:
-                    state.limit = hit
-                    value, amount = used_of(
-                        hit, budgets, state.requests, state.usage, state.usage.cost, perf_counter() - t0
-                    )
-                    yield LimitReached(depth, cfg.max_tool_calls, state.tool_calls, limit=hit, value=value, used=amount)
-            if budgets.requests is not None and state.requests >= budgets.requests:  # no request left
+        if ledger.budgets:  # this run's limits, and those of the runs that called it
+            if state.limit is None and (hit := ledger.reached()) is not None:
+                state.limit, value, amount = hit
+                yield LimitReached(depth, cfg.max_tool_calls, state.tool_calls, limit=hit[0], value=value, used=amount)
+            if ledger.spent():  # no request left: the run ends with the text it has
                 state.stop_reason = "limit"
                 state.limit = state.limit or "requests"
                 state.output, who = out_of_requests(state.output, state.messages, state.requests)
                 yield FinalAnswer(depth, state.output, by=who)
                 return
-        limited = state.tool_calls >= cfg.max_tool_calls or state.limit is not None
+        ledger.add_request()  # now, before any wait: a parallel run sees it at once
+        limited = ledger.calls_left() <= 0 or state.limit is not None
         offer = bool(tools) and not limited and choice != "none"
         request = Request(
             MessageView(state.messages),
@@ -228,7 +221,6 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                 yield StepDecision(depth, "model", "stop")
                 raise
         start = perf_counter()
-        state.requests += 1
         if cfg.stream:
             completion = None
             async with aclosing(cfg.provider.stream(request)) as chunks:  # type: ignore[type-var]
@@ -247,6 +239,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         if used.input_tokens or used.output_tokens:
             used = priced(cfg.provider, used)
             state.usage += used
+            ledger.add_usage(used)
         calls = completion.tool_calls
         state.step = OpenStep(depth, completion)
         for note in completion.events:  # the provider's own decisions, at this depth
@@ -313,16 +306,18 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             return
 
         # Decide what to do with each call, in order; only executions need work afterwards.
-        budget = cfg.max_tool_calls - state.tool_calls
+        budget = ledger.calls_left()
         plans: list[ToolMessage | _Exec | int] = []  # int: a repeat of plans[int] in this turn
         state.step.plans, state.step.budget = plans, budget
         in_turn: dict[str, int] = {}
         for i, call in enumerate(calls):
             yield ToolCallRequested(depth, call.id, call.name, call.arguments)
-            if i >= budget:
+            if i >= budget or ledger.calls_left() <= 0:  # (a parallel run may have used what was left)
+                state.step.budget = budget = min(budget, i)
                 plans.append(ToolMessage(call.id, call.name, "Not executed: the tool-call limit was reached.", True))
                 continue
             state.tool_calls += 1
+            ledger.add_tool_call()
             tool = tools.get(call.name)
             if tool is None:
                 yield UnknownTool(depth, call.id, call.name, names)
@@ -382,17 +377,14 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             yield ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source)
         if any(getattr(p.tool, "nested", False) for p in execs):
             # Agents as tools: their runs' events come out live, and count toward this run.
-            left = cfg.max_tool_calls - state.tool_calls
-            nested = nested_calls(execs, depth, cfg.controller, left, _execute, cfg.tool_timeout)
+            nested = nested_calls(execs, depth, cfg.controller, ledger, _execute, cfg.tool_timeout)
             async with aclosing(nested) as items:  # type: ignore[type-var]
                 async for item in items:
                     if isinstance(item, SubAgentEvent):
                         inner = item.event
                         if inner.kind == "run_finished":  # deeper runs are in their parent's total
-                            state.usage += inner.usage
+                            state.usage += inner.usage  # (the limits saw it live: the ledger)
                             state.tool_calls += inner.tool_calls
-                        elif _innermost(inner).kind == "model_request":  # every level's requests count
-                            state.requests += 1
                         yield item
                     else:
                         yield _finished(depth, item)
@@ -441,20 +433,9 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             yield DirectOutput(depth, direct[0].call.id, direct[0].call.name, state.output)
             yield FinalAnswer(depth, state.output)
             return
-        if state.tool_calls >= cfg.max_tool_calls:
+        if ledger.calls_left() <= 0:
             yield LimitReached(depth, cfg.max_tool_calls, state.tool_calls)
         depth += 1
-
-
-def _priced(state: RunState) -> bool:
-    """Whether the run's cost is known (no tokens yet, or every call priced)."""
-    return state.usage.cost is not None or not state.usage.total_tokens
-
-
-def _innermost(event: Any) -> Any:
-    while isinstance(event, SubAgentEvent):
-        event = event.event
-    return event
 
 
 def _limit(tool: Tool, default: int | None) -> int | None:

@@ -22,7 +22,7 @@ async def nested_calls(
     execs: list[Any],
     depth: int,
     controller: Any,
-    tool_calls_left: int,
+    ledger: Any,
     execute: Callable[..., Awaitable[Any]],
     timeout: float | None,
 ) -> AsyncIterator[Any]:
@@ -39,7 +39,7 @@ async def nested_calls(
         ctx = ToolContext(p.call.id, p.tool.name, depth)
         ctx.emit = emitter(p.call.id, p.tool.name)
         ctx.controller = controller
-        ctx.tool_calls_left = tool_calls_left
+        ctx.ledger = ledger
         try:
             await execute(p, depth, timeout, threaded=True, ctx=ctx)
         finally:

@@ -68,7 +68,8 @@ class RunLink:
     than the agent's (an inner run gets what its outer run has left); ``nested``: the run is
     an agent tool's, whose events its outer run passes on (so it is not watched alone);
     ``turn``: the run's turn in its conversation; ``notes``: events to emit right after
-    ``run_started`` (a session's :class:`~agentnb.events.HistoryTrimmed`).
+    ``run_started`` (a session's :class:`~agentnb.events.HistoryTrimmed`); ``ledger``: the
+    calling run's :class:`~agentnb.limits.Ledger` (an agent tool's run spends its budgets).
     """
 
     conversation_id: str | None = None
@@ -76,6 +77,7 @@ class RunLink:
     nested: bool = False
     turn: int | None = None
     notes: tuple[Any, ...] = ()
+    ledger: Any = None
 
 
 _VENDORS = {"OpenAIProvider": "openai", "ResponsesProvider": "openai", "AnthropicProvider": "anthropic"}
@@ -118,12 +120,21 @@ def watchers_for(own: Sequence[Watcher], first: RunStarted, link: RunLink | None
     if not seen:
         return None
 
-    def see(event: Event) -> None:
+    only = seen[0]
+
+    def see_one(event: Event) -> None:  # the usual case (one tracer): no loop per event
+        try:
+            only(event)
+        except Exception:
+            log.exception("agentnb: a run watcher failed on a %s event", event.kind)
+
+    def see_all(event: Event) -> None:
         for handler in seen:
             try:
                 handler(event)
             except Exception:
                 log.exception("agentnb: a run watcher failed on a %s event", event.kind)
 
+    see = see_one if len(seen) == 1 else see_all
     see(first)
     return see

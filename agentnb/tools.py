@@ -89,7 +89,7 @@ class ToolContext:
     'report (call call_1)'
     """
 
-    __slots__ = ("call_id", "name", "depth", "images", "direct", "structured", "emit", "controller", "tool_calls_left")
+    __slots__ = ("call_id", "name", "depth", "images", "direct", "structured", "emit", "controller", "ledger")
 
     def __init__(self, call_id: str, name: str, depth: int) -> None:
         self.call_id = call_id
@@ -101,11 +101,11 @@ class ToolContext:
         #: kept on the ``ToolFinished`` event and in the transcript; the model reads the text.
         self.structured: Any = None
         #: For a tool that runs an agent (:meth:`agentnb.Agent.as_tool`): where the inner
-        #: run's events go (into this run's stream), this run's step controller, and how many
-        #: tool calls this run has left. None for ordinary tools.
+        #: run's events go (into this run's stream), this run's step controller, and its
+        #: :class:`~agentnb.limits.Ledger` (its limits hold in the inner run). None otherwise.
         self.emit: Any = None
         self.controller: Any = None
-        self.tool_calls_left: int | None = None
+        self.ledger: Any = None
 
     def attach_image(self, image: Any, mime: str = "image/png") -> None:
         """Queue an image (PNG/JPEG bytes or a PIL image) for the model's next turn."""

@@ -6,7 +6,9 @@ Each step is one model call answered instantly by a scripted model with one tool
 the loop's work around it: seven typed events, full schema validation (a compiled
 fastjsonschema check, jsonschema for the error messages), the sha256 dedup fingerprint, tool
 execution, messages. The floor is a bare hand-written async loop doing the same model/tool calls with
-none of that. Also prints ``import agentnb`` time (fresh interpreter, best of 5).
+none of that. Also prints ``import agentnb`` time (fresh interpreter, best of 5), and the cost of
+OpenTelemetry spans at N=100: plain, to a no-op tracer (agentnb's own part), through the SDK with a
+BatchSpanProcessor, and the same spans made bare with the SDK (its own cost, the floor).
 """
 
 from __future__ import annotations
@@ -97,9 +99,41 @@ def measure_both(fn, n: int, reps: int) -> tuple[float, float]:  # type: ignore[
     return statistics.median(times) / n * 1e6, statistics.median(cpus) / n * 1e6
 
 
+def bare_spans(provider: object, n: int) -> float:
+    """The SDK's own cost: the spans an instrumented run of ``n`` steps makes (same names, kinds,
+    attributes, parents), made by hand with no run around them. Returns CPU seconds."""
+    from time import time_ns
+
+    from opentelemetry import trace
+    from opentelemetry.trace import SpanKind
+
+    tracer = trace.get_tracer("bare", tracer_provider=provider)  # type: ignore[arg-type]
+    base = {"gen_ai.provider.name": "scripted", "gen_ai.request.model": "scripted"}
+    cpu = time.process_time()
+    run = tracer.start_span(
+        "invoke_agent", kind=SpanKind.INTERNAL, attributes={"gen_ai.operation.name": "invoke_agent", **base}
+    )
+    ctx = trace.set_span_in_context(run)
+    for k in range(n + 1):
+        chat = {"gen_ai.operation.name": "chat", **base, "gen_ai.response.model": "scripted"}
+        chat["gen_ai.response.finish_reasons"] = ("tool_calls" if k < n else "stop",)
+        chat["gen_ai.usage.input_tokens"] = chat["gen_ai.usage.output_tokens"] = 0
+        tracer.start_span("chat scripted", ctx, SpanKind.CLIENT, chat, start_time=time_ns()).end()
+        if k < n:
+            attrs = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "inc"}
+            attrs.update({"gen_ai.tool.call.id": f"call_{k}", "gen_ai.tool.type": "function"})
+            tracer.start_span("execute_tool inc", ctx, SpanKind.INTERNAL, attrs, start_time=time_ns()).end()
+    run.set_attributes(
+        {"gen_ai.usage.input_tokens": 0, "gen_ai.usage.output_tokens": 0, "agentnb.stop_reason": "limit"}
+    )
+    run.end()
+    return time.process_time() - cpu
+
+
 def tracing_rows(reps: int) -> list[tuple[str, float, float]]:
     """Plain vs OpenTelemetry-instrumented runs at N=100 (SDK, BatchSpanProcessor, an exporter
-    that drops the spans), measured in alternation so load on the machine hits both alike."""
+    that drops the spans), measured in alternation so load on the machine hits both alike; and
+    the same spans made bare (no run), which is what the SDK alone costs."""
     global traced
     try:
         from opentelemetry.sdk.trace import TracerProvider
@@ -119,21 +153,29 @@ def tracing_rows(reps: int) -> list[tuple[str, float, float]]:
     provider.add_span_processor(BatchSpanProcessor(Drop()))
     cases = {"plain": None, "api": SpanWatcher(NoOpTracerProvider()), "sdk": SpanWatcher(provider)}
     n = 100
-    got: dict[str, list[tuple[float, float]]] = {k: [] for k in cases}
+    got: dict[str, list[tuple[float, float]]] = {k: [] for k in [*cases, "bare"]}
     for _ in range(reps):
         for key, watcher in cases.items():
             traced = watcher
             got[key].append(measure_both(lambda k: agent_run("inc", k), n, 1))
+        bare = bare_spans(provider, n) / n * 1e6
+        got["bare"].append((bare, bare))
     traced = None
     provider.shutdown()
     med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v)) for k, v in got.items()}
-    p_cpu, t_cpu = med["plain"][1], med["sdk"][1]
-    per_span = (t_cpu - p_cpu) * n / (2 * n + 2)  # a chat and a tool span per step, + the last chat + the run
+    p_cpu, t_cpu, b_cpu = med["plain"][1], med["sdk"][1], med["bare"][1]
+    spans = 2 * n + 2  # a chat and a tool span per step, + the last chat + the run
+    per_span = (t_cpu - p_cpu) * n / spans
     return [
         (f"agentnb, sync tool, N={n}, plain", *med["plain"]),
         (f"agentnb, sync tool, N={n}, spans to a no-op tracer (agentnb's own cost)", *med["api"]),
         (f"agentnb, sync tool, N={n}, spans via the SDK + BatchSpanProcessor", *med["sdk"]),
+        (f"  the same {spans} spans made bare with the SDK, no run (cpu us per step)", b_cpu, b_cpu),
         (f"  ratio SDK-instrumented/plain (target <= 2.0): {t_cpu / p_cpu:.2f}; cpu us per span", per_span, per_span),
+        (
+            f"  floor (plain + bare SDK spans)/plain: {(p_cpu + b_cpu) / p_cpu:.2f}; bare cpu us per span",
+            *(b_cpu * n / spans,) * 2,
+        ),
     ]
 
 

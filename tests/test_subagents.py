@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import itertools
 import os
 from typing import Any
 
@@ -12,10 +13,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agentnb import Agent, StopRun, TextPrinter, ToolDecision, UserError, load_transcript, tool
+from agentnb import Agent, StopRun, TextPrinter, ToolDecision, UsageLimits, UserError, load_transcript, tool
 from agentnb.events import SubAgentEvent
 from agentnb.messages import Usage
-from agentnb.testing import ScriptedProvider, call
+from agentnb.testing import FunctionProvider, ScriptedProvider, call
 from agentnb.tracing.otel import SpanWatcher
 
 
@@ -85,6 +86,57 @@ def test_the_inner_run_gets_only_the_tool_calls_the_outer_has_left() -> None:
     finished = [e.event for e in r.events if isinstance(e, SubAgentEvent) and e.event.kind == "run_finished"]
     assert finished[0].tool_calls == 1 and finished[0].stop_reason == "limit"
     assert r.tool_calls == 2
+
+
+@tool
+async def note(i: int) -> str:
+    """Take a note."""
+    await asyncio.sleep(0)  # let the other inner run go on: the two really interleave
+    return f"note {i}"
+
+
+def two_busy_helpers(limits: UsageLimits, models: list[Any] | None = None) -> tuple[Agent, list[Any]]:
+    """An outer agent that calls two inner agents at once; each would take 5 notes (6 requests)."""
+    models = models or [ScriptedProvider([call("note", i=k) for k in range(5)] + [f"{n} done"]) for n in "ab"]
+    helpers = [Agent(m, tools=[note], name=n).as_tool() for m, n in zip(models, "ab", strict=True)]
+    outer = ScriptedProvider([[call("a", prompt="go"), call("b", prompt="go")], "both done"])
+    return Agent(outer, tools=helpers, limits=limits), [outer, *models]
+
+
+def inner_ends(r: Any) -> list[Any]:
+    return [e.event for e in r.events if isinstance(e, SubAgentEvent) and e.event.kind == "run_finished"]
+
+
+def test_parallel_inner_runs_share_the_outer_request_limit() -> None:
+    agent, models = two_busy_helpers(UsageLimits(requests=6))  # alone, the tree would make 14
+    r = agent.run("go")
+    assert sum(len(m.requests) for m in models) == 6
+    assert r.output == "both done" and r.stop_reason == "limit"  # the outer kept a request for its answer
+    assert [e.stop_reason for e in inner_ends(r)] == ["limit", "limit"]
+
+
+def test_parallel_inner_runs_share_the_outer_tool_calls() -> None:
+    agent, _ = two_busy_helpers(UsageLimits(tool_calls=4))  # 2 for a and b, 2 left for their notes
+    r = agent.run("go")
+    notes = [e for e in r.events if isinstance(e, SubAgentEvent) and e.event.kind == "tool_finished"]
+    assert len(notes) == 2 and r.tool_calls == 4  # alone, each would take 2: 6 in all
+    assert r.output == "both done"
+
+
+def test_parallel_inner_runs_share_the_outer_token_budget() -> None:
+    def notes_while_tools_are_offered() -> FunctionProvider:
+        counter = itertools.count()
+        return FunctionProvider(lambda m, tools: call("note", i=next(counter)) if tools else "done", usage=Usage(5, 5))
+
+    models = [notes_while_tools_are_offered() for _ in "ab"]
+    agent, _ = two_busy_helpers(UsageLimits(total_tokens=30), models)  # 10 tokens a request
+    r = agent.run("go")
+    # Checked before every request in the tree: each run in flight makes its last request (without
+    # tools) past the budget, as a single run does. Alone, each would take 10 notes: 220 tokens.
+    assert r.usage.total_tokens == 30 + 2 * 10
+    limits = [e.event for e in r.events if isinstance(e, SubAgentEvent) and e.event.kind == "limit_reached"]
+    assert [e.limit for e in limits] == ["total_tokens", "total_tokens"]
+    assert r.output == "both done" and [e.stop_reason for e in inner_ends(r)] == ["limit", "limit"]
 
 
 def test_stop_inside_the_inner_run_stops_both() -> None:
@@ -165,20 +217,24 @@ def test_three_level_span_tree_matches_the_event_stream() -> None:
     r = three_levels(SpanWatcher(provider)).run("write")
 
     def from_events(events: Any) -> list[Any]:
-        """The span tree the events describe: (name, children) per run, model call, tool call."""
+        """The span tree the events describe: [name, what it says, children] per run, model
+        call and tool call (a run's stop reason, a model call's tokens, a tool call's id)."""
         tree: list[Any] = []
         run: list[Any] = []
         tools: dict[str, list[Any]] = {}
         inner: dict[str, list[Any]] = {}
         for e in events:
             if e.kind == "run_started":
-                node = (f"invoke_agent {e.agent_name}", run)
-                tree.append(node)
+                tree.append([f"invoke_agent {e.agent_name}", None, run])
+            elif e.kind == "run_finished":
+                tree[-1][1] = e.stop_reason
             elif e.kind == "model_request":
-                run.append(("chat scripted", []))
+                run.append(["chat scripted", None, []])
+            elif e.kind == "model_response":
+                run[-1][1] = (e.usage.input_tokens, e.usage.output_tokens)
             elif e.kind == "tool_started":
                 tools[e.call_id] = []
-                run.append((f"execute_tool {e.name}", tools[e.call_id]))
+                run.append([f"execute_tool {e.name}", e.call_id, tools[e.call_id]])
             elif e.kind == "sub_agent":
                 inner.setdefault(e.call_id, []).append(e.event)
         for call_id, evs in inner.items():
@@ -190,9 +246,16 @@ def test_three_level_span_tree_matches_the_event_stream() -> None:
     for s in spans:
         children.setdefault(s.parent.span_id if s.parent else None, []).append(s)
 
+    def says(s: Any) -> Any:
+        a = s.attributes
+        op = a["gen_ai.operation.name"]
+        if op == "chat":
+            return (a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"])
+        return a["gen_ai.tool.call.id"] if op == "execute_tool" else a["agentnb.stop_reason"]
+
     def from_spans(parent: Any) -> list[Any]:
         kids = sorted(children.get(parent, []), key=lambda s: s.start_time)
-        return [(s.name, from_spans(s.context.span_id)) for s in kids]
+        return [[s.name, says(s), from_spans(s.context.span_id)] for s in kids]
 
     assert from_spans(None) == from_events(r.events)
     assert len(spans) == 3 + 6 + 3  # three runs, six model calls, three tool calls

@@ -229,3 +229,22 @@ def test_a_broken_watcher_never_breaks_a_run() -> None:
             return see
 
     assert Agent(ScriptedProvider(["fine"]), instrument=Broken()).run("go").output == "fine"
+
+
+def test_a_broken_watcher_beside_a_good_one_leaves_it_every_event() -> None:
+    class Broken:
+        def start(self, first: Any) -> Any:
+            def see(event: Any) -> None:
+                raise RuntimeError("watcher bug")
+
+            return see
+
+    class Count:
+        kinds: list[str] = []
+
+        def start(self, first: Any) -> Any:
+            return lambda event: self.kinds.append(event.kind)
+
+    good = Count()
+    r = Agent(ScriptedProvider(["fine"]), instrument=[Broken(), good]).run("go")
+    assert r.output == "fine" and good.kinds == [e.kind for e in r.events]
