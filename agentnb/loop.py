@@ -199,7 +199,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             if ledger.spent():  # no request left: the run ends with the text it has
                 state.stop_reason = "limit"
                 state.limit = state.limit or "requests"
-                state.output, who = out_of_requests(state.output, state.messages, state.requests)
+                state.output, who = out_of_requests(state.output, state.messages, ledger.requests)
                 yield FinalAnswer(depth, state.output, by=who)
                 return
         ledger.add_request()  # now, before any wait: a parallel run sees it at once
