@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from agentnb.agent import DEFAULT_MAX_TOOL_CALLS, Agent
+from agentnb.agent_tool import handoff
 from agentnb.approval import Approve, Deny, Edit
 from agentnb.errors import (
     AgentnbError,
@@ -88,6 +89,7 @@ __all__ = [
     "aevaluate",
     "evaluate",
     "get_provider",
+    "handoff",
     "instrument",
     "load_transcript",
     "tool",

@@ -377,7 +377,8 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             yield ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source)
         if any(getattr(p.tool, "nested", False) for p in execs):
             # Agents as tools: their runs' events come out live, and count toward this run.
-            nested = nested_calls(execs, depth, cfg.controller, ledger, _execute, cfg.tool_timeout)
+            said = (*state.messages, AssistantMessage(completion.text, calls, reasoning=completion.reasoning))
+            nested = nested_calls(execs, depth, cfg.controller, ledger, _execute, cfg.tool_timeout, said)
             async with aclosing(nested) as items:  # type: ignore[type-var]
                 async for item in items:
                     if isinstance(item, SubAgentEvent):

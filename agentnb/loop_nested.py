@@ -1,21 +1,40 @@
 """Tool calls that run agents: their events come out of the outer run live.
 
-An agent used as a tool (:meth:`agentnb.Agent.as_tool`) is an ordinary tool whose
-``nested`` flag is set. The loop runs such calls here: each gets a :class:`ToolContext` whose
-``emit`` puts the inner run's events on a queue, and this generator yields them, wrapped in
-:class:`~agentnb.events.SubAgentEvent`, while the calls run, then each finished call.
+An agent used as a tool (:meth:`agentnb.Agent.as_tool`, :func:`agentnb.handoff`) is an
+ordinary tool whose ``nested`` flag is set. The loop runs such calls here: each gets a
+:class:`ToolContext` whose ``caller`` (a :class:`Caller`) says how to reach the calling run;
+its ``emit`` puts the inner run's events on a queue, and this generator yields them, wrapped
+in :class:`~agentnb.events.SubAgentEvent`, while the calls run, then each finished call.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from agentnb.events import Event, SubAgentEvent
+from agentnb.messages import Message
 from agentnb.tools import ToolContext
 
 _DONE = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The run a nested tool call belongs to, as that call's :class:`ToolContext` sees it.
+
+    ``emit``: passes one inner event into the calling run's stream; ``controller``: its step
+    controller (the debugger), or None; ``ledger``: its :class:`~agentnb.limits.Ledger` (its
+    limits hold in the inner run); ``messages``: its conversation so far, ending with the
+    assistant turn that made the call (what a handoff passes on).
+    """
+
+    emit: Callable[[Event], None]
+    controller: Any
+    ledger: Any
+    messages: Sequence[Message]
 
 
 async def nested_calls(
@@ -25,6 +44,7 @@ async def nested_calls(
     ledger: Any,
     execute: Callable[..., Awaitable[Any]],
     timeout: float | None,
+    messages: Sequence[Message] = (),
 ) -> AsyncIterator[Any]:
     """Run ``execs`` concurrently; yield each inner event (wrapped) and each finished exec."""
     queue: asyncio.Queue[Any] = asyncio.Queue()
@@ -37,9 +57,7 @@ async def nested_calls(
 
     async def one(p: Any) -> None:
         ctx = ToolContext(p.call.id, p.tool.name, depth)
-        ctx.emit = emitter(p.call.id, p.tool.name)
-        ctx.controller = controller
-        ctx.ledger = ledger
+        ctx.caller = Caller(emitter(p.call.id, p.tool.name), controller, ledger, messages)
         try:
             await execute(p, depth, timeout, threaded=True, ctx=ctx)
         finally:

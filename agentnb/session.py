@@ -116,7 +116,7 @@ class Session:
     def window(self) -> tuple[list[Message], HistoryTrimmed | None]:
         """The history the next run starts from, and the event saying what was left out."""
         msgs = self.messages
-        head = [m for m in msgs[:1] if isinstance(m, SystemMessage)]
+        head: list[Message] = [m for m in msgs[:1] if isinstance(m, SystemMessage)]
         first = len(head)
         starts = [max(s, first) for s in self.starts] or ([first] if msgs else [])
         if not msgs or (self.max_messages is None and self.max_tokens is None):

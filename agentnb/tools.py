@@ -89,7 +89,7 @@ class ToolContext:
     'report (call call_1)'
     """
 
-    __slots__ = ("call_id", "name", "depth", "images", "direct", "structured", "emit", "controller", "ledger")
+    __slots__ = ("call_id", "name", "depth", "images", "direct", "structured", "caller")
 
     def __init__(self, call_id: str, name: str, depth: int) -> None:
         self.call_id = call_id
@@ -100,12 +100,10 @@ class ToolContext:
         #: Machine-readable data that came with the result (an MCP tool's ``structuredContent``),
         #: kept on the ``ToolFinished`` event and in the transcript; the model reads the text.
         self.structured: Any = None
-        #: For a tool that runs an agent (:meth:`agentnb.Agent.as_tool`): where the inner
-        #: run's events go (into this run's stream), this run's step controller, and its
-        #: :class:`~agentnb.limits.Ledger` (its limits hold in the inner run). None otherwise.
-        self.emit: Any = None
-        self.controller: Any = None
-        self.ledger: Any = None
+        #: For a tool that runs an agent (:meth:`agentnb.Agent.as_tool`): the calling run (a
+        #: :class:`agentnb.loop_nested.Caller`: its event stream, controller, ledger and
+        #: conversation). None for ordinary tools and for calls made outside a run.
+        self.caller: Any = None
 
     def attach_image(self, image: Any, mime: str = "image/png") -> None:
         """Queue an image (PNG/JPEG bytes or a PIL image) for the model's next turn."""

@@ -50,6 +50,7 @@ EXPECTED_ALL = [
     "aevaluate",
     "evaluate",
     "get_provider",
+    "handoff",
     "instrument",
     "load_transcript",
     "tool",
