@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from agentnb.events import (
     LimitReached,
     ModelRequest,
     ModelResponse,
+    RequestRetried,
     StepDecision,
     StopReason,
     SubAgentEvent,
@@ -52,6 +52,7 @@ from agentnb.events import (
 )
 from agentnb.history import MessageView
 from agentnb.limits import Ledger
+from agentnb.live import may_retry, one, with_notes
 from agentnb.loop_nested import nested_calls
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
 from agentnb.providers.base import Completion, Provider, Request, TextChunk
@@ -62,6 +63,8 @@ from agentnb.toolrun import (
     call_in_thread,
     clip,
     exception_text,
+    invalid_message,
+    unknown_message,
 )
 from agentnb.tools import Tool, ToolContext, render_result
 
@@ -189,6 +192,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
     limit_chars = cfg.max_result_chars
     gate = cfg.approval
     ledger = Ledger(cfg.limits, cfg.max_tool_calls, cfg.above)
+    live = may_retry(cfg.provider)
     while True:
         if cfg.refresh is not None and (fresh := cfg.refresh()) is not None:
             tools, all_tools, names = fresh, tuple(fresh.values()), tuple(fresh)
@@ -221,14 +225,17 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                 yield StepDecision(depth, "model", "stop")
                 raise
         start = perf_counter()
-        if cfg.stream:
+        if cfg.stream or live:  # live: retries come out as they wait (agentnb.live)
             completion = None
-            async with aclosing(cfg.provider.stream(request)) as chunks:  # type: ignore[type-var]
+            source = cfg.provider.stream(request) if cfg.stream else one(cfg.provider.complete, request)
+            async with aclosing(with_notes(source) if live else source) as chunks:  # type: ignore[type-var]
                 async for item in chunks:
                     if isinstance(item, Completion):
                         completion = item
                     elif isinstance(item, TextChunk):
                         yield TextDelta(depth, item.text)
+                    elif isinstance(item, RequestRetried):
+                        yield dataclasses.replace(item, depth=depth)
                     else:
                         yield ToolCallDelta(depth, item.index, item.name, item.arguments)
             if completion is None:
@@ -321,7 +328,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             tool = tools.get(call.name)
             if tool is None:
                 yield UnknownTool(depth, call.id, call.name, names)
-                plans.append(ToolMessage(call.id, call.name, _unknown_message(call, names), True))
+                plans.append(ToolMessage(call.id, call.name, unknown_message(call, names), True))
                 continue
             arguments = call.arguments
             if cfg.controller is not None:
@@ -338,7 +345,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             )
             yield ValidationResult(depth, call.id, call.name, tuple(errors))
             if errors or arguments is None:
-                plans.append(ToolMessage(call.id, call.name, _invalid_message(tool, errors), True))
+                plans.append(ToolMessage(call.id, call.name, invalid_message(tool, errors), True))
                 continue
             fp = fingerprint(call.name, {**tool.defaults, **arguments} if tool.defaults else arguments)
             earlier = dedup.lookup(fp)
@@ -360,7 +367,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                         errors = tool.validate(arguments) if isinstance(arguments, dict) else ["not a JSON object"]
                         yield ValidationResult(depth, call.id, call.name, tuple(errors))
                         if errors:
-                            plans.append(ToolMessage(call.id, call.name, _invalid_message(tool, errors), True))
+                            plans.append(ToolMessage(call.id, call.name, invalid_message(tool, errors), True))
                             continue
                         fp = fingerprint(call.name, {**tool.defaults, **arguments} if tool.defaults else arguments)
                     else:
@@ -507,25 +514,6 @@ async def _execute_all(execs: list[_Exec], depth: int, timeout: float | None) ->
     finally:
         for t in tasks:
             t.cancel()
-
-
-def _unknown_message(call: ToolCall, names: tuple[str, ...]) -> str:
-    available = ", ".join(names) or "(none)"
-    if call.parse_error and not call.name:  # a text model's call attempt that could not be read
-        return f"Your tool call could not be read: {call.parse_error}. Available functions: {available}."
-    return f'Function "{call.name}" not found. Available functions: {available}. Call one of these, or answer in text.'
-
-
-def _invalid_message(tool: Tool, errors: list[str] | tuple[str, ...]) -> str:
-    lines = "\n".join(f"- {e}" for e in errors)
-    return (
-        f"Invalid arguments for {tool.name}; it was not run:\n{lines}\n"
-        f"Its parameters schema is {_compact(tool.parameters)}. Fix the arguments and call it again."
-    )
-
-
-def _compact(schema: dict[str, Any]) -> str:
-    return json.dumps(schema, separators=(",", ":"))
 
 
 EventCallback = Callable[[Event], Any]

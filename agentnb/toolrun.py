@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -104,3 +105,24 @@ def clip(text: str, limit: int | None) -> str:
     cut = len(text) - head - tail
     note = f"[... {cut} characters cut: the result had {len(text)} characters ...]"
     return f"{text[:head]}\n{note}\n{text[len(text) - tail :] if tail else ''}"
+
+
+def unknown_message(call: Any, names: tuple[str, ...]) -> str:
+    """What the model reads when it called a tool that does not exist."""
+    available = ", ".join(names) or "(none)"
+    if call.parse_error and not call.name:  # a text model's call attempt that could not be read
+        return f"Your tool call could not be read: {call.parse_error}. Available functions: {available}."
+    return f'Function "{call.name}" not found. Available functions: {available}. Call one of these, or answer in text.'
+
+
+def invalid_message(tool: Any, errors: list[str] | tuple[str, ...]) -> str:
+    """What the model reads when its arguments do not match the tool's schema."""
+    lines = "\n".join(f"- {e}" for e in errors)
+    return (
+        f"Invalid arguments for {tool.name}; it was not run:\n{lines}\n"
+        f"Its parameters schema is {_compact(tool.parameters)}. Fix the arguments and call it again."
+    )
+
+
+def _compact(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, separators=(",", ":"))

@@ -53,6 +53,34 @@ def test_429_retry_after_is_honoured_once(fresh: ScriptedServer, stream: bool) -
     assert event.describe() == "rate limited, retrying in 1.0 s (retry 1 of 2)"
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_retry_shows_while_it_waits(fresh: ScriptedServer, stream: bool) -> None:
+    """The retry event comes out of the run's event stream as the wait begins, before the
+    retried request is sent; the trace widget says so then, not after the request succeeded."""
+    from agentnb.notebook.trace import TraceWidget
+
+    fresh.script(limited({"Retry-After": "2"}), text("hello"))
+    widget = TraceWidget()
+    seen: list[tuple[float, int, str, str]] = []
+
+    def on_event(event: object) -> None:
+        widget(event)
+        if isinstance(event, RequestRetried):
+            widget.flush()
+            seen.append((time.monotonic(), len(fresh.requests), widget.body_html, widget.text()))
+
+    provider = OpenAIProvider("m", base_url=fresh.url, max_retries=2)
+    result = Agent(provider, stream=stream).run("hi", on_event=on_event)
+    assert result.output == "hello" and len(fresh.requests) == 2
+    [(at, sent, html, text_)] = seen
+    assert sent == 1  # the retried request was not sent yet
+    assert 1.6 <= fresh.requests[1].at - at <= 2.4  # the event came as the 2 s wait began
+    assert "rate limited, retrying in 2.0 s" in html and "rate limited, retrying in 2.0 s" in text_
+    kinds = [e.kind for e in result.events]
+    assert kinds.count("request_retried") == 1  # shown once, not again with the completion
+    assert kinds.index("model_request") < kinds.index("request_retried") < kinds.index("model_response")
+
+
 def test_retry_after_ms_and_5xx_then_success(fresh: ScriptedServer) -> None:
     fresh.script(limited({"retry-after-ms": "50"}), limited({"retry-after-ms": "50"}, 503), text("ok"))
     result = Agent(OpenAIProvider("m", base_url=fresh.url, max_retries=2)).run("hi")

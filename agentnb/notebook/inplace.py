@@ -115,9 +115,8 @@ def _take(kernel: Any, socket: Any, reply: Any, kept: list[Any]) -> None:
             frames = socket.recv_multipart(zmq.NOBLOCK, copy=False)
         except zmq.Again:
             return
-        if kept:  # something is held back already: keep the order
-            kept.append(frames)
-            continue
+        # Widget messages go past held-back requests, as ipykernel's own concurrent path does:
+        # a cell run meanwhile must not keep the Approve click from the run that waits for it.
         msg = _comm_message(kernel, frames)
         if msg is None:
             kept.append(frames)

@@ -16,8 +16,8 @@ timeout is an error at once). The wait grows exponentially (``initial * factor *
 ``max_delay``) with ±``jitter`` so that many clients do not retry in step.
 
 Each retry is a :class:`~agentnb.events.RequestRetried` event ("rate limited, retrying in
-2.0 s"); it reaches the run's event stream the way a route switch does, with the provider's
-completion (``Completion.events``).
+2.0 s"). In a run it comes out of the event stream as the wait begins (:mod:`agentnb.live`);
+called outside a run, the provider attaches it to its completion (``Completion.events``).
 
 >>> policy = RetryPolicy(initial=1.0, factor=2.0, jitter=0.0)
 >>> [policy.backoff(n) for n in range(4)]
@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agentnb.events import RequestRetried
+from agentnb.live import LIVE_NOTES
 
 T = TypeVar("T")
 
@@ -142,7 +143,12 @@ async def send_with_retries(
                 raise  # past the time budget: fail now rather than wait in vain
         attempt += 1
         waited += delay
-        notes.append(RequestRetried(0, provider, attempt, retries, reason, round(delay, 3), status))
+        note = RequestRetried(0, provider, attempt, retries, reason, round(delay, 3), status)
+        live = LIVE_NOTES.get()
+        if live is None:
+            notes.append(note)  # reported with the completion (or the failure)
+        else:
+            live(note)  # reported now, in the run's events, before the wait
         await sleep(delay)
 
 

@@ -97,6 +97,13 @@ def build(name: str) -> MCPServer:
         return f"{os.getcwd()} {os.environ.get('AGENTNB_TEST', '-')}"
 
     @server.tool()
+    def write(path: str, text: str) -> str:
+        """Write text to a file (a side effect a test can see)."""
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        return f"wrote {len(text)} characters to {path}"
+
+    @server.tool()
     def weather(city: str) -> Weather:
         """Current weather, as structured data."""
         return Weather(city=city, temp_c=12)

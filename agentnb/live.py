@@ -1,0 +1,89 @@
+"""What a provider reports *while* a model request is still under way: retries, as they wait.
+
+The retry layer (:mod:`agentnb.providers.retry`) sleeps between attempts. Reported with the
+completion, a retry would reach the trace only once the request had succeeded, seconds later.
+For a provider that may retry (:func:`may_retry`), the loop sends the request through
+:func:`with_notes`: the request goes on in a task, and each note the provider hands to
+:data:`LIVE_NOTES` meanwhile comes out of the run's event stream at once, before the wait.
+A provider that cannot retry (scripted, in-process) is called directly: no task, no cost.
+
+>>> import asyncio
+>>> from agentnb.events import RequestRetried
+>>> async def complete():
+...     LIVE_NOTES.get()(RequestRetried(0, "p", 1, 2, "rate limited", 0.01, 429))
+...     await asyncio.sleep(0.01)
+...     return "done"
+>>> async def main():
+...     return [getattr(x, "kind", x) async for x in with_notes(one(complete))]
+>>> asyncio.run(main())
+['request_retried', 'done']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+#: Where a provider hands a note during a request (None: attach it to the completion instead).
+LIVE_NOTES: contextvars.ContextVar[Callable[[Any], None] | None] = contextvars.ContextVar(
+    "agentnb_live_notes", default=None
+)
+
+
+def may_retry(provider: Any, _depth: int = 0) -> bool:
+    """Whether ``provider`` (or one it wraps: a fallback's, an UnTooled layer's) may retry."""
+    if getattr(provider, "max_retries", 0) or _depth > 8:
+        return bool(getattr(provider, "max_retries", 0))
+    inner = [getattr(provider, "inner", None), *getattr(provider, "providers", ())]
+    return any(p is not None and may_retry(p, _depth + 1) for p in inner)
+
+
+async def one(make: Callable[..., Awaitable[T]], *args: Any) -> AsyncIterator[T]:
+    """``await make(*args)`` as a one-item stream."""
+    yield await make(*args)
+
+
+async def with_notes(items: AsyncIterator[T]) -> AsyncIterator[T | Any]:
+    """``items``, with the notes reported to :data:`LIVE_NOTES` while they are awaited, in time."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    context = contextvars.copy_context()
+    context.run(LIVE_NOTES.set, queue.put_nowait)
+    iterator = aiter(items)
+    try:
+        # Retries happen before the first item (the response has not begun): only that one is
+        # awaited in a task; the rest of a stream is read directly.
+        step = context.run(asyncio.ensure_future, anext(iterator))
+        getter: asyncio.Future[Any] | None = None
+        try:
+            while not step.done():
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait((step, getter), return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+        finally:
+            if getter is not None and not getter.done():
+                getter.cancel()
+            if not step.done():  # the run was stopped: the request is cancelled, and ends first
+                step.cancel()
+                await asyncio.wait((step,))
+        while not queue.empty():
+            yield queue.get_nowait()
+        try:
+            first = step.result()
+        except StopAsyncIteration:
+            return
+        yield first
+        async for item in iterator:
+            while not queue.empty():
+                yield queue.get_nowait()
+            yield item
+    finally:
+        close = getattr(iterator, "aclose", None)
+        if close is not None:  # the provider's stream ends here, not when collected
+            await close()
