@@ -1,15 +1,21 @@
 """Guidance for weak models: what to favour, forbid or skip while a call is decoded.
 
-One layer, used by both sources of log-probabilities: the in-process model
-(:mod:`agentnb.providers.hf`, torch) and a server's logprobs (:mod:`agentnb.providers.openai`).
-Nothing here imports either of them, nor torch.
+One layer, written once against one interface (:mod:`.source`: :class:`~.source.LogprobSource`,
+"the log-probabilities of these continuations" and "the next-token distribution", plus what a
+step would cost), with two sources behind it: the in-process model
+(:class:`agentnb.providers.hf.source.InProcessSource`: torch, the prefix cache) and a server's
+logprobs (:class:`agentnb.providers.openai.source.ServerSource`). Nothing here imports either
+backend, nor torch.
 
-* :mod:`.constraint`: the call grammar (JSON Schema of a call, llguidance);
-* :mod:`.byteguide`: that grammar walked byte by byte over a server's token texts;
-* :mod:`.steer`: the copy bias that steers values towards spans of the request;
-* :mod:`.lists`, :mod:`.optional`: lists that repeat an item, optional arguments the request names;
-* :mod:`.decide`: the call-or-answer decision from the model's own measurements;
-* :mod:`.ground`: answers that favour the words of the tool results.
+* :mod:`.source`: the interface, and :class:`~.source.Alternatives` (a top-k distribution);
+* :mod:`.rank`: which tool fits the request (scored under each tool's description);
+* :mod:`.call_or_answer`: the call-or-answer decision, measured; :mod:`.decide`: its rule;
+* :mod:`.call_bias`: the bonuses that steer a call's values, from :mod:`.steer` (the copy
+  bias), :mod:`.lists` (lists that repeat an item) and :mod:`.optional` (optional arguments the
+  request names); each source applies them its own way (logits in-process, alternatives on a server);
+* :mod:`.constraint`: the call grammar (JSON Schema of a call, llguidance); :mod:`.byteguide`:
+  that grammar walked byte by byte over a server's token texts;
+* :mod:`.ground`: answers that favour the words of the tool results (in-process only).
 
 >>> from agentnb.providers.guidance.decide import lacks_numbers
 >>> lacks_numbers({"properties": {"n": {"type": "integer"}}, "required": ["n"]}, "add some")

@@ -1,10 +1,11 @@
 """The in-process backend: HuggingFace ``transformers`` models on this machine.
 
-:mod:`.provider` (generation), :mod:`.choose` (the model's own measurements for the tool
-ranking and the call-or-answer decision), :mod:`.steering` (the guidance's bonuses applied to
-logits), :mod:`.cache` (prefix KV cache), :mod:`.loading` (model loading, the SmolLM2 fp32 cache)
-and :mod:`.local` (the embedded ``"local"`` model). The guidance itself (grammar, copy bias, the
-decision rule) is :mod:`agentnb.providers.guidance`, shared with the server route. torch and
+:mod:`.provider` (generation), :mod:`.source` (the model as the guidance's source of
+log-probabilities), :mod:`.choose` (the grammar branch the guidance's decision picks, and the
+batched scoring of a request under each tool's description), :mod:`.steering` (the guidance's
+bonuses applied to logits), :mod:`.cache` (prefix KV cache), :mod:`.loading` (model loading, the SmolLM2 fp32 cache)
+and :mod:`.local` (the embedded ``"local"`` model). The guidance itself (grammar, ranking, the
+decision, the copy bias) is :mod:`agentnb.providers.guidance`, shared with the server route. torch and
 transformers are imported only when a model is used.
 """
 

@@ -10,16 +10,13 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from agentnb.errors import UserError
+from agentnb.providers.guidance.call_or_answer import CALL_THRESHOLD, CALL_THRESHOLD_AFTER_RESULTS
 
-#: Share of the first token's probability that must start a call for ``auto`` to call a tool.
-#: Small on purpose: a chatty small model puts almost all its mass on prose even when a tool is
-#: plainly needed; measured with SmolLM2-135M (benchmarks/untooled_accuracy.py), requests that
-#: need a tool mostly gave shares of 0.003-0.08, chit-chat 0.000-0.001.
-DEFAULT_CALL_THRESHOLD = 0.0015
-#: The same after tool results: then answering is the norm, and a weak model that is let call
-#: at the slightest chance repeats its call until the limit (measured: SmolLM2 gave shares of
-#: 0.53, then 0.89, for repeating the call it had just made).
-DEFAULT_CALL_THRESHOLD_AFTER_RESULTS = 0.9
+#: Share of the first token's probability that must start a call for ``auto`` to call a tool
+#: (when the tools' fits are not weighed); the guidance's, as on a server.
+DEFAULT_CALL_THRESHOLD = CALL_THRESHOLD
+#: The same after tool results, when answering is the norm.
+DEFAULT_CALL_THRESHOLD_AFTER_RESULTS = CALL_THRESHOLD_AFTER_RESULTS
 #: Request setting UnTooled adds (to providers with ``understands_untooled_hints``) when the
 #: conversation ends with tool results.
 AFTER_RESULTS_HINT = "untooled_after_tool_results"

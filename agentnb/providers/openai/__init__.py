@@ -7,9 +7,11 @@
 * :mod:`.responses`: the Responses API route (``api="responses"``);
 * :mod:`.route`: native or UnTooled over a server, and the switch between them;
 * the server's side of the weak-model guidance (:mod:`agentnb.providers.guidance`): the
-  log-probability source (:mod:`.logprobs`), picking the tool (:mod:`.rank`), the
-  call-or-answer decision (:mod:`.decide`) and steering a call token by token (:mod:`.steer`,
-  with the chat templates of :mod:`.templates`).
+  server as the guidance's source of log-probabilities (:mod:`.source`, reading them with
+  :mod:`.logprobs` and the echoed prompts of :mod:`.rank`), what the route does with the tool
+  ranking and the call-or-answer decision (:mod:`.rank`, :mod:`.decide`), steering a call token
+  by token (:mod:`.steer`, with the chat templates of :mod:`.templates`) and what all of it
+  costs (:mod:`.cost`).
 
 >>> from agentnb.providers.openai import OpenAIProvider
 >>> OpenAIProvider("m", base_url="http://127.0.0.1:1/v1").model
