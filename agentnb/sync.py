@@ -81,8 +81,11 @@ class BlockingCell:
             self._wake.wait()
             self._wake.clear()
             if self._jobs and not self.done:
-                job = self._jobs[-1]
-                job(lambda job=job: self.done or job not in self._jobs)
+                self._jobs[-1](self._lent_back)
+
+    def _lent_back(self) -> bool:
+        """A lent job's ``stop()``: the run ended, or nothing is lent any more."""
+        return self.done or not self._jobs
 
 
 #: The cell a run on a worker thread holds (None: no cell waits for this run).
