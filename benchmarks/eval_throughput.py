@@ -14,8 +14,9 @@ wall time for the N runs and checks that every run ended "done"; the server coun
 
 Drivers, in the same run against the same server:
 - ``evaluate``: ``agentnb.evaluate(agent, N cases, concurrency=C)`` (OpenAIProvider, one tool).
-- ``evaluate+aiohttp``: the same with the SDK's own aiohttp transport
-  (``http_client=openai.DefaultAioHttpClient()``; needs ``pip install 'openai[aiohttp]'``).
+  With aiohttp installed (the ``openai`` extra) the SDK's requests go over aiohttp connections
+  (``agentnb.providers.aiohttp_transport``); the non-streamed body is read as JSON by agentnb.
+- ``evaluate+httpx``: the same on the SDK's default HTTP pool (``http_client=openai.DefaultAsyncHttpxClient()``).
 - ``arun+gather``: ``Agent.arun`` for each case, ``asyncio.gather`` under a semaphore.
 - ``openai-sdk``: the plain ``openai.AsyncOpenAI`` client in a hand-written 3-call loop.
 - ``raw-asyncio``: the same loop on bare asyncio streams (json + HTTP/1.1 by hand, a connection
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import resource
@@ -117,7 +117,7 @@ def _cpu() -> float:
     return u.ru_utime + u.ru_stime
 
 
-def _agent(url: str, http: str = "httpx") -> Any:
+def _agent(url: str, http: str = "default") -> Any:
     from agentnb import Agent, tool
     from agentnb.providers import OpenAIProvider
 
@@ -127,17 +127,17 @@ def _agent(url: str, http: str = "httpx") -> Any:
         return a + b
 
     options: dict[str, Any] = {}
-    if http == "aiohttp":  # the SDK's own aiohttp transport (pip install 'openai[aiohttp]'); one loop only
+    if http == "httpx":  # the SDK's default pool, not agentnb's aiohttp transport; one loop only
         import openai
 
-        options["http_client"] = openai.DefaultAioHttpClient()
+        options["http_client"] = openai.DefaultAsyncHttpxClient()
     return Agent(OpenAIProvider("m", base_url=url, api_key="x", **options), tools=[add])
 
 
 _AGENTS: dict[str, Any] = {}
 
 
-async def drive_evaluate(url: str, n: int, c: int, executor: str = "local", http: str = "httpx") -> list[str]:
+async def drive_evaluate(url: str, n: int, c: int, executor: str = "local", http: str = "default") -> list[str]:
     from agentnb import aevaluate
 
     extra = {"ray_workers": 2} if executor == "ray" else {}
@@ -285,13 +285,13 @@ async def drive_langgraph(url: str, n: int, c: int) -> list[str]:
 PEERS = {"pydantic-evals": drive_pydantic_evals, "langgraph": drive_langgraph}
 
 
-async def drive_evaluate_aiohttp(url: str, n: int, c: int) -> list[str]:
-    return await drive_evaluate(url, n, c, http="aiohttp")
+async def drive_evaluate_httpx(url: str, n: int, c: int) -> list[str]:
+    return await drive_evaluate(url, n, c, http="httpx")
 
 
 DRIVERS = {
     "evaluate": drive_evaluate,
-    "evaluate+aiohttp": drive_evaluate_aiohttp,
+    "evaluate+httpx": drive_evaluate_httpx,
     "arun+gather": drive_arun,
     "openai-sdk": drive_sdk,
     "raw-asyncio": drive_raw,
@@ -422,9 +422,6 @@ def main() -> None:
             plan.append((100, "evaluate-ray"))
         for c, d in plan:
             n = runs.get(c, 10 * c)
-            if d == "evaluate+aiohttp" and importlib.util.find_spec("aiohttp") is None:
-                print(f"{c:>5} {n:>5} {d:<16} skipped: needs pip install 'openai[aiohttp]'")
-                continue
             before = _stats(url)
             env = {
                 **os.environ,
