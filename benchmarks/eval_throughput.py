@@ -21,7 +21,8 @@ Drivers, in the same run against the same server:
 - ``openai-sdk``: the plain ``openai.AsyncOpenAI`` client in a hand-written 3-call loop.
 - ``raw-asyncio``: the same loop on bare asyncio streams (json + HTTP/1.1 by hand, a connection
   per worker): the floor under any client.
-- ``evaluate-ray`` (``--ray``): ``executor="ray"``, 2 workers (a local Ray on 127.0.0.1).
+- ``evaluate-ray`` (``--ray``): ``executor="ray"``, 2 workers (a local Ray on 127.0.0.1); its client
+  CPU is the driver's plus that of every process Ray started (raylet, GCS, the workers).
 """
 
 from __future__ import annotations
@@ -310,19 +311,37 @@ def child(driver: str, url: str, n: int, c: int) -> None:
     else:
         fn = DRIVERS.get(driver) or PEERS[driver]
 
-    async def measured() -> tuple[list[str], float, float]:
+    async def measured() -> tuple[list[str], float, float, float]:
         await fn(url, 1, 1)  # imports and first connections outside the measurement
-        cpu0, t0 = _cpu(), time.perf_counter()
+        cpu0, t0, tree0 = _cpu(), time.perf_counter(), _descendants_cpu()
         outputs = await fn(url, n, c)
-        return outputs, time.perf_counter() - t0, _cpu() - cpu0
+        wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+        return outputs, wall, cpu, _descendants_cpu(tree0)
 
-    outputs, wall, cpu = asyncio.run(measured())
+    outputs, wall, cpu, others = asyncio.run(measured())
     if driver == "evaluate-ray":
         import ray
 
         ray.shutdown()
     ok = sum(1 for o in outputs if o == "done")
-    print(json.dumps({"wall": wall, "cpu": cpu, "ok": ok, "n": n}))
+    print(json.dumps({"wall": wall, "cpu": cpu, "others": others, "ok": ok, "n": n}))
+
+
+def _descendants_cpu(before: dict[int, float] | None = None) -> Any:
+    """CPU seconds of this process's descendants (Ray's raylet, GCS and workers): a snapshot
+    by pid, or, given an earlier snapshot, the seconds spent since (new processes from zero)."""
+    import psutil
+
+    now: dict[int, float] = {}
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            t = proc.cpu_times()
+            now[proc.pid] = t.user + t.system
+        except psutil.Error:
+            pass
+    if before is None:
+        return now
+    return sum(v - before.get(pid, 0.0) for pid, v in now.items())
 
 
 def memory(n: int) -> None:
@@ -443,9 +462,12 @@ def main() -> None:
             calls = after["requests"] - before["requests"] - 3  # minus the warm-up run
             ideal = n / c * 3 * args.delay if n >= c else 3 * args.delay
             flag = "" if r["ok"] == n and calls == 3 * n else f"  (!) {r['ok']}/{n} done, {calls} calls"
+            cpu = r["cpu"] + r.get("others", 0.0)  # Ray: the driver and every Ray process it started
+            if r.get("others"):
+                flag += f"  (driver {r['cpu']:.2f} s + Ray processes {r['others']:.2f} s)"
             print(
-                f"{c:>5} {n:>5} {d:<16} {r['wall']:>7.2f} {ideal:>7.2f} {r['wall'] / ideal:>7.2f} {r['cpu']:>12.2f}"
-                f" {r['cpu'] / (3 * n) * 1000:>11.3f} {after['cpu'] - before['cpu']:>12.2f}{flag}"
+                f"{c:>5} {n:>5} {d:<16} {r['wall']:>7.2f} {ideal:>7.2f} {r['wall'] / ideal:>7.2f} {cpu:>12.2f}"
+                f" {cpu / (3 * n) * 1000:>11.3f} {after['cpu'] - before['cpu']:>12.2f}{flag}"
             )
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
     finally:
