@@ -114,6 +114,8 @@ class OpenAIProvider(GuidedSending, RoutedSending, Provider):
             reasoning across tool calls; see :mod:`agentnb.providers.openai.responses`).
         client_options: passed to ``openai.AsyncOpenAI`` (``organization``,
             ``default_headers``, ``http_client``, ...); any other name is a :class:`UserError`.
+            Without an ``http_client`` the SDK's requests go over aiohttp connections when
+            aiohttp is installed (:mod:`agentnb.providers.aiohttp_transport`).
 
     >>> OpenAIProvider("m", api_key="sk-secret", base_url="http://127.0.0.1:8000/v1").name
     'm'
