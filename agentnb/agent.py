@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
 from time import perf_counter
@@ -492,32 +493,60 @@ def _run_started(
 ) -> RunStarted:
     """The first event: what is asked, of which model, in which turn of a conversation."""
     p = agent.provider
-    inner = getattr(p, "inner", None)
-    backend = type(p).__name__ + (f" over {type(inner).__name__}" if isinstance(inner, Provider) else "")
-    system = next((m.content for m in messages if isinstance(m, SystemMessage)), None)
+    backend, model, vendor = _describe(p)
     earlier = len(list(history.messages if isinstance(history, RunResult) else history)) if history is not None else 0
-    turn = 1 + sum(1 for m in messages[:earlier] if isinstance(m, UserMessage) and m.content != ATTACHMENT_NOTE)
-    prompt = next((m.content for m in reversed(messages[earlier:]) if isinstance(m, UserMessage)), None)
-    n = len(messages)
+    system = prompt = None
+    turn = 1
+    for i, m in enumerate(messages):  # one pass: the system prompt, earlier user turns, the new prompt
+        if isinstance(m, UserMessage):
+            if i < earlier:
+                turn += m.content != ATTACHMENT_NOTE
+            else:
+                prompt = m.content
+        elif system is None and isinstance(m, SystemMessage):
+            system = m.content
     conversation = link.conversation_id if link is not None else None
     if link is not None and link.turn is not None:
         turn = link.turn
-    model = getattr(p, "model", None) or getattr(inner, "model", None)
     return RunStarted(
         0,
         p.name,
         tuple(agent.tools),
         max_calls,
-        n,
+        len(messages),
         prompt,
         system,
         backend,
         turn,
         agent_name=agent.name,
         conversation_id=conversation,
-        model=model if isinstance(model, str) else None,
-        vendor=vendor_of(p),
+        model=model,
+        vendor=vendor,
     )
+
+
+#: provider -> (its class, what RunStarted says of it): computed once per provider, not per run.
+_DESCRIBED: weakref.WeakKeyDictionary[Any, tuple[Any, tuple[str, str | None, str]]] = weakref.WeakKeyDictionary()
+
+
+def _describe(p: Any) -> tuple[str, str | None, str]:
+    """``(backend, model, vendor)`` of a provider for :class:`RunStarted`."""
+    try:
+        hit = _DESCRIBED.get(p)
+    except TypeError:  # not weakly referenceable (or unhashable): computed each time
+        hit = None
+    inner = getattr(p, "inner", None)
+    key = (type(p), getattr(p, "model", None), type(inner), getattr(inner, "model", None))
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    backend = type(p).__name__ + (f" over {type(inner).__name__}" if isinstance(inner, Provider) else "")
+    model = key[1] or key[3]
+    described = (backend, model if isinstance(model, str) else None, vendor_of(p))
+    try:
+        _DESCRIBED[p] = (key, described)
+    except TypeError:
+        pass
+    return described
 
 
 def _output_spec(output_type: Any) -> Any:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentnb.events import Event, StopReason
+from agentnb.fastinit import fast_init
 from agentnb.messages import Message, Usage
 from agentnb.transcript import TRANSCRIPT_VERSION, read_transcript, transcript_fields, write_atomic
 
@@ -134,6 +135,9 @@ class RunResult:
         Raises :class:`agentnb.errors.TranscriptError` naming the file and what is wrong.
         """
         return cls(**_typed(read_transcript(path), output_type))
+
+
+fast_init(RunResult)  # built once per run: the cheaper constructor of the events
 
 
 def _typed(fields: dict[str, Any], output_type: Any) -> dict[str, Any]:

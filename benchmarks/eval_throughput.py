@@ -14,20 +14,21 @@ wall time for the N runs and checks that every run ended "done"; the server coun
 
 Drivers, in the same run against the same server:
 - ``evaluate``: ``agentnb.evaluate(agent, N cases, concurrency=C)`` (OpenAIProvider, one tool).
-- ``evaluate+aiohttp``: the same with the SDK's own aiohttp transport
-  (``http_client=openai.DefaultAioHttpClient()``; needs ``pip install 'openai[aiohttp]'``).
+  With aiohttp installed (the ``openai`` extra) the SDK's requests go over aiohttp connections
+  (``agentnb.providers.aiohttp_transport``); the non-streamed body is read as JSON by agentnb.
+- ``evaluate+httpx``: the same on the SDK's default HTTP pool (``http_client=openai.DefaultAsyncHttpxClient()``).
 - ``arun+gather``: ``Agent.arun`` for each case, ``asyncio.gather`` under a semaphore.
 - ``openai-sdk``: the plain ``openai.AsyncOpenAI`` client in a hand-written 3-call loop.
 - ``raw-asyncio``: the same loop on bare asyncio streams (json + HTTP/1.1 by hand, a connection
   per worker): the floor under any client.
-- ``evaluate-ray`` (``--ray``): ``executor="ray"``, 2 workers (a local Ray on 127.0.0.1).
+- ``evaluate-ray`` (``--ray``): ``executor="ray"``, 2 workers (a local Ray on 127.0.0.1); its client
+  CPU is the driver's plus that of every process Ray started (raylet, GCS, the workers).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import json
 import os
 import resource
@@ -117,7 +118,7 @@ def _cpu() -> float:
     return u.ru_utime + u.ru_stime
 
 
-def _agent(url: str, http: str = "httpx") -> Any:
+def _agent(url: str, http: str = "default") -> Any:
     from agentnb import Agent, tool
     from agentnb.providers import OpenAIProvider
 
@@ -127,17 +128,17 @@ def _agent(url: str, http: str = "httpx") -> Any:
         return a + b
 
     options: dict[str, Any] = {}
-    if http == "aiohttp":  # the SDK's own aiohttp transport (pip install 'openai[aiohttp]'); one loop only
+    if http == "httpx":  # the SDK's default pool, not agentnb's aiohttp transport; one loop only
         import openai
 
-        options["http_client"] = openai.DefaultAioHttpClient()
+        options["http_client"] = openai.DefaultAsyncHttpxClient()
     return Agent(OpenAIProvider("m", base_url=url, api_key="x", **options), tools=[add])
 
 
 _AGENTS: dict[str, Any] = {}
 
 
-async def drive_evaluate(url: str, n: int, c: int, executor: str = "local", http: str = "httpx") -> list[str]:
+async def drive_evaluate(url: str, n: int, c: int, executor: str = "local", http: str = "default") -> list[str]:
     from agentnb import aevaluate
 
     extra = {"ray_workers": 2} if executor == "ray" else {}
@@ -285,13 +286,13 @@ async def drive_langgraph(url: str, n: int, c: int) -> list[str]:
 PEERS = {"pydantic-evals": drive_pydantic_evals, "langgraph": drive_langgraph}
 
 
-async def drive_evaluate_aiohttp(url: str, n: int, c: int) -> list[str]:
-    return await drive_evaluate(url, n, c, http="aiohttp")
+async def drive_evaluate_httpx(url: str, n: int, c: int) -> list[str]:
+    return await drive_evaluate(url, n, c, http="httpx")
 
 
 DRIVERS = {
     "evaluate": drive_evaluate,
-    "evaluate+aiohttp": drive_evaluate_aiohttp,
+    "evaluate+httpx": drive_evaluate_httpx,
     "arun+gather": drive_arun,
     "openai-sdk": drive_sdk,
     "raw-asyncio": drive_raw,
@@ -310,19 +311,39 @@ def child(driver: str, url: str, n: int, c: int) -> None:
     else:
         fn = DRIVERS.get(driver) or PEERS[driver]
 
-    async def measured() -> tuple[list[str], float, float]:
+    async def measured() -> tuple[list[str], float, float, float]:
         await fn(url, 1, 1)  # imports and first connections outside the measurement
-        cpu0, t0 = _cpu(), time.perf_counter()
+        cpu0, t0, tree0 = _cpu(), time.perf_counter(), _descendants_cpu()
         outputs = await fn(url, n, c)
-        return outputs, time.perf_counter() - t0, _cpu() - cpu0
+        wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
+        return outputs, wall, cpu, _descendants_cpu(tree0)
 
-    outputs, wall, cpu = asyncio.run(measured())
+    outputs, wall, cpu, others = asyncio.run(measured())
     if driver == "evaluate-ray":
         import ray
 
         ray.shutdown()
     ok = sum(1 for o in outputs if o == "done")
-    print(json.dumps({"wall": wall, "cpu": cpu, "ok": ok, "n": n}))
+    print(json.dumps({"wall": wall, "cpu": cpu, "others": others, "ok": ok, "n": n}))
+
+
+def _descendants_cpu(before: dict[int, float] | None = None) -> Any:
+    """CPU seconds of this process's descendants (Ray's raylet, GCS and workers): a snapshot
+    by pid, or, given an earlier snapshot, the seconds spent since (new processes from zero)."""
+    try:
+        import psutil
+    except ImportError:  # a peer's venv: its drivers start no processes
+        return {} if before is None else 0.0
+    now: dict[int, float] = {}
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            t = proc.cpu_times()
+            now[proc.pid] = t.user + t.system
+        except psutil.Error:
+            pass
+    if before is None:
+        return now
+    return sum(v - before.get(pid, 0.0) for pid, v in now.items())
 
 
 def memory(n: int) -> None:
@@ -422,9 +443,6 @@ def main() -> None:
             plan.append((100, "evaluate-ray"))
         for c, d in plan:
             n = runs.get(c, 10 * c)
-            if d == "evaluate+aiohttp" and importlib.util.find_spec("aiohttp") is None:
-                print(f"{c:>5} {n:>5} {d:<16} skipped: needs pip install 'openai[aiohttp]'")
-                continue
             before = _stats(url)
             env = {
                 **os.environ,
@@ -446,9 +464,12 @@ def main() -> None:
             calls = after["requests"] - before["requests"] - 3  # minus the warm-up run
             ideal = n / c * 3 * args.delay if n >= c else 3 * args.delay
             flag = "" if r["ok"] == n and calls == 3 * n else f"  (!) {r['ok']}/{n} done, {calls} calls"
+            cpu = r["cpu"] + r.get("others", 0.0)  # Ray: the driver and every Ray process it started
+            if r.get("others"):
+                flag += f"  (driver {r['cpu']:.2f} s + Ray processes {r['others']:.2f} s)"
             print(
-                f"{c:>5} {n:>5} {d:<16} {r['wall']:>7.2f} {ideal:>7.2f} {r['wall'] / ideal:>7.2f} {r['cpu']:>12.2f}"
-                f" {r['cpu'] / (3 * n) * 1000:>11.3f} {after['cpu'] - before['cpu']:>12.2f}{flag}"
+                f"{c:>5} {n:>5} {d:<16} {r['wall']:>7.2f} {ideal:>7.2f} {r['wall'] / ideal:>7.2f} {cpu:>12.2f}"
+                f" {cpu / (3 * n) * 1000:>11.3f} {after['cpu'] - before['cpu']:>12.2f}{flag}"
             )
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
     finally:

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from agentnb.errors import ProviderError, UserError
 from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
-from agentnb.providers import retry
+from agentnb.providers import aiohttp_transport, retry
 from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
 from agentnb.providers.openai import ignored as openai_ignored
 from agentnb.providers.openai import text_calls
@@ -114,6 +114,8 @@ class OpenAIProvider(GuidedSending, RoutedSending, Provider):
             reasoning across tool calls; see :mod:`agentnb.providers.openai.responses`).
         client_options: passed to ``openai.AsyncOpenAI`` (``organization``,
             ``default_headers``, ``http_client``, ...); any other name is a :class:`UserError`.
+            Without an ``http_client`` the SDK's requests go over aiohttp connections when
+            aiohttp is installed (:mod:`agentnb.providers.aiohttp_transport`).
 
     >>> OpenAIProvider("m", api_key="sk-secret", base_url="http://127.0.0.1:8000/v1").name
     'm'
@@ -209,12 +211,16 @@ class OpenAIProvider(GuidedSending, RoutedSending, Provider):
 
     def _make_client(self) -> Any:
         sdk = _sdk()
+        options = self._client_options
+        if "http_client" not in options:  # aiohttp's connections under the SDK, when installed
+            http = aiohttp_transport.http_client(sdk)
+            options = options if http is None else {**options, "http_client": http}
         return sdk.AsyncOpenAI(
             api_key=self._key.value,
             base_url=self.base_url,
             max_retries=0,  # retries are agentnb.providers.retry's, never the SDK's too
             timeout=self.timeout,
-            **sdk_options(sdk, self._client_options),
+            **sdk_options(sdk, options),
         )
 
     # -- request ------------------------------------------------------------------------

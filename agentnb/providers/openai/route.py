@@ -34,7 +34,7 @@ from agentnb.errors import UserError
 from agentnb.events import ConstraintDropped, RouteSwitched
 from agentnb.messages import AssistantMessage, ToolMessage
 from agentnb.providers.base import OutputConstraint, Provider, Request
-from agentnb.providers.openai.wire import as_sent
+from agentnb.providers.openai.wire import as_posted, as_sent
 from agentnb.providers.untooled.enforce import enforceable
 from agentnb.providers.untooled.envelope import ANSWER_SCHEMA, envelope_schema
 
@@ -285,7 +285,7 @@ class RoutedSending:
         while True:
             try:
                 response = await send_with_retries(
-                    lambda: self.client.chat.completions.create(**as_sent(kwargs)),
+                    lambda: self._post(kwargs),
                     retries=self.max_retries,  # type: ignore[attr-defined]
                     provider=self.name,
                     notes=notes,
@@ -318,6 +318,14 @@ class RoutedSending:
             if self._enveloped(kwargs, request):
                 self._route.format_verified = True
             return response, tuple(notes)
+
+    def _post(self, kwargs: dict[str, Any]) -> Any:
+        """One request: streamed through ``create()`` (the SDK reads the events), else posted
+        and answered with the body's bytes (see :func:`~agentnb.providers.openai.wire.as_posted`)."""
+        if kwargs.get("stream"):
+            return self.client.chat.completions.create(**as_sent(kwargs))
+        body, options = as_posted(kwargs)
+        return self.client.post("/chat/completions", body=body, cast_to=bytes, options=options)
 
     def _probing(self, kwargs: dict[str, Any], request: Request) -> bool:
         route = self._route
