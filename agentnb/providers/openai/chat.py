@@ -36,7 +36,13 @@ from agentnb.providers.openai.errors import (
     classify,
 )
 from agentnb.providers.openai.guided import GuidedSending
-from agentnb.providers.openai.output import final_output, refuses_output, structured_output
+from agentnb.providers.openai.output import (
+    constrained_names,
+    final_output,
+    refuses_output,
+    structured_output,
+    wants_value,
+)
 from agentnb.providers.openai.route import (
     RoutedSending,
     RouteState,
@@ -320,7 +326,7 @@ class OpenAIProvider(GuidedSending, RoutedSending, Provider):
                 return dataclasses.replace(completion, usage=usage, events=(switch, *completion.events))
         if self._enveloped(kwargs, request):
             text = completion.text or ""
-            if not looks_constrained(text, _tool_names(request), any_value=_wants_value(request)):
+            if not looks_constrained(text, constrained_names(request), any_value=wants_value(request)):
                 notes += (self._ignored(),)
             completion = dataclasses.replace(completion, text=unwrap(text) if text else completion.text)
             steered = await self._steering.after_envelope(self, request, completion.text or "", notes)
@@ -382,7 +388,7 @@ class OpenAIProvider(GuidedSending, RoutedSending, Provider):
             reader.usage = await self._count_usage(kwargs, reader)
         if reader.envelope is not None:
             text = reader.text
-            if not looks_constrained(text, _tool_names(request), any_value=_wants_value(request)):
+            if not looks_constrained(text, constrained_names(request), any_value=wants_value(request)):
                 notes += (self._ignored(),)
             if text:
                 reader.assembler.add(TextChunk(unwrap(text)))
@@ -433,14 +439,6 @@ class OpenAIProvider(GuidedSending, RoutedSending, Provider):
 
 
 # -- helpers ------------------------------------------------------------------------------
-
-
-def _tool_names(request: Request) -> list[str]:
-    return [t.name for t in request.constraint.tools] if request.constraint is not None else []
-
-
-def _wants_value(request: Request) -> bool:
-    return request.constraint is not None and request.constraint.output is not None
 
 
 def responses_provider(model: str, **options: Any) -> OpenAIProvider:

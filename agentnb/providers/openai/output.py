@@ -50,3 +50,13 @@ def refuses_output(message: str) -> bool:
     """Whether a server's 400 message is about ``response_format``."""
     lowered = message.lower()
     return any(word in lowered for word in ("response_format", "json_schema", "response format"))
+
+
+def constrained_names(request: Request) -> list[str]:
+    """The tool names a constrained request may call (none when it is not constrained)."""
+    return [t.name for t in request.constraint.tools] if request.constraint is not None else []
+
+
+def wants_value(request: Request) -> bool:
+    """Whether a constrained request asks for a structured value."""
+    return request.constraint is not None and request.constraint.output is not None
