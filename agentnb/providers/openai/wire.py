@@ -99,7 +99,7 @@ def _from_json(body: dict[str, Any]) -> Completion:
     choice = choices[0]
     message = choice["message"]
     calls = tuple(
-        parse_arguments(tc.get("id"), fn.get("name"), fn.get("arguments"))
+        parse_arguments(tc.get("id"), fn.get("name") or "", fn.get("arguments"))
         for tc in message.get("tool_calls") or ()
         if isinstance(fn := tc.get("function"), dict)
     )
