@@ -93,9 +93,23 @@ def test_runs_on_fresh_loops_leave_no_unclosed_session_behind(fresh: ScriptedSer
     agent = Agent(provider)
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.DEBUG, logger="asyncio"):
         warnings.simplefilter("always")
-        assert [agent.run("hi").output for _ in range(3)] == ["one", "two", "three"]  # a loop each
+        transports = _transports_of_three_runs(agent, provider)
+        assert len(transports) == 3  # one client per loop
+        assert all(t._session is None for t in transports)  # Agent.run closed them before its loop closed
+        del transports
         del agent, provider
         gc.collect()
     unclosed = [str(w.message) for w in caught if "nclosed" in str(w.message)]
     unclosed += [r.getMessage() for r in caplog.records if "nclosed" in r.getMessage()]
     assert not [m for m in unclosed if "session" in m or "connector" in m], unclosed
+
+
+def _transports_of_three_runs(agent: Agent, provider: OpenAIProvider) -> list:
+    used: dict[int, object] = {}  # each run's transport, seen from inside the run
+
+    def seen(event: object) -> None:
+        transport = provider.client._client._transport
+        used[id(transport)] = transport
+
+    assert [agent.run("hi", on_event=seen).output for _ in range(3)] == ["one", "two", "three"]  # a loop each
+    return list(used.values())

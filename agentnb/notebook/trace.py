@@ -210,8 +210,8 @@ class TraceWidget(LiveDisplay, widgets.VBox):
         holds the kernel, so clicks could not arrive: that raises a :class:`UserError` saying
         to use ``%agent`` or ``await agent.arun(...)``.
         """
-        from agentnb.agent import BLOCKING_CELL
         from agentnb.errors import UserError
+        from agentnb.runsync import BLOCKING_CELL
 
         if BLOCKING_CELL.get() and _in_kernel():
             raise UserError(
