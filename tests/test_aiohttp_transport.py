@@ -9,6 +9,7 @@ import asyncio
 import gc
 import logging
 import socket
+import ssl
 import time
 import warnings
 
@@ -57,6 +58,12 @@ def test_the_provider_sends_through_aiohttp_and_reads_the_body_itself(fresh: Scr
     assert result.output == "3" and result.tool_calls == 1
     assert result.usage.output_tokens == 14  # 7 per reply, read from the JSON body
     assert type(provider.client._client._transport).__name__ == "AiohttpTransport"
+
+    async def tls() -> object:  # HTTPS is verified against the HTTP library's own CA bundle
+        return provider.client._client._transport._live_session().connector._ssl
+
+    context = asyncio.run(tls())
+    assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
     first = fresh.requests[0]
     assert first.headers.get("x-probe") == "yes" and first.headers.get("authorization") == "Bearer sk-probe-0000"
     assert first.body["top_k"] == 4 and first.body["tools"][0]["function"]["name"] == "add"

@@ -79,6 +79,18 @@ async def close_on(loop: asyncio.AbstractEventLoop) -> None:
             await transport.aclose()
 
 
+def _ssl_context(http: Any) -> Any:
+    """The HTTP library's own default TLS context (its CA bundle, ``SSL_CERT_FILE``), made once:
+    HTTPS is verified against the same certificates as on the SDK's default pool."""
+    if "ssl" not in _ssl:
+        make = getattr(http, "create_ssl_context", None)
+        _ssl["ssl"] = make() if make is not None else True  # True: aiohttp's default verification
+    return _ssl["ssl"]
+
+
+_ssl: dict[str, Any] = {}
+
+
 def _close_connector(connector: Any) -> None:
     # Synchronous and quiet: closes the sockets on a live loop, only marks them closed on a
     # finished one (the sockets then close with their transports). The session then counts as
@@ -141,7 +153,9 @@ def _make_transport_class(http: Any) -> type:
             if session is None or session.closed or session._loop is not asyncio.get_running_loop():
                 if session is not None and not session.closed:
                     _close_connector(session.connector)  # it belongs to another loop
-                connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE)
+                connector = aiohttp.TCPConnector(
+                    limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE, ssl=_ssl_context(http)
+                )
                 session = aiohttp.ClientSession(
                     connector=connector, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False
                 )
