@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -125,9 +126,18 @@ def _run_here(make: Callable[[], Awaitable[T]]) -> T:
                 task.cancel()
     finally:
         try:
+            loop.run_until_complete(_close_connections(loop))
             loop.run_until_complete(loop.shutdown_asyncgens())
         finally:
             loop.close()
+
+
+async def _close_connections(loop: asyncio.AbstractEventLoop) -> None:
+    """Close the HTTP connections the run opened on its loop, which is about to close."""
+    transport = sys.modules.get("agentnb.providers.aiohttp_transport")  # loaded: some provider used it
+    if transport is not None:
+        with contextlib.suppress(Exception):  # a failed close never fails the run
+            await transport.close_on(loop)
 
 
 def _run_in_thread(make: Callable[[], Awaitable[T]]) -> T:
@@ -148,6 +158,7 @@ def _run_in_thread(make: Callable[[], Awaitable[T]]) -> T:
         except BaseException as exc:  # handed to the waiting thread
             box["error"] = exc
         finally:
+            loop.run_until_complete(_close_connections(loop))
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
             cell.finish()

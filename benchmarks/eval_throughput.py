@@ -19,6 +19,7 @@ Drivers, in the same run against the same server:
 - ``evaluate+httpx``: the same on the SDK's default HTTP pool (``http_client=openai.DefaultAsyncHttpxClient()``).
 - ``arun+gather``: ``Agent.arun`` for each case, ``asyncio.gather`` under a semaphore.
 - ``openai-sdk``: the plain ``openai.AsyncOpenAI`` client in a hand-written 3-call loop.
+- ``raw-aiohttp``: the same loop on bare aiohttp (one session, json by hand), the issue's floor.
 - ``raw-asyncio``: the same loop on bare asyncio streams (json + HTTP/1.1 by hand, a connection
   per worker): the floor under any client.
 - ``evaluate-ray`` (``--ray``): ``executor="ray"``, 2 workers (a local Ray on 127.0.0.1); its client
@@ -239,6 +240,34 @@ async def drive_raw(url: str, n: int, c: int) -> list[str]:
     return out
 
 
+async def drive_aiohttp(url: str, n: int, c: int) -> list[str]:
+    """The same loop on bare aiohttp (one session, ``limit=C``, json by hand): the issue's floor."""
+    import aiohttp
+
+    sem = asyncio.Semaphore(c)
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=c)) as session:
+
+        async def one(i: int) -> str:
+            async with sem:
+                messages: list[Any] = [{"role": "user", "content": f"add 1 and 2 (case {i})"}]
+                while True:
+                    body = json.dumps({"model": "m", "messages": messages, "tools": TOOLS})
+                    async with session.post(
+                        url + "/chat/completions", data=body, headers={"content-type": "application/json"}
+                    ) as r:
+                        msg = json.loads(await r.read())["choices"][0]["message"]
+                    if not msg.get("tool_calls"):
+                        return str(msg["content"])
+                    messages.append(msg)
+                    for call in msg["tool_calls"]:
+                        args = json.loads(call["function"]["arguments"])
+                        messages.append(
+                            {"role": "tool", "tool_call_id": call["id"], "content": str(args["a"] + args["b"])}
+                        )
+
+        return list(await asyncio.gather(*(one(i) for i in range(n))))
+
+
 async def drive_pydantic_evals(url: str, n: int, c: int) -> list[str]:
     """pydantic-ai's agent under pydantic_evals' ``Dataset.evaluate`` (a peer; its own venv)."""
     from pydantic_ai import Agent as PydanticAgent
@@ -295,6 +324,7 @@ DRIVERS = {
     "evaluate+httpx": drive_evaluate_httpx,
     "arun+gather": drive_arun,
     "openai-sdk": drive_sdk,
+    "raw-aiohttp": drive_aiohttp,
     "raw-asyncio": drive_raw,
 }
 

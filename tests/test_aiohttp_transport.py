@@ -9,6 +9,7 @@ import asyncio
 import gc
 import logging
 import socket
+import ssl
 import time
 import warnings
 
@@ -57,6 +58,12 @@ def test_the_provider_sends_through_aiohttp_and_reads_the_body_itself(fresh: Scr
     assert result.output == "3" and result.tool_calls == 1
     assert result.usage.output_tokens == 14  # 7 per reply, read from the JSON body
     assert type(provider.client._client._transport).__name__ == "AiohttpTransport"
+
+    async def tls() -> object:  # HTTPS is verified against the HTTP library's own CA bundle
+        return provider.client._client._transport._live_session().connector._ssl
+
+    context = asyncio.run(tls())
+    assert isinstance(context, ssl.SSLContext) and context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
     first = fresh.requests[0]
     assert first.headers.get("x-probe") == "yes" and first.headers.get("authorization") == "Bearer sk-probe-0000"
     assert first.body["top_k"] == 4 and first.body["tools"][0]["function"]["name"] == "add"
@@ -93,9 +100,23 @@ def test_runs_on_fresh_loops_leave_no_unclosed_session_behind(fresh: ScriptedSer
     agent = Agent(provider)
     with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.DEBUG, logger="asyncio"):
         warnings.simplefilter("always")
-        assert [agent.run("hi").output for _ in range(3)] == ["one", "two", "three"]  # a loop each
+        transports = _transports_of_three_runs(agent, provider)
+        assert len(transports) == 3  # one client per loop
+        assert all(t._session is None for t in transports)  # Agent.run closed them before its loop closed
+        del transports
         del agent, provider
         gc.collect()
     unclosed = [str(w.message) for w in caught if "nclosed" in str(w.message)]
     unclosed += [r.getMessage() for r in caplog.records if "nclosed" in r.getMessage()]
     assert not [m for m in unclosed if "session" in m or "connector" in m], unclosed
+
+
+def _transports_of_three_runs(agent: Agent, provider: OpenAIProvider) -> list:
+    used: dict[int, object] = {}  # each run's transport, seen from inside the run
+
+    def seen(event: object) -> None:
+        transport = provider.client._client._transport
+        used[id(transport)] = transport
+
+    assert [agent.run("hi", on_event=seen).output for _ in range(3)] == ["one", "two", "three"]  # a loop each
+    return list(used.values())

@@ -31,7 +31,7 @@ import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
-__all__ = ["http_client"]
+__all__ = ["close_on", "http_client", "with_http_client"]
 
 #: Connections per client at most (the SDK's own default limit).
 MAX_CONNECTIONS = 1000
@@ -39,6 +39,8 @@ MAX_CONNECTIONS = 1000
 KEEPALIVE = 5.0
 
 _classes: dict[str, type] = {}
+#: Every live transport, so that a loop about to close can close its connections first.
+_live: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def http_client(sdk: Any) -> Any | None:
@@ -51,6 +53,14 @@ def http_client(sdk: Any) -> Any | None:
     return sdk.DefaultAsyncHttpxClient(transport=_transport_class(http)())
 
 
+def with_http_client(sdk: Any, options: dict[str, Any]) -> dict[str, Any]:
+    """The SDK client's options with this transport's ``http_client``, unless they name their own."""
+    if "http_client" in options:
+        return options
+    http = http_client(sdk)
+    return options if http is None else {**options, "http_client": http}
+
+
 def _http_module(sdk: Any) -> Any:
     """The HTTP library the SDK is built on (``httpx2`` for openai 3, ``httpx`` before)."""
     for base in sdk.DefaultAsyncHttpxClient.__mro__:
@@ -59,6 +69,26 @@ def _http_module(sdk: Any) -> Any:
     import httpx
 
     return httpx
+
+
+async def close_on(loop: asyncio.AbstractEventLoop) -> None:
+    """Close the connections opened on ``loop`` (``Agent.run`` calls this before its loop ends)."""
+    for transport in list(_live):
+        session = transport._session
+        if session is not None and session._loop is loop:
+            await transport.aclose()
+
+
+def _ssl_context(http: Any) -> Any:
+    """The HTTP library's own default TLS context (its CA bundle, ``SSL_CERT_FILE``), made once:
+    HTTPS is verified against the same certificates as on the SDK's default pool."""
+    if "ssl" not in _ssl:
+        make = getattr(http, "create_ssl_context", None)
+        _ssl["ssl"] = make() if make is not None else True  # True: aiohttp's default verification
+    return _ssl["ssl"]
+
+
+_ssl: dict[str, Any] = {}
 
 
 def _close_connector(connector: Any) -> None:
@@ -116,13 +146,16 @@ def _make_transport_class(http: Any) -> type:
 
         def __init__(self) -> None:
             self._session: Any = None
+            _live.add(self)
 
         def _live_session(self) -> Any:
             session = self._session
             if session is None or session.closed or session._loop is not asyncio.get_running_loop():
                 if session is not None and not session.closed:
                     _close_connector(session.connector)  # it belongs to another loop
-                connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE)
+                connector = aiohttp.TCPConnector(
+                    limit=MAX_CONNECTIONS, keepalive_timeout=KEEPALIVE, ssl=_ssl_context(http)
+                )
                 session = aiohttp.ClientSession(
                     connector=connector, cookie_jar=aiohttp.DummyCookieJar(), auto_decompress=False
                 )

@@ -120,8 +120,7 @@ class OpenAIProvider(GuidedSending, RoutedSending, Provider):
             reasoning across tool calls; see :mod:`agentnb.providers.openai.responses`).
         client_options: passed to ``openai.AsyncOpenAI`` (``organization``,
             ``default_headers``, ``http_client``, ...); any other name is a :class:`UserError`.
-            Without an ``http_client`` the SDK's requests go over aiohttp connections when
-            aiohttp is installed (:mod:`agentnb.providers.aiohttp_transport`).
+            Without ``http_client``: aiohttp's connections (:mod:`~agentnb.providers.aiohttp_transport`).
 
     >>> OpenAIProvider("m", api_key="sk-secret", base_url="http://127.0.0.1:8000/v1").name
     'm'
@@ -217,10 +216,7 @@ class OpenAIProvider(GuidedSending, RoutedSending, Provider):
 
     def _make_client(self) -> Any:
         sdk = _sdk()
-        options = self._client_options
-        if "http_client" not in options:  # aiohttp's connections under the SDK, when installed
-            http = aiohttp_transport.http_client(sdk)
-            options = options if http is None else {**options, "http_client": http}
+        options = aiohttp_transport.with_http_client(sdk, self._client_options)
         return sdk.AsyncOpenAI(
             api_key=self._key.value,
             base_url=self.base_url,
