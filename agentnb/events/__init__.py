@@ -1,0 +1,173 @@
+"""Typed events: everything the loop does, as frozen dataclasses tagged by ``kind``.
+
+The loop renders nothing; the widget, the magics, the terminal printer and the transcript
+recorder all consume these. Every event carries the recursion ``depth`` it happened at
+(depth 0 is the first model call of a run; each round of tool calls adds one).
+
+>>> from agentnb.events import ToolStarted, event_from_dict
+>>> e = ToolStarted(depth=1, call_id="c1", name="add", arguments={"a": 1})
+>>> event_from_dict(e.to_dict()) == e
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeAlias
+
+from agentnb.codec import decode_v1, decoders
+from agentnb.events.base import DedupAction, StopReason, event_to_dict
+from agentnb.events.control import (
+    ApprovalDecided,
+    ApprovalRequested,
+    HistoryTrimmed,
+    ProviderAnswered,
+    RequestRetried,
+    SubAgentEvent,
+)
+from agentnb.events.guidance import (
+    CallDecision,
+    CallRepair,
+    CallsFromText,
+    CallSteered,
+    ConstraintDropped,
+    GuidanceSkipped,
+    RouteSwitched,
+    StepDecision,
+)
+from agentnb.events.run import (
+    AttachmentAdded,
+    DedupDecision,
+    DirectOutput,
+    FinalAnswer,
+    LimitReached,
+    ModelRequest,
+    ModelResponse,
+    OutputMode,
+    OutputValidated,
+    ReasoningSummary,
+    RunFinished,
+    RunStarted,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallRequested,
+    ToolFinished,
+    ToolStarted,
+    UnknownTool,
+    ValidationResult,
+)
+from agentnb.fastinit import fast_init
+
+__all__ = [
+    "EVENT_TYPES",
+    "ApprovalDecided",
+    "ApprovalRequested",
+    "AttachmentAdded",
+    "CallDecision",
+    "CallRepair",
+    "CallSteered",
+    "CallsFromText",
+    "ConstraintDropped",
+    "DedupAction",
+    "DedupDecision",
+    "DirectOutput",
+    "Event",
+    "FinalAnswer",
+    "GuidanceSkipped",
+    "HistoryTrimmed",
+    "LimitReached",
+    "ModelRequest",
+    "ModelResponse",
+    "OutputMode",
+    "OutputValidated",
+    "ProviderAnswered",
+    "ReasoningSummary",
+    "RequestRetried",
+    "RouteSwitched",
+    "RunFinished",
+    "RunStarted",
+    "StepDecision",
+    "StopReason",
+    "SubAgentEvent",
+    "TextDelta",
+    "ToolCallDelta",
+    "ToolCallRequested",
+    "ToolFinished",
+    "ToolStarted",
+    "UnknownTool",
+    "ValidationResult",
+    "event_from_dict",
+    "event_to_dict",
+]
+
+
+Event: TypeAlias = (
+    RunStarted
+    | ModelRequest
+    | TextDelta
+    | ToolCallDelta
+    | ModelResponse
+    | ToolCallRequested
+    | UnknownTool
+    | ValidationResult
+    | DedupDecision
+    | StepDecision
+    | CallDecision
+    | ToolStarted
+    | ToolFinished
+    | AttachmentAdded
+    | LimitReached
+    | DirectOutput
+    | ReasoningSummary
+    | FinalAnswer
+    | OutputMode
+    | OutputValidated
+    | RunFinished
+    | RouteSwitched
+    | ConstraintDropped
+    | CallRepair
+    | CallSteered
+    | CallsFromText
+    | ApprovalRequested
+    | ApprovalDecided
+    | GuidanceSkipped
+    | RequestRetried
+    | ProviderAnswered
+    | SubAgentEvent
+    | HistoryTrimmed
+)
+
+EVENT_TYPES: dict[str, type] = {
+    cls.__dataclass_fields__["kind"].default: cls  # type: ignore[attr-defined]
+    for cls in Event.__args__  # type: ignore[attr-defined]
+}
+
+
+def event_from_dict(d: dict[str, Any], version: int = 2) -> Event:
+    """Rebuild an event from :func:`event_to_dict` output; ``version`` is the transcript's.
+
+    Each value is read by its field's declared type, so model data (argument keys such as
+    ``__image__``) can never turn into objects.
+    """
+    cls = EVENT_TYPES.get(d.get("kind"))  # type: ignore[arg-type]
+    if cls is None:
+        raise ValueError(f"unknown event kind {d.get('kind')!r}")
+    if version < 2:
+        kwargs = {k: decode_v1(v) for k, v in d.items() if k != "kind"}
+    else:
+        read = decoders(cls)
+        unknown = set(d) - set(read)
+        if unknown:
+            raise ValueError(f"{d['kind']} event has unknown fields {sorted(unknown)}")
+        kwargs = {k: read[k](v) for k, v in d.items() if k != "kind"}
+    return cls(**kwargs)  # type: ignore[no-any-return]
+
+
+# A sub-agent's event is an event again (and so on down): read it back as one.
+def _nested_event(v: Any, version: int = 2) -> Any:
+    return event_from_dict(v, version) if isinstance(v, dict) else v
+
+
+decoders(SubAgentEvent)["event"] = _nested_event
+
+for _cls in EVENT_TYPES.values():  # cheaper construction, same frozen dataclasses
+    fast_init(_cls)

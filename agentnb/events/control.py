@@ -1,0 +1,109 @@
+"""Events of what a person or the system decided around a run: approvals, retries, the provider
+that answered (fallback), a sub-agent's events, and the history kept in the context window."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from agentnb.events.base import _EventBase
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequested(_EventBase):
+    """A call needs a decision before it runs (see :mod:`agentnb.approval`); the run waits."""
+
+    depth: int
+    call_id: str
+    name: str
+    arguments: dict[str, Any] | None
+    approver: str
+    kind: Literal["approval_requested"] = "approval_requested"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalDecided(_EventBase):
+    """The decision on a call that needed approval: ``approve``, ``deny`` or ``edit``.
+
+    ``by`` says who decided (``"widget"``, ``"terminal"``, ``"policy NAME"``, ``"unattended"``);
+    ``reason`` is what the model reads for a denial; ``arguments`` the edited arguments.
+    """
+
+    depth: int
+    call_id: str
+    name: str
+    decision: Literal["approve", "deny", "edit"]
+    by: str
+    reason: str | None = None
+    arguments: dict[str, Any] | None = None
+    kind: Literal["approval_decided"] = "approval_decided"
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRetried(_EventBase):
+    """A provider's request failed in a way worth retrying (429, 5xx, a dropped connection) and
+    was sent again after ``delay`` seconds (:mod:`agentnb.providers.retry`).
+
+    ``attempt`` counts the retries (1 first) out of ``retries``; ``status`` is the HTTP status
+    (None for a connection failure).
+    """
+
+    depth: int
+    provider: str
+    attempt: int
+    retries: int
+    reason: str
+    delay: float
+    status: int | None = None
+    kind: Literal["request_retried"] = "request_retried"
+
+    def describe(self) -> str:
+        """In words, e.g. ``rate limited, retrying in 2.0 s (retry 1 of 2)``."""
+        return f"{self.reason}, retrying in {self.delay:.1f} s (retry {self.attempt} of {self.retries})"
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderAnswered(_EventBase):
+    """Which provider of a :class:`~agentnb.providers.fallback.FallbackProvider` answered this
+    step (``index``: its place, 0 the preferred); ``passed`` lists the providers tried or skipped
+    before it, each with why: ``(name, reason)``."""
+
+    depth: int
+    provider: str
+    index: int
+    passed: tuple[tuple[str, str], ...] = ()
+    kind: Literal["provider_answered"] = "provider_answered"
+
+
+@dataclass(frozen=True, slots=True)
+class SubAgentEvent(_EventBase):
+    """An event of an agent run by a tool of this run (:meth:`agentnb.Agent.as_tool`).
+
+    ``call_id`` is this run's tool call that runs the inner agent, ``agent`` its name and
+    ``event`` the inner run's own event (itself a ``SubAgentEvent`` one level further down).
+    The inner run's events arrive live, between the call's ``tool_started`` and
+    ``tool_finished``; they start with its ``run_started`` and end with its ``run_finished``.
+    """
+
+    depth: int
+    call_id: str
+    agent: str
+    event: Any
+    kind: Literal["sub_agent"] = "sub_agent"
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryTrimmed(_EventBase):
+    """Old turns of a conversation were left out so it fits the model's context window.
+
+    Whole turns go, oldest first (a tool call never without its result); the system prompt
+    stays. ``dropped_turns`` / ``dropped_messages`` say how much; ``kept_messages`` is what the
+    model reads now; ``reason`` names the bound (``max_messages=40``, ``max_tokens=2000``).
+    """
+
+    depth: int
+    dropped_turns: int
+    dropped_messages: int
+    kept_messages: int
+    reason: str
+    kind: Literal["history_trimmed"] = "history_trimmed"
