@@ -20,29 +20,20 @@
 
 from __future__ import annotations
 
-import inspect
-import sys
-import typing
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
-from agentnb.docstrings import parse_docstring
 from agentnb.errors import ToolDefinitionError
-from agentnb.messages import Image
 from agentnb.rendering import render_value
-from agentnb.schema import (
-    _json_default,
-    _jsonable,
-    converter_for,
-    none_passes,
-    nullable,
-    schema_for,
-)
-from agentnb.toolkinds import callable_parts, is_async_callable, refusal
+from agentnb.toolcontext import ToolContext, ToolExample
+from agentnb.toolkinds import is_async_callable, refusal
+from agentnb.toolsig import read_signature, signature_text
+from agentnb.validate import conversion_errors, describe_error
+
+__all__ = ["Tool", "ToolContext", "ToolExample", "ToolSource", "coerce_tools", "render_result", "tool"]
 
 if TYPE_CHECKING:
-    import jsonschema
+    pass
 
 
 class _Uncompiled:
@@ -52,66 +43,6 @@ class _Uncompiled:
 
 _UNCOMPILED = _Uncompiled()
 _NAME_OK = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-
-
-@dataclass(frozen=True, slots=True)
-class ToolExample:
-    """A few-shot example: a user request and the arguments the tool should get.
-
-    The UnTooled prompt shows examples to text-only models; they are checked against the
-    schema when the tool is built.
-
-    >>> @tool(examples=[ToolExample("weather in Oslo?", {"city": "Oslo"})])
-    ... def weather(city: str) -> str:
-    ...     '''Current weather for a city.'''
-    ...     return "sunny"
-    >>> weather.examples[0].arguments
-    {'city': 'Oslo'}
-    """
-
-    query: str
-    arguments: dict[str, Any]
-
-
-class ToolContext:
-    """Passed to a tool that declares a parameter annotated ``ToolContext``.
-
-    Lets the tool attach images for the model to see, or make its result the final answer.
-
-    >>> from agentnb import Agent
-    >>> from agentnb.testing import ScriptedProvider, call
-    >>> @tool
-    ... def report(ctx: ToolContext) -> str:
-    ...     '''Write the report and end the run with it.'''
-    ...     ctx.return_directly()
-    ...     return f"report (call {ctx.call_id})"
-    >>> Agent(ScriptedProvider([call("report")]), tools=[report]).run("go").output
-    'report (call call_1)'
-    """
-
-    __slots__ = ("call_id", "name", "depth", "images", "direct", "structured", "caller")
-
-    def __init__(self, call_id: str, name: str, depth: int) -> None:
-        self.call_id = call_id
-        self.name = name
-        self.depth = depth
-        self.images: list[Image] = []
-        self.direct = False
-        #: Machine-readable data that came with the result (an MCP tool's ``structuredContent``),
-        #: kept on the ``ToolFinished`` event and in the transcript; the model reads the text.
-        self.structured: Any = None
-        #: For a tool that runs an agent (:meth:`agentnb.Agent.as_tool`): the calling run (a
-        #: :class:`agentnb.loop_nested.Caller`: its event stream, controller, ledger and
-        #: conversation). None for ordinary tools and for calls made outside a run.
-        self.caller: Any = None
-
-    def attach_image(self, image: Any, mime: str = "image/png") -> None:
-        """Queue an image (PNG/JPEG bytes or a PIL image) for the model's next turn."""
-        self.images.append(Image.coerce(image, mime))
-
-    def return_directly(self) -> None:
-        """Make this call's result the run's final answer (no further model call)."""
-        self.direct = True
 
 
 class Tool:
@@ -238,67 +169,18 @@ class Tool:
     ) -> Tool:
         """Build a tool from a typed function; its docstring gives the descriptions."""
         problems: list[str] = []
-        parts = callable_parts(fn, problems)  # functions, methods, partials, callable objects
-        tool_name = str(name or parts.name)
-        summary, docs = parse_docstring(parts.doc)
-        hints = parts.hints
-        props: dict[str, Any] = {}
-        required: list[str] = []
-        converters: dict[str, Callable[[Any], Any]] = {}
-        fills: dict[str, Any] = {}
-        context_param = None
-        for p in parts.parameters:
-            tp = hints.get(p.name, inspect.Parameter.empty)
-            if tp is ToolContext or tp == "ToolContext":
-                context_param = p.name
-                continue
-            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-                problems.append(f"parameter {p.name}: *args/**kwargs cannot be described to a model")
-                continue
-            if p.kind is p.POSITIONAL_ONLY:
-                problems.append(f"parameter {p.name}: positional-only parameters are not supported")
-                continue
-            if tp is inspect.Parameter.empty:
-                problems.append(f"parameter {p.name}: missing type annotation")
-                continue
-            default = p.default
-            field = _pydantic_field(default)
-            if field is not None:  # def f(n: int = Field(5, ge=1, description=...))
-                tp = typing.Annotated[tp, field]
-                default = p.empty if field.is_required() else field.get_default(call_default_factory=True)
-                if default is not p.empty:
-                    fills[p.name] = default
-            prop = schema_for(tp, problems, f"parameter {p.name}")
-            if docs.get(p.name) and "description" not in prop:
-                prop = {**prop, "description": docs[p.name]}
-            if default is p.empty:
-                required.append(p.name)
-            elif "default" not in prop and _jsonable(default):
-                prop = {**prop, "default": _json_default(default)}
-            if default is None:  # `meta: dict = None` means "or nothing": accept the default
-                prop = nullable(prop)
-            props[p.name] = prop
-            conv = converter_for(tp)
-            if conv is not None:
-                converters[p.name] = none_passes(conv) if default is None else conv
-        for documented in docs:
-            if documented not in props and documented != context_param:
-                problems.append(f"docstring documents {documented!r}, which is not a parameter")
-        schema: dict[str, Any] = {"type": "object", "properties": props}
-        if required:
-            schema["required"] = required
-        schema["additionalProperties"] = False
+        sig = read_signature(fn, problems)
         made = cls(
-            tool_name,
-            description if description is not None else summary,
-            schema,
+            str(name or sig.name),
+            description if description is not None else sig.summary,
+            sig.schema,
             fn,
-            context_param=context_param,
-            converters=converters,
+            context_param=sig.context_param,
+            converters=sig.converters,
             problems=problems,
             **options,
         )
-        made._fills = fills
+        made._fills = sig.fills
         return made
 
     @classmethod
@@ -342,7 +224,7 @@ class Tool:
         if fast is not None and fast(arguments):
             errors: list[str] = []
         else:
-            errors = sorted(_describe(e) for e in self._validator.iter_errors(arguments))
+            errors = sorted(describe_error(e) for e in self._validator.iter_errors(arguments))
         if errors or not self._converters or not isinstance(arguments, Mapping):
             return errors
         # Building the Python values can fail too (a pydantic validator): say so before running.
@@ -351,7 +233,7 @@ class Tool:
                 try:
                     convert(arguments[name])
                 except Exception as exc:
-                    errors.extend(_conversion_errors(name, exc))
+                    errors.extend(conversion_errors(name, exc))
         return errors
 
     def prepare(self, arguments: Mapping[str, Any], ctx: ToolContext) -> dict[str, Any]:
@@ -384,58 +266,11 @@ class Tool:
         ...     "a": {"type": "integer"}, "b": {"type": "integer", "default": 1}}, "required": ["a"]})
         <Tool add(a: integer, b: integer = 1): Add two integers.>
         """
-        props = self.parameters.get("properties") or {}
-        required = set(self.parameters.get("required") or ())
-        params = []
-        for name, spec in props.items():
-            kind = spec.get("type", "any") if isinstance(spec, dict) else "any"
-            kind = "|".join(kind) if isinstance(kind, list) else kind
-            if isinstance(spec, dict) and "enum" in spec:
-                kind = "|".join(repr(v) for v in spec["enum"])
-            param = f"{name}: {kind}"
-            if name not in required:
-                has = isinstance(spec, dict) and "default" in spec
-                param += f" = {spec['default']!r}" if has else " = ..."
-            params.append(param)
-        line = (self.description or "").strip().splitlines()[0] if (self.description or "").strip() else ""
-        line = line if len(line) <= 80 else line[:79] + "…"
-        return f"<Tool {self.name}({', '.join(params)})" + (f": {line}>" if line else ">")
-
-
-def _pydantic_field(default: Any) -> Any:
-    """``default`` when it is a pydantic ``Field(...)`` (pydantic is not imported to find out)."""
-    # ``pydantic.fields`` itself: ``import pydantic`` alone does not load it (its attributes load
-    # lazily), and a Field(...) default can only exist once it is loaded.
-    fields = sys.modules.get("pydantic.fields")
-    if fields is not None and isinstance(default, fields.FieldInfo):
-        return default
-    return None
-
-
-def _conversion_errors(name: str, exc: Exception) -> list[str]:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):  # a pydantic ValidationError: one line per problem
-        try:
-            return [f"{'.'.join(str(p) for p in (name, *e['loc']))}: {e['msg']}" for e in errors()]
-        except Exception:
-            pass
-    return [f"{name}: {exc}"]
+        return f"<Tool {signature_text(self.name, self.parameters, self.description)}>"
 
 
 def _empty_object() -> dict[str, Any]:
     return {"type": "object", "properties": {}, "additionalProperties": False}
-
-
-def _describe(error: jsonschema.ValidationError) -> str:
-    if error.context and error.validator in ("anyOf", "oneOf"):
-        # "not valid under any of the given schemas" tells the model nothing: name the closest
-        # branch's problem (an Optional[Model] with one bad field says which field).
-        # "not null" says nothing either; a wrong type deeper inside a branch does.
-        near = [c for c in error.context if c.validator != "type" or c.relative_path]
-        if near:
-            error = max(near, key=lambda c: len(c.absolute_path))
-    path = ".".join(str(p) for p in error.absolute_path)
-    return f"{path}: {error.message}" if path else error.message
 
 
 def render_result(value: Any, ctx: ToolContext | None = None) -> str:

@@ -18,7 +18,10 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import jsonschema
 
 _SUBSCHEMA = ("items", "additionalProperties", "not")
 _SCHEMA_LISTS = ("anyOf", "allOf", "oneOf")
@@ -97,3 +100,25 @@ def fast_validator(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
         return True
 
     return check
+
+
+def conversion_errors(name: str, exc: Exception) -> list[str]:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):  # a pydantic ValidationError: one line per problem
+        try:
+            return [f"{'.'.join(str(p) for p in (name, *e['loc']))}: {e['msg']}" for e in errors()]
+        except Exception:
+            pass
+    return [f"{name}: {exc}"]
+
+
+def describe_error(error: jsonschema.ValidationError) -> str:
+    if error.context and error.validator in ("anyOf", "oneOf"):
+        # "not valid under any of the given schemas" tells the model nothing: name the closest
+        # branch's problem (an Optional[Model] with one bad field says which field).
+        # "not null" says nothing either; a wrong type deeper inside a branch does.
+        near = [c for c in error.context if c.validator != "type" or c.relative_path]
+        if near:
+            error = max(near, key=lambda c: len(c.absolute_path))
+    path = ".".join(str(p) for p in error.absolute_path)
+    return f"{path}: {error.message}" if path else error.message

@@ -30,7 +30,6 @@ KNOWN_LONG = {
     "agentnb.agent": 615,
     "agentnb.loop": 549,
     "agentnb.notebook.render": 546,
-    "agentnb.tools": 534,
     "agentnb.notebook.trace": 458,
 }
 

@@ -39,6 +39,8 @@ CORE = [
     "agentnb/toolkinds.py",
     "agentnb/toolrun.py",
     "agentnb/tools.py",
+    "agentnb/toolcontext.py",
+    "agentnb/toolsig.py",
     "agentnb/toolset.py",
     "agentnb/transcript.py",
     "agentnb/validate.py",
