@@ -13,13 +13,11 @@ text. Calls beyond the budget in the same turn are answered "not executed".
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal
 
 from agentnb.approval import denied_message
 from agentnb.cost import priced
@@ -40,12 +38,10 @@ from agentnb.events import (
     ModelResponse,
     RequestRetried,
     StepDecision,
-    StopReason,
     SubAgentEvent,
     TextDelta,
     ToolCallDelta,
     ToolCallRequested,
-    ToolFinished,
     ToolStarted,
     UnknownTool,
     ValidationResult,
@@ -54,129 +50,31 @@ from agentnb.history import MessageView
 from agentnb.limits import Ledger
 from agentnb.live import may_retry, one, with_notes
 from agentnb.loop_nested import nested_calls
-from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, Usage, UserMessage
-from agentnb.providers.base import Completion, Provider, Request, TextChunk
+from agentnb.loop_types import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, ToolDecision
+from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, UserMessage
+from agentnb.providers.base import Completion, Request, TextChunk
+from agentnb.toolexec import Execution, execute, execute_all, finished_event, result_limit
 from agentnb.toolrun import (
-    DEFAULT_MAX_RESULT_CHARS,
     SYNC_TOOLS_IN_THREAD,
-    Escaped,
-    call_in_thread,
     clip,
-    exception_text,
     invalid_message,
     unknown_message,
 )
-from agentnb.tools import Tool, ToolContext, render_result
 
-if TYPE_CHECKING:
-    from agentnb.approval import ApprovalGate
-    from agentnb.limits import UsageLimits
-    from agentnb.output import OutputSpec
+__all__ = [
+    "ATTACHMENT_NOTE",
+    "EventCallback",
+    "LoopConfig",
+    "RunState",
+    "StepController",
+    "ToolDecision",
+    "run_loop",
+]
 
-ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
 #: What the model reads when it calls a tool where none is offered (after the limit).
 ANSWER_NOW = (
     "You cannot call tools any more in this run. Answer my request now in plain text, using the tool results above."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class ToolDecision:
-    """What a step controller wants done with a tool call: run it (maybe with edited
-    arguments) or skip it.
-
-    >>> ToolDecision("skip")
-    ToolDecision(action='skip', arguments=None)
-    >>> ToolDecision(arguments={"a": 1}).action
-    'run'
-    """
-
-    action: Literal["run", "skip"] = "run"
-    arguments: dict[str, Any] | None = None
-
-
-class StepController(Protocol):
-    """Pauses a run before each model call and each tool call (the debugger implements this).
-
-    Either method may raise :class:`agentnb.errors.StopRun` to end the run as ``cancelled``.
-
-    >>> from agentnb import Agent, tool
-    >>> from agentnb.testing import ScriptedProvider, call
-    >>> @tool
-    ... def add(a: int, b: int) -> int:
-    ...     '''Add two integers.'''
-    ...     return a + b
-    >>> class FixArguments:
-    ...     async def before_model(self, depth, request):
-    ...         pass
-    ...     async def before_tool(self, depth, call):
-    ...         return ToolDecision(arguments={"a": 40, "b": 2})
-    >>> model = ScriptedProvider([call("add", a=1, b=1), "done"])
-    >>> _ = Agent(model, tools=[add]).run("go", controller=FixArguments())
-    >>> model.requests[1].messages[-1].content
-    '42'
-    """
-
-    async def before_model(self, depth: int, request: Request) -> None: ...
-
-    async def before_tool(self, depth: int, call: ToolCall) -> ToolDecision: ...
-
-
-@dataclass(slots=True)
-class LoopConfig:
-    provider: Provider
-    tools: dict[str, Tool]
-    max_tool_calls: int = 10
-    tool_choice: str = "auto"
-    stream: bool = False
-    tool_timeout: float | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
-    controller: StepController | None = None
-    output: OutputSpec | None = None
-    max_output_retries: int = 2
-    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
-    #: Which calls need a decision before they run, and who decides (None: no call does).
-    approval: ApprovalGate | None = None
-    #: Budgets besides the tool-call limit (None: none; see :mod:`agentnb.limits`).
-    limits: UsageLimits | None = None
-    #: Tools anew when a tool source changed them (an MCP server's list_changed), else None.
-    refresh: Callable[[], dict[str, Tool] | None] | None = None
-    #: The calling run's ledger, for a run an agent tool started: its limits hold here too.
-    above: Ledger | None = None
-
-
-@dataclass(slots=True)
-class RunState:
-    """What a run has produced so far; ``messages`` only ever holds completed steps."""
-
-    messages: list[Message]
-    events: list[Event] = field(default_factory=list)
-    usage: Usage = Usage()
-    tool_calls: int = 0
-    kept_tool_calls: int = 0  # the tool calls whose messages are in ``messages``
-    output: str = ""
-    stop_reason: StopReason | None = None
-    value: Any = None
-    output_retries: int = 0
-    #: The step in progress (its model turn and tool calls) until its messages are committed;
-    #: a stop mid-step keeps what it did (agentnb.endings.settle_stopped_step).
-    step: OpenStep | None = None
-    limit: str | None = None  # the limit that ended the run, when one did
-
-
-@dataclass(slots=True)
-class _Exec:
-    index: int
-    call: ToolCall
-    tool: Tool
-    arguments: dict[str, Any]
-    fp: str
-    result: str = ""
-    error: str | None = None
-    ctx: ToolContext | None = None
-    duration: float = 0.0
-    done: bool = False  # it ran to its end (a result or an error the model reads)
-    reported: bool = False  # its ToolFinished event was yielded
 
 
 async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
@@ -314,7 +212,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
 
         # Decide what to do with each call, in order; only executions need work afterwards.
         budget = ledger.calls_left()
-        plans: list[ToolMessage | _Exec | int] = []  # int: a repeat of plans[int] in this turn
+        plans: list[ToolMessage | Execution | int] = []  # int: a repeat of plans[int] in this turn
         state.step.plans, state.step.budget = plans, budget
         in_turn: dict[str, int] = {}
         for i, call in enumerate(calls):
@@ -373,19 +271,19 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                     else:
                         yield ApprovalDecided(depth, call.id, call.name, "approve", gate.by)
                 in_turn.setdefault(fp, len(plans))
-                plans.append(_Exec(len(plans), call, tool, arguments, fp))
+                plans.append(Execution(len(plans), call, tool, arguments, fp))
             elif earlier is not None:
                 plans.append(ToolMessage(call.id, call.name, repeat_message(call.name, earlier)))
             else:
                 plans.append(in_turn[fp])
 
-        execs = [p for p in plans if isinstance(p, _Exec)]
+        execs = [p for p in plans if isinstance(p, Execution)]
         for p in execs:
             yield ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source)
         if any(getattr(p.tool, "nested", False) for p in execs):
             # Agents as tools: their runs' events come out live, and count toward this run.
             said = (*state.messages, AssistantMessage(completion.text, calls, reasoning=completion.reasoning))
-            nested = nested_calls(execs, depth, cfg.controller, ledger, _execute, cfg.tool_timeout, said)
+            nested = nested_calls(execs, depth, cfg.controller, ledger, execute, cfg.tool_timeout, said)
             async with aclosing(nested) as items:  # type: ignore[type-var]
                 async for item in items:
                     if isinstance(item, SubAgentEvent):
@@ -395,30 +293,30 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                             state.tool_calls += inner.tool_calls
                         yield item
                     else:
-                        yield _finished(depth, item)
+                        yield finished_event(depth, item)
         elif len(execs) == 1:
-            await _execute(execs[0], depth, cfg.tool_timeout, threaded=threaded)
-            yield _finished(depth, execs[0])
+            await execute(execs[0], depth, cfg.tool_timeout, threaded=threaded)
+            yield finished_event(depth, execs[0])
         elif execs:
-            async with aclosing(_execute_all(execs, depth, cfg.tool_timeout)) as finished:  # type: ignore[type-var]
+            async with aclosing(execute_all(execs, depth, cfg.tool_timeout)) as finished:  # type: ignore[type-var]
                 async for p in finished:
-                    yield _finished(depth, p)
+                    yield finished_event(depth, p)
 
         messages: list[Message] = [AssistantMessage(completion.text, calls, reasoning=completion.reasoning)]
         images: list[Image] = []
-        direct: list[_Exec] = []
+        direct: list[Execution] = []
         for k, plan in enumerate(plans):
             if isinstance(plan, int):  # a repeat within the turn answers from the first call
                 first = plans[plan]
-                assert isinstance(first, _Exec)
+                assert isinstance(first, Execution)
                 call = calls[k]
-                text = clip(first.result, _limit(first.tool, limit_chars))
+                text = clip(first.result, result_limit(first.tool, limit_chars))
                 messages.append(ToolMessage(call.id, call.name, repeat_message(call.name, text)))
             elif isinstance(plan, ToolMessage):
                 messages.append(plan)
             else:
                 ok = plan.error is None
-                text = clip(plan.result, _limit(plan.tool, limit_chars))  # the model's copy; events keep all
+                text = clip(plan.result, result_limit(plan.tool, limit_chars))  # the model's copy; events keep all
                 messages.append(ToolMessage(plan.call.id, plan.call.name, text, not ok))
                 if ok:
                     dedup.record(plan.fp, text)
@@ -444,76 +342,6 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         if ledger.calls_left() <= 0:
             yield LimitReached(depth, cfg.max_tool_calls, state.tool_calls)
         depth += 1
-
-
-def _limit(tool: Tool, default: int | None) -> int | None:
-    own = getattr(tool, "max_result_chars", None)
-    return own if own is not None else default
-
-
-def _finished(depth: int, p: _Exec) -> ToolFinished:
-    p.reported = True
-    structured = p.ctx.structured if p.ctx is not None else None
-    return ToolFinished(depth, p.call.id, p.call.name, p.result, p.error, p.duration, structured)
-
-
-async def _execute(
-    p: _Exec, depth: int, default_timeout: float | None, *, threaded: bool, ctx: ToolContext | None = None
-) -> _Exec:
-    """Run one tool; exceptions and timeouts become an error result for the model."""
-    tool = p.tool
-    if ctx is None:
-        ctx = ToolContext(p.call.id, tool.name, depth)
-    p.ctx = ctx
-    timeout = tool.timeout or default_timeout
-    start = perf_counter()
-    try:
-        fn = tool.fn
-        if fn is None:
-            raise NotImplementedError(f"tool {tool.name!r} has no Python implementation")
-        kwargs = tool.prepare(p.arguments, ctx)
-        if tool.is_async:
-            value = await (asyncio.wait_for(fn(**kwargs), timeout) if timeout else fn(**kwargs))
-        elif timeout or threaded:
-            # A thread lets the timeout fire, a cancellation arrive and parallel calls
-            # overlap; a timed-out thread cannot be killed: it is a daemon and finishes (or
-            # not) in the background without holding up the interpreter's exit.
-            work = call_in_thread(fn, kwargs, tool.name)
-            value = await (asyncio.wait_for(work, timeout) if timeout else work)
-        else:
-            value = fn(**kwargs)
-        p.result = render_result(value, ctx)
-    except StopRun:  # a Stop inside the tool (an inner agent's debugger): the run stops
-        raise
-    except (Exception, SystemExit) as exc:  # a failing tool is data for the model, not a crash
-        if isinstance(exc, Escaped):  # a BaseException from a tool thread
-            if not isinstance(exc.inner, SystemExit):
-                raise exc.inner from None
-            exc = exc.inner
-        if (
-            isinstance(exc, (TimeoutError, asyncio.TimeoutError))
-            and timeout
-            and perf_counter() - start >= timeout * 0.99
-        ):
-            p.error = f"timed out after {timeout:g} s"
-            p.result = f"Error: {tool.name} did not finish within {timeout:g} seconds."
-        else:  # (a TimeoutError the tool raised itself is an ordinary failure)
-            p.error = exception_text(exc)
-            p.result = f"Error: {tool.name} raised {p.error}"
-    p.duration = perf_counter() - start
-    p.done = True
-    return p
-
-
-async def _execute_all(execs: list[_Exec], depth: int, timeout: float | None) -> AsyncIterator[_Exec]:
-    """Run several calls concurrently, yielding each as it finishes."""
-    tasks = [asyncio.ensure_future(_execute(p, depth, timeout, threaded=True)) for p in execs]
-    try:
-        for next_done in asyncio.as_completed(tasks):
-            yield await next_done
-    finally:
-        for t in tasks:
-            t.cancel()
 
 
 EventCallback = Callable[[Event], Any]

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from agentnb.dedupe import repeat_message
 from agentnb.events import Event
-from agentnb.loop import ATTACHMENT_NOTE, RunState, _Exec, _finished, _limit
+from agentnb.loop_types import ATTACHMENT_NOTE, RunState
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, UserMessage
+from agentnb.toolexec import Execution, finished_event, result_limit
 from agentnb.toolrun import clip
 
 
@@ -53,19 +54,19 @@ def settle_stopped_step(state: RunState, max_result_chars: int | None) -> list[E
         plan = step.plans[k] if k < len(step.plans) else None
         if isinstance(plan, int):  # a repeat within the turn: answered from the first call
             first = step.plans[plan]
-            if isinstance(first, _Exec) and first.done:
-                text = clip(first.result, _limit(first.tool, max_result_chars))
+            if isinstance(first, Execution) and first.done:
+                text = clip(first.result, result_limit(first.tool, max_result_chars))
                 kept.append((call, ToolMessage(call.id, call.name, repeat_message(call.name, text))))
                 handled += 1
         elif isinstance(plan, ToolMessage):  # answered without running (unknown, invalid, ...)
             kept.append((call, plan))
             handled += k < step.budget
-        elif isinstance(plan, _Exec) and plan.done:
-            text = clip(plan.result, _limit(plan.tool, max_result_chars))
+        elif isinstance(plan, Execution) and plan.done:
+            text = clip(plan.result, result_limit(plan.tool, max_result_chars))
             kept.append((call, ToolMessage(call.id, call.name, text, plan.error is not None)))
             handled += 1
             if not plan.reported:
-                late.append(_finished(step.depth, plan))
+                late.append(finished_event(step.depth, plan))
             if plan.ctx is not None:
                 images += plan.ctx.images
     if kept or completion.text:

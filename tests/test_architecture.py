@@ -28,7 +28,6 @@ KNOWN_CYCLES: list[list[str]] = []
 KNOWN_LONG = {
     # After the merge of issues 22-27 (one session, six branches): to be split next.
     "agentnb.agent": 615,
-    "agentnb.loop": 549,
     "agentnb.notebook.render": 546,
     "agentnb.notebook.trace": 458,
 }

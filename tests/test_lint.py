@@ -28,6 +28,8 @@ CORE = [
     "agentnb/history.py",
     "agentnb/jsonsafe.py",
     "agentnb/loop.py",
+    "agentnb/loop_types.py",
+    "agentnb/toolexec.py",
     "agentnb/messages.py",
     "agentnb/output.py",
     "agentnb/printer.py",

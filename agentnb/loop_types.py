@@ -1,0 +1,112 @@
+"""What a run is configured with, what it has produced so far, and what may pause it.
+
+:class:`LoopConfig` and :class:`RunState` are :func:`agentnb.loop.run_loop`'s input and its
+accumulating result; a :class:`StepController` (the debugger) pauses it before each model call
+and each tool call and answers with a :class:`ToolDecision`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from agentnb.endings import OpenStep
+from agentnb.events import Event, StopReason
+from agentnb.limits import Ledger
+from agentnb.messages import Message, ToolCall, Usage
+from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS
+
+if TYPE_CHECKING:
+    from agentnb.approval import ApprovalGate
+    from agentnb.limits import UsageLimits
+    from agentnb.output import OutputSpec
+    from agentnb.providers.base import Provider, Request
+    from agentnb.tools import Tool
+
+#: The user message that carries a step's tool images to the model.
+ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDecision:
+    """What a step controller wants done with a tool call: run it (maybe with edited
+    arguments) or skip it.
+
+    >>> ToolDecision("skip")
+    ToolDecision(action='skip', arguments=None)
+    >>> ToolDecision(arguments={"a": 1}).action
+    'run'
+    """
+
+    action: Literal["run", "skip"] = "run"
+    arguments: dict[str, Any] | None = None
+
+
+class StepController(Protocol):
+    """Pauses a run before each model call and each tool call (the debugger implements this).
+
+    Either method may raise :class:`agentnb.errors.StopRun` to end the run as ``cancelled``.
+
+    >>> from agentnb import Agent, tool
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def add(a: int, b: int) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> class FixArguments:
+    ...     async def before_model(self, depth, request):
+    ...         pass
+    ...     async def before_tool(self, depth, call):
+    ...         return ToolDecision(arguments={"a": 40, "b": 2})
+    >>> model = ScriptedProvider([call("add", a=1, b=1), "done"])
+    >>> _ = Agent(model, tools=[add]).run("go", controller=FixArguments())
+    >>> model.requests[1].messages[-1].content
+    '42'
+    """
+
+    async def before_model(self, depth: int, request: Request) -> None: ...
+
+    async def before_tool(self, depth: int, call: ToolCall) -> ToolDecision: ...
+
+
+@dataclass(slots=True)
+class LoopConfig:
+    provider: Provider
+    tools: dict[str, Tool]
+    max_tool_calls: int = 10
+    tool_choice: str = "auto"
+    stream: bool = False
+    tool_timeout: float | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    controller: StepController | None = None
+    output: OutputSpec | None = None
+    max_output_retries: int = 2
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
+    #: Which calls need a decision before they run, and who decides (None: no call does).
+    approval: ApprovalGate | None = None
+    #: Budgets besides the tool-call limit (None: none; see :mod:`agentnb.limits`).
+    limits: UsageLimits | None = None
+    #: Tools anew when a tool source changed them (an MCP server's list_changed), else None.
+    refresh: Callable[[], dict[str, Tool] | None] | None = None
+    #: The calling run's ledger, for a run an agent tool started: its limits hold here too.
+    above: Ledger | None = None
+
+
+@dataclass(slots=True)
+class RunState:
+    """What a run has produced so far; ``messages`` only ever holds completed steps."""
+
+    messages: list[Message]
+    events: list[Event] = field(default_factory=list)
+    usage: Usage = Usage()
+    tool_calls: int = 0
+    kept_tool_calls: int = 0  # the tool calls whose messages are in ``messages``
+    output: str = ""
+    stop_reason: StopReason | None = None
+    value: Any = None
+    output_retries: int = 0
+    #: The step in progress (its model turn and tool calls) until its messages are committed;
+    #: a stop mid-step keeps what it did (agentnb.endings.settle_stopped_step).
+    step: OpenStep | None = None
+    limit: str | None = None  # the limit that ended the run, when one did
