@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import weakref
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
 from time import perf_counter
@@ -30,13 +29,14 @@ from typing import Any, Literal
 
 from agentnb.approval import ApprovalGate, check_requires_approval
 from agentnb.errors import StopRun, UserError
-from agentnb.events import Event, RunFinished, RunStarted
+from agentnb.events import Event, RunFinished
 from agentnb.limits import UsageLimits, check_limits
-from agentnb.loop import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, run_loop
-from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
-from agentnb.observe import RunLink, vendor_of, watchers_for
+from agentnb.loop import RunState, StepController, run_loop
+from agentnb.messages import Message, SystemMessage, coerce_messages
+from agentnb.observe import RunLink, watchers_for
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
+from agentnb.runinfo import discard, loop_config, output_spec_of, result_of, run_started, watchers_of
 from agentnb.stopped import settle_stopped_step
 from agentnb.sync import BLOCKING_CELL, run_sync  # noqa: F401 - BLOCKING_CELL: the name others import
 from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS
@@ -156,10 +156,10 @@ class Agent:
         self.max_result_chars = max_result_chars
         if not isinstance(max_output_retries, int) or max_output_retries < 0:
             raise UserError(f"max_output_retries must be a whole number >= 0, not {max_output_retries!r}")
-        self.output_spec = _output_spec(output_type) if output_type is not None else None
+        self.output_spec = output_spec_of(output_type) if output_type is not None else None
         self.max_output_retries = max_output_retries
         self.name = name
-        self.watchers: tuple[Any, ...] = _watchers(instrument)
+        self.watchers: tuple[Any, ...] = watchers_of(instrument)
         self.requires_approval = check_requires_approval(requires_approval)
         ApprovalGate((), approver)  # a wrong approver is reported now
         self.approver = approver
@@ -209,10 +209,6 @@ class Agent:
         that can decide, such as the trace widget). ``limits`` replaces the agent's budgets
         for this run (:mod:`agentnb.limits`).
         """
-        run_limits = check_limits(limits) if limits is not None else self.limits
-        own = run_limits.tool_calls if run_limits is not None else None
-        max_calls = own if own is not None else self.max_tool_calls
-        output = _output_spec(output_type) if output_type is not None else self.output_spec
         # _sink (arun's): events go to this callback instead of being yielded; only the result
         # is yielded. One generator hop less per event, and the same code path.
         state = RunState(self.messages_for(prompt, history))
@@ -220,28 +216,11 @@ class Agent:
         if refresh is not None:  # a source changed its tools since the last run (or during it)
             refresh()
             self.tools = self._toolset.current
-        if _link is not None and _link.max_tool_calls is not None:  # an agent tool: what the caller has left
-            max_calls = max(0, min(max_calls, _link.max_tool_calls))
-        cfg = LoopConfig(
-            self.provider,
-            self.tools,
-            max_calls,
-            self.tool_choice,
-            stream is not False,
-            self.tool_timeout,
-            self.settings,
-            controller,
-            max_result_chars=self.max_result_chars,
-            output=output,
-            max_output_retries=self.max_output_retries,
-            approval=self._gate(approver, _sink),
-            limits=run_limits if run_limits is not None and run_limits.budgets else None,
-            refresh=refresh,
-            above=_link.ledger if _link is not None else None,
-        )
+        cfg = loop_config(self, stream, controller, output_type, approver, limits, _sink, _link, refresh)
+        output, max_calls = cfg.output, cfg.max_tool_calls
         start = perf_counter()
         error: BaseException | None = None
-        first = _run_started(self, state.messages, history, max_calls, _link)
+        first = run_started(self, state.messages, history, max_calls, _link)
         state.events.append(first)
         watch = watchers_for(self.watchers, first, _link)  # None: nobody watches (no cost)
         if _sink is None:
@@ -305,20 +284,7 @@ class Agent:
         state.events.append(end)
         if watch is not None:
             watch(end)
-        result = RunResult(
-            state.output,
-            tuple(state.messages),
-            tuple(state.events),
-            state.usage,
-            reason,
-            state.tool_calls,
-            end.duration,
-            message,
-            error,
-            partial_output=_partial_output(state.events) if reason in ("cancelled", "error") else "",
-            value=state.value,
-            output_spec=output,
-        )
+        result = result_of(state, end, error, output)
         if cancelled is not None:  # the transcript is safe: now let asyncio's cancellation go on
             cancelled.run_result = result  # type: ignore[attr-defined]
             raise cancelled
@@ -350,7 +316,7 @@ class Agent:
         ``on_cancel="return"`` (a Stop button's task) the cancelled result is returned instead.
         """
         streaming = self.stream_default if stream is None else stream
-        sink = on_event if on_event is not None else _discard
+        sink = on_event if on_event is not None else discard
         try:
             async with aclosing(  # type: ignore[type-var]
                 self.stream(
@@ -409,17 +375,6 @@ class Agent:
             )
         )
 
-    def _gate(self, approver: Any, sink: Any) -> ApprovalGate | None:
-        """Which calls of this run need approval and who decides (None: no call does)."""
-        names = self.requires_approval
-        if not names and not any(t.requires_approval for t in self.tools.values()):
-            return None
-        if approver is None:
-            approver = self.approver
-        if approver is None and hasattr(sink, "decide_approval"):
-            approver = sink  # the trace widget the run is shown in
-        return ApprovalGate(names, approver)
-
     def as_tool(self, name: str | None = None, description: str | None = None) -> Tool:
         """This agent as a tool another agent can call (it takes one ``prompt`` argument).
 
@@ -452,105 +407,3 @@ class Agent:
         from agentnb.session import Session
 
         return Session(self, **options)
-
-
-def _watchers(instrument: Any) -> tuple[Any, ...]:
-    if instrument is None or instrument is False:
-        return ()
-    if hasattr(instrument, "start"):
-        return (instrument,)
-    if isinstance(instrument, (list, tuple)):
-        return tuple(w for i in instrument for w in _watchers(i))
-    from agentnb.tracing.otel import SpanWatcher  # OpenTelemetry loads only when asked for
-
-    return (SpanWatcher(None if instrument is True else instrument),)
-
-
-def _discard(event: Event) -> None:
-    pass
-
-
-def _partial_output(events: list[Event]) -> str:
-    """The text of the model step a Stop or an error interrupted (streamed or received)."""
-    pieces: list[str] = []
-    for event in reversed(events):
-        kind = event.kind
-        if kind == "text_delta":
-            pieces.append(event.text)  # type: ignore[union-attr,arg-type]
-        elif kind == "model_response":
-            return event.text or "".join(reversed(pieces))  # type: ignore[union-attr]
-        elif kind in ("model_request", "final_answer"):
-            break
-    return "".join(reversed(pieces))
-
-
-def _run_started(
-    agent: Agent,
-    messages: list[Message],
-    history: RunResult | Sequence[Message] | None,
-    max_calls: int,
-    link: RunLink | None = None,
-) -> RunStarted:
-    """The first event: what is asked, of which model, in which turn of a conversation."""
-    p = agent.provider
-    backend, model, vendor = _describe(p)
-    earlier = len(list(history.messages if isinstance(history, RunResult) else history)) if history is not None else 0
-    system = prompt = None
-    turn = 1
-    for i, m in enumerate(messages):  # one pass: the system prompt, earlier user turns, the new prompt
-        if isinstance(m, UserMessage):
-            if i < earlier:
-                turn += m.content != ATTACHMENT_NOTE
-            else:
-                prompt = m.content
-        elif system is None and isinstance(m, SystemMessage):
-            system = m.content
-    conversation = link.conversation_id if link is not None else None
-    if link is not None and link.turn is not None:
-        turn = link.turn
-    return RunStarted(
-        0,
-        p.name,
-        tuple(agent.tools),
-        max_calls,
-        len(messages),
-        prompt,
-        system,
-        backend,
-        turn,
-        agent_name=agent.name,
-        conversation_id=conversation,
-        model=model,
-        vendor=vendor,
-    )
-
-
-#: provider -> (its class, what RunStarted says of it): computed once per provider, not per run.
-_DESCRIBED: weakref.WeakKeyDictionary[Any, tuple[Any, tuple[str, str | None, str]]] = weakref.WeakKeyDictionary()
-
-
-def _describe(p: Any) -> tuple[str, str | None, str]:
-    """``(backend, model, vendor)`` of a provider for :class:`RunStarted`."""
-    try:
-        hit = _DESCRIBED.get(p)
-    except TypeError:  # not weakly referenceable (or unhashable): computed each time
-        hit = None
-    inner = getattr(p, "inner", None)
-    key = (type(p), getattr(p, "model", None), type(inner), getattr(inner, "model", None))
-    if hit is not None and hit[0] == key:
-        return hit[1]
-    backend = type(p).__name__ + (f" over {type(inner).__name__}" if isinstance(inner, Provider) else "")
-    model = key[1] or key[3]
-    described = (backend, model if isinstance(model, str) else None, vendor_of(p))
-    try:
-        _DESCRIBED[p] = (key, described)
-    except TypeError:
-        pass
-    return described
-
-
-def _output_spec(output_type: Any) -> Any:
-    # agentnb.output (pydantic adapters, schemas) loads only for runs that ask for a value.
-    from agentnb.output import output_spec
-
-    return output_spec(output_type)

@@ -27,7 +27,6 @@ KNOWN_CYCLES: list[list[str]] = []
 #: merges hard); each may not grow past this length, and leaves this list once split.
 KNOWN_LONG = {
     # After the merge of issues 22-27 (one session, six branches): to be split next.
-    "agentnb.agent": 615,
     "agentnb.notebook.render": 546,
     "agentnb.notebook.trace": 458,
 }

@@ -13,6 +13,7 @@ BIN = Path(sys.executable).parent
 CORE = [
     "agentnb/__init__.py",
     "agentnb/agent.py",
+    "agentnb/runinfo.py",
     "agentnb/cli.py",
     "agentnb/codec.py",
     "agentnb/dedupe.py",
