@@ -22,8 +22,8 @@ import ipywidgets as widgets
 from agentnb.approval import Approve, Decision, Deny, Edit, parse_edit
 from agentnb.errors import StopRun, UserError
 from agentnb.messages import ToolCall
+from agentnb.notebook.blocks import STYLE
 from agentnb.notebook.inplace import acknowledge
-from agentnb.notebook.render import STYLE
 from agentnb.untrusted import untrusted_html
 
 #: What the model reads when the person denies without writing a reason.

@@ -124,3 +124,46 @@ def save_link(result: Any, name: str = "agentnb-transcript.json") -> str:
         'title="Download the transcript (messages and events) as JSON; RunResult.load or TraceWidget.replay read it">'
         '<i class="fa fa-download"></i> Save transcript</a>'
     )
+
+
+#: The trace's stylesheet (JupyterLab's theme variables, light fallbacks).
+STYLE = """<style>
+.anb{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45;
+  color:var(--jp-ui-font-color1,#1f2328)}
+.anb-head{display:flex;align-items:center;gap:10px;flex-wrap:wrap}
+.anb-title{font-weight:700}
+.anb-badge{display:inline-block;padding:1px 9px;border-radius:10px;font-weight:600;font-size:12px;color:#fff}
+.anb-s-running{background:#0969da}.anb-s-paused{background:#bf8700}.anb-s-answer,.anb-s-direct_output{background:#1a7f37}
+.anb-s-limit{background:#bc4c00}.anb-s-invalid_output{background:#cf222e}.anb-s-cancelled{background:#6e7781}.anb-s-error{background:#cf222e}.anb-s-waiting{background:#8c959f}
+.anb-stat{color:var(--jp-ui-font-color2,#57606a)}
+.anb-stat b{color:var(--jp-ui-font-color1,#1f2328)}
+.anb-depth{border:1px solid var(--jp-border-color2,#d0d7de);border-radius:6px;margin:6px 0;padding:0 10px 2px 10px;
+  font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px}
+.anb-depth>summary{cursor:pointer;font-weight:600;padding:6px 0 4px 0;color:var(--jp-ui-font-color1,#1f2328)}
+.anb-block{border-left:3px solid #8c959f;padding:2px 0 2px 10px;margin:4px 0 8px 0}
+.anb-model{border-left-color:#8250df}.anb-tool{border-left-color:#0969da}.anb-toolbad{border-left-color:#cf222e}
+.anb-note{border-left-color:#bc4c00}.anb-final{border-left-color:#1a7f37}
+.anb-h{font-weight:600}
+.anb-m{color:var(--jp-ui-font-color2,#57606a);font-size:12px}
+.anb-src{font-size:11px;border:1px solid #d0d7de;border-radius:8px;padding:0 5px;color:#6e7781}
+.anb-ok{color:#1a7f37;font-weight:600}.anb-bad{color:#cf222e;font-weight:600}.anb-warn{color:#9a6700;font-weight:600}
+.anb pre{background:var(--jp-layout-color2,#f6f8fa);border-radius:4px;padding:5px 8px;margin:3px 0;
+  font-family:var(--jp-code-font-family,monospace);
+  white-space:pre-wrap;word-break:break-word;font-size:12px;max-height:360px;overflow:auto}
+.anb code{font-size:12px}
+.anb-fp{font-family:var(--jp-code-font-family,monospace);font-size:11px;background:var(--jp-layout-color2,#f6f8fa);
+  padding:0 4px;border-radius:3px}
+.anb details summary{cursor:pointer;color:#0969da;font-size:12px}
+.anb table.anb-value{border-collapse:collapse;margin:3px 0;font-size:12px}
+.anb table.anb-value td,.anb table.anb-value th{border:1px solid var(--jp-border-color2,#d0d7de);padding:1px 6px;text-align:left}
+.anb table.anb-value .anb-num{text-align:right;font-variant-numeric:tabular-nums}
+.anb table.anb-rank{color:var(--jp-ui-font-color2,#57606a)}
+.anb-md p{margin:4px 0}.anb-md pre{max-height:none}.anb-md table{border-collapse:collapse;margin:4px 0}
+.anb-md th,.anb-md td{border:1px solid var(--jp-border-color2,#d0d7de);padding:2px 8px}
+.anb-md blockquote{margin:4px 0;padding-left:10px;border-left:3px solid var(--jp-border-color2,#d0d7de)}
+.anb-img{color:var(--jp-ui-font-color2,#57606a);font-size:12px}
+.anb-static.anb-trace{border:1px solid var(--jp-border-color2,#d0d7de);padding:6px 10px}
+.anb-raw summary{color:var(--jp-ui-font-color2,#57606a)!important}
+.anb img{max-width:320px;max-height:240px;border:1px solid #d0d7de;border-radius:4px;margin:4px 4px 0 0}
+"""
+STYLE = STYLE + CSS + "</style>"

@@ -1,4 +1,4 @@
-"""HTML for provider notes added after the trace's first notes (kept apart from render.py).
+"""HTML for the notes of a step: what a provider, the guidance, the limits or the history did.
 
 >>> from agentnb.events import GuidanceSkipped
 >>> html = skipped_html(GuidanceSkipped(0, "m", "tool ranking", "~40 s <at> 20 ms per token", 40.0, 5.0))
@@ -8,8 +8,26 @@ True
 
 from __future__ import annotations
 
-from agentnb.events import GuidanceSkipped
+import json
+
+from agentnb.events import (
+    CallRepair,
+    CallsFromText,
+    CallSteered,
+    ConstraintDropped,
+    DirectOutput,
+    GuidanceSkipped,
+    HistoryTrimmed,
+    LimitReached,
+    ProviderAnswered,
+    ReasoningSummary,
+    RequestRetried,
+    RouteSwitched,
+)
+from agentnb.notebook.nested import trimmed_html
+from agentnb.printer import limit_text
 from agentnb.untrusted import untrusted_html
+from agentnb.untrusted import untrusted_html as escape
 
 
 def skipped_html(n: GuidanceSkipped) -> str:
@@ -18,3 +36,77 @@ def skipped_html(n: GuidanceSkipped) -> str:
         f'<div class="anb-block anb-note"><span class="anb-warn">guidance skipped: {untrusted_html(n.step)}</span> '
         f'<span class="anb-m">{untrusted_html(n.provider)}: {untrusted_html(n.reason)}</span></div>'
     )
+
+
+def note_html(n: object) -> str:
+    """A note as a block of the trace (empty for an event that is not a note)."""
+    if isinstance(n, ProviderAnswered):
+        cls = "anb-warn" if n.passed else "anb-ok"
+        before = "".join(f"<li>{untrusted_html(name)}: {untrusted_html(why)}</li>" for name, why in n.passed)
+        return (
+            f'<div class="anb-block anb-note"><span class="{cls}">answered by {untrusted_html(n.provider)}</span>'
+            + (f'<ul class="anb-m" style="margin:2px 0">{before}</ul>' if before else "")
+            + "</div>"
+        )
+    if isinstance(n, RequestRetried):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(n.describe())}</span> '
+            f'<span class="anb-m">{untrusted_html(n.provider)}</span></div>'
+        )
+    if isinstance(n, HistoryTrimmed):
+        return trimmed_html(n)
+    if isinstance(n, LimitReached) and n.limit != "tool_calls":
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(limit_text(n.limit, n.value, n.used))}'
+            ' reached</span> <span class="anb-m">the model must answer in text now</span></div>'
+        )
+    if isinstance(n, LimitReached):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">tool-call limit reached</span> '
+            f'<span class="anb-m">{n.tool_calls}/{n.max_tool_calls}: the model must answer in text now</span></div>'
+        )
+    if isinstance(n, ReasoningSummary):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-m">reasoning summary</span>'
+            f"<div>{escape(n.text)}</div></div>"
+        )
+    if isinstance(n, DirectOutput):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-ok">direct output</span> '
+            f'<span class="anb-m"><code>{escape(n.name)}</code> returned the final answer</span></div>'
+        )
+    if isinstance(n, RouteSwitched):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">switched to {escape(n.route)} tool calling</span> '
+            f'<span class="anb-m">{escape(n.provider)}, from now on: {escape(n.reason)}</span></div>'
+        )
+    if isinstance(n, ConstraintDropped):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">{escape(n.mechanism)} dropped</span> '
+            f'<span class="anb-m">{escape(n.provider)}: {escape(n.reason)}</span></div>'
+        )
+    if isinstance(n, CallsFromText):
+        names = ", ".join(f"<code>{escape(name)}</code>" for name in n.names)
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">calls read from text</span> '
+            f'<span class="anb-m">{names}: {escape(n.detail)}</span></div>'
+        )
+    if isinstance(n, CallSteered):
+        plural = "s" if n.requests != 1 else ""
+        changed = f"steering chose {n.changed} of {n.tokens} tokens" + (f": {n.detail}" if n.detail else "")
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-ok">call steered</span> '
+            f'<span class="anb-m"><code>{escape(n.name)}</code> decoded token by token on {escape(n.provider)} '
+            f"in {n.requests} request{plural}; {escape(changed)}</span></div>"
+        )
+    if isinstance(n, GuidanceSkipped):
+        return skipped_html(n)
+    if isinstance(n, CallRepair):
+        cls, head = ("anb-ok", "call repaired") if n.repaired else ("anb-warn", "call not repaired")
+        rejected = escape(json.dumps(n.rejected, ensure_ascii=False))
+        return (
+            f'<div class="anb-block anb-note"><span class="{cls}">{head}</span> '
+            f'<span class="anb-m"><code>{escape(n.name)}</code> {rejected} broke its schema: '
+            f"{escape('; '.join(n.errors))}; asked again once: {escape(n.detail)}</span></div>"
+        )
+    return ""

@@ -24,9 +24,6 @@ from agentnb.events import (
     CallsFromText,
     CallSteered,
     ConstraintDropped,
-    DirectOutput,
-    HistoryTrimmed,
-    LimitReached,
     ProviderAnswered,
     ReasoningSummary,
     RequestRetried,
@@ -34,54 +31,13 @@ from agentnb.events import (
     StepDecision,
 )
 from agentnb.events import GuidanceSkipped as Skipped
-from agentnb.notebook.blocks import CSS, copyable
-from agentnb.notebook.nested import inner_html, trimmed_html
-from agentnb.notebook.notes import skipped_html
+from agentnb.notebook.answer import answer_html, output_html
+from agentnb.notebook.blocks import copyable
+from agentnb.notebook.nested import inner_html
+from agentnb.notebook.notes import note_html
 from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
-from agentnb.printer import limit_text
-from agentnb.untrusted import untrusted_html, untrusted_image, untrusted_markdown
+from agentnb.untrusted import untrusted_html, untrusted_image
 from agentnb.untrusted import untrusted_html as escape
-
-STYLE = """<style>
-.anb{font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px;line-height:1.45;
-  color:var(--jp-ui-font-color1,#1f2328)}
-.anb-head{display:flex;align-items:center;gap:10px;flex-wrap:wrap}
-.anb-title{font-weight:700}
-.anb-badge{display:inline-block;padding:1px 9px;border-radius:10px;font-weight:600;font-size:12px;color:#fff}
-.anb-s-running{background:#0969da}.anb-s-paused{background:#bf8700}.anb-s-answer,.anb-s-direct_output{background:#1a7f37}
-.anb-s-limit{background:#bc4c00}.anb-s-invalid_output{background:#cf222e}.anb-s-cancelled{background:#6e7781}.anb-s-error{background:#cf222e}.anb-s-waiting{background:#8c959f}
-.anb-stat{color:var(--jp-ui-font-color2,#57606a)}
-.anb-stat b{color:var(--jp-ui-font-color1,#1f2328)}
-.anb-depth{border:1px solid var(--jp-border-color2,#d0d7de);border-radius:6px;margin:6px 0;padding:0 10px 2px 10px;
-  font-family:var(--jp-ui-font-family,system-ui,sans-serif);font-size:13px}
-.anb-depth>summary{cursor:pointer;font-weight:600;padding:6px 0 4px 0;color:var(--jp-ui-font-color1,#1f2328)}
-.anb-block{border-left:3px solid #8c959f;padding:2px 0 2px 10px;margin:4px 0 8px 0}
-.anb-model{border-left-color:#8250df}.anb-tool{border-left-color:#0969da}.anb-toolbad{border-left-color:#cf222e}
-.anb-note{border-left-color:#bc4c00}.anb-final{border-left-color:#1a7f37}
-.anb-h{font-weight:600}
-.anb-m{color:var(--jp-ui-font-color2,#57606a);font-size:12px}
-.anb-src{font-size:11px;border:1px solid #d0d7de;border-radius:8px;padding:0 5px;color:#6e7781}
-.anb-ok{color:#1a7f37;font-weight:600}.anb-bad{color:#cf222e;font-weight:600}.anb-warn{color:#9a6700;font-weight:600}
-.anb pre{background:var(--jp-layout-color2,#f6f8fa);border-radius:4px;padding:5px 8px;margin:3px 0;
-  font-family:var(--jp-code-font-family,monospace);
-  white-space:pre-wrap;word-break:break-word;font-size:12px;max-height:360px;overflow:auto}
-.anb code{font-size:12px}
-.anb-fp{font-family:var(--jp-code-font-family,monospace);font-size:11px;background:var(--jp-layout-color2,#f6f8fa);
-  padding:0 4px;border-radius:3px}
-.anb details summary{cursor:pointer;color:#0969da;font-size:12px}
-.anb table.anb-value{border-collapse:collapse;margin:3px 0;font-size:12px}
-.anb table.anb-value td,.anb table.anb-value th{border:1px solid var(--jp-border-color2,#d0d7de);padding:1px 6px;text-align:left}
-.anb table.anb-value .anb-num{text-align:right;font-variant-numeric:tabular-nums}
-.anb table.anb-rank{color:var(--jp-ui-font-color2,#57606a)}
-.anb-md p{margin:4px 0}.anb-md pre{max-height:none}.anb-md table{border-collapse:collapse;margin:4px 0}
-.anb-md th,.anb-md td{border:1px solid var(--jp-border-color2,#d0d7de);padding:2px 8px}
-.anb-md blockquote{margin:4px 0;padding-left:10px;border-left:3px solid var(--jp-border-color2,#d0d7de)}
-.anb-img{color:var(--jp-ui-font-color2,#57606a);font-size:12px}
-.anb-static.anb-trace{border:1px solid var(--jp-border-color2,#d0d7de);padding:6px 10px}
-.anb-raw summary{color:var(--jp-ui-font-color2,#57606a)!important}
-.anb img{max-width:320px;max-height:240px;border:1px solid #d0d7de;border-radius:4px;margin:4px 4px 0 0}
-"""
-STYLE = STYLE + CSS + "</style>"
 
 _STOP_TEXT = {
     "answer": "finished",
@@ -220,9 +176,9 @@ def depth_html(v: DepthView, preview: int = 400, pause: Pause | None = None) -> 
     # before this depth's tool calls ran: shown under the model call, above the calls.
     notes = [n for n in v.notes if not isinstance(n, StepDecision)]
     out = ['<div class="anb">', _model_html(v, pause)]
-    out += [_note_html(n) for n in notes if isinstance(n, _PROVIDER_NOTES)]
+    out += [note_html(n) for n in notes if isinstance(n, _PROVIDER_NOTES)]
     out += [_call_html(c, preview, v.ended, pause) for c in v.calls.values()]
-    out += [_note_html(n) for n in notes if not isinstance(n, _PROVIDER_NOTES)]
+    out += [note_html(n) for n in notes if not isinstance(n, _PROVIDER_NOTES)]
     if v.output is not None:
         out.append(output_html(v.output))
     if v.dropped:
@@ -424,123 +380,3 @@ def _result_html(c: CallView, preview: int) -> str:
     else:
         head = f'<div><span class="anb-ok">result</span> {took}</div>'
     return head + copyable(f.result, preview)
-
-
-def output_html(e: Any) -> str:
-    """A structured answer's check: valid (its fields as a small table) or invalid (the errors)."""
-    if not e.errors:
-        head = f'<span class="anb-ok">✓ valid {escape(e.type_name)}</span>'
-        return f'<div class="anb-block anb-final">{head}{value_table(e.value)}</div>'
-    then = "sent back to the model to repair" if e.retry else "no retries left: the run ends"
-    errs = "".join(f"<li>{escape(x)}</li>" for x in e.errors)
-    head = f'<span class="anb-bad">✗ not a valid {escape(e.type_name)}</span> <span class="anb-m">{then}</span>'
-    return f'<div class="anb-block anb-toolbad">{head}<ul style="margin:2px 0">{errs}</ul></div>'
-
-
-def answer_html(answer: str, value_json: str | None = None) -> str:
-    """The final answer: a structured value as its table, text as sanitized Markdown (raw text one click away)."""
-    if value_json is not None:
-        return value_table(value_json)
-    return untrusted_markdown(answer, raw=True)
-
-
-def value_table(value_json: str | None, max_rows: int = 20) -> str:
-    """A value as HTML: an object's fields, or a list of objects, as a table; else JSON.
-
-    >>> value_table('{"name": "Oslo", "population": 709000}').count("<tr>")
-    2
-    """
-    try:
-        value = json.loads(value_json) if value_json is not None else None
-    except ValueError:
-        return f"<pre>{escape(str(value_json))}</pre>"
-
-    def cell(x: Any) -> str:
-        text = x if isinstance(x, str) else json.dumps(x, ensure_ascii=False)
-        return escape(text if len(text) <= 200 else text[:199] + "…")
-
-    if isinstance(value, dict) and value:
-        rows = "".join(f"<tr><th>{escape(str(k))}</th><td>{cell(v)}</td></tr>" for k, v in value.items())
-        return f'<table class="anb-value">{rows}</table>'
-    if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
-        cols = list(dict.fromkeys(k for r in value for k in r))
-        head = "<tr>" + "".join(f"<th>{escape(str(c))}</th>" for c in cols) + "</tr>"
-        body = "".join(
-            "<tr>" + "".join(f"<td>{cell(r.get(c, ''))}</td>" for c in cols) + "</tr>" for r in value[:max_rows]
-        )
-        more = f'<div class="anb-m">{len(value)} rows, first {max_rows} shown</div>' if len(value) > max_rows else ""
-        return f'<table class="anb-value">{head}{body}</table>{more}'
-    return f"<pre>{escape(json.dumps(value, ensure_ascii=False, indent=1))}</pre>"
-
-
-def _note_html(n: object) -> str:
-    if isinstance(n, ProviderAnswered):
-        cls = "anb-warn" if n.passed else "anb-ok"
-        before = "".join(f"<li>{untrusted_html(name)}: {untrusted_html(why)}</li>" for name, why in n.passed)
-        return (
-            f'<div class="anb-block anb-note"><span class="{cls}">answered by {untrusted_html(n.provider)}</span>'
-            + (f'<ul class="anb-m" style="margin:2px 0">{before}</ul>' if before else "")
-            + "</div>"
-        )
-    if isinstance(n, RequestRetried):
-        return (
-            f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(n.describe())}</span> '
-            f'<span class="anb-m">{untrusted_html(n.provider)}</span></div>'
-        )
-    if isinstance(n, HistoryTrimmed):
-        return trimmed_html(n)
-    if isinstance(n, LimitReached) and n.limit != "tool_calls":
-        return (
-            f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(limit_text(n.limit, n.value, n.used))}'
-            ' reached</span> <span class="anb-m">the model must answer in text now</span></div>'
-        )
-    if isinstance(n, LimitReached):
-        return (
-            f'<div class="anb-block anb-note"><span class="anb-warn">tool-call limit reached</span> '
-            f'<span class="anb-m">{n.tool_calls}/{n.max_tool_calls}: the model must answer in text now</span></div>'
-        )
-    if isinstance(n, ReasoningSummary):
-        return (
-            f'<div class="anb-block anb-note"><span class="anb-m">reasoning summary</span>'
-            f"<div>{escape(n.text)}</div></div>"
-        )
-    if isinstance(n, DirectOutput):
-        return (
-            f'<div class="anb-block anb-note"><span class="anb-ok">direct output</span> '
-            f'<span class="anb-m"><code>{escape(n.name)}</code> returned the final answer</span></div>'
-        )
-    if isinstance(n, RouteSwitched):
-        return (
-            f'<div class="anb-block anb-note"><span class="anb-warn">switched to {escape(n.route)} tool calling</span> '
-            f'<span class="anb-m">{escape(n.provider)}, from now on: {escape(n.reason)}</span></div>'
-        )
-    if isinstance(n, ConstraintDropped):
-        return (
-            f'<div class="anb-block anb-note"><span class="anb-warn">{escape(n.mechanism)} dropped</span> '
-            f'<span class="anb-m">{escape(n.provider)}: {escape(n.reason)}</span></div>'
-        )
-    if isinstance(n, CallsFromText):
-        names = ", ".join(f"<code>{escape(name)}</code>" for name in n.names)
-        return (
-            f'<div class="anb-block anb-note"><span class="anb-warn">calls read from text</span> '
-            f'<span class="anb-m">{names}: {escape(n.detail)}</span></div>'
-        )
-    if isinstance(n, CallSteered):
-        plural = "s" if n.requests != 1 else ""
-        changed = f"steering chose {n.changed} of {n.tokens} tokens" + (f": {n.detail}" if n.detail else "")
-        return (
-            f'<div class="anb-block anb-note"><span class="anb-ok">call steered</span> '
-            f'<span class="anb-m"><code>{escape(n.name)}</code> decoded token by token on {escape(n.provider)} '
-            f"in {n.requests} request{plural}; {escape(changed)}</span></div>"
-        )
-    if isinstance(n, Skipped):
-        return skipped_html(n)
-    if isinstance(n, CallRepair):
-        cls, head = ("anb-ok", "call repaired") if n.repaired else ("anb-warn", "call not repaired")
-        rejected = escape(json.dumps(n.rejected, ensure_ascii=False))
-        return (
-            f'<div class="anb-block anb-note"><span class="{cls}">{head}</span> '
-            f'<span class="anb-m"><code>{escape(n.name)}</code> {rejected} broke its schema: '
-            f"{escape('; '.join(n.errors))}; asked again once: {escape(n.detail)}</span></div>"
-        )
-    return ""

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentnb.notebook.blocks import COPY_BUTTON
-from agentnb.notebook.render import STYLE
+from agentnb.notebook.blocks import COPY_BUTTON, STYLE
 from agentnb.result import RunResult
 
 #: The output-metadata key the snapshot is stored under.

@@ -32,12 +32,11 @@ import ipywidgets as widgets
 
 from agentnb.events import Event
 from agentnb.messages import Message
-from agentnb.notebook.blocks import context_html, copyable, save_link
+from agentnb.notebook.answer import answer_html
+from agentnb.notebook.blocks import STYLE, context_html, copyable, save_link
 from agentnb.notebook.display import LiveDisplay
 from agentnb.notebook.render import (
-    STYLE,
     Section,
-    answer_html,
     depth_html,
     depth_title,
     header_html,
