@@ -207,8 +207,24 @@ def many_steps(n: int) -> list[Any]:
 def test_throttle_bounds_renders_with_a_frozen_clock() -> None:
     w, result = run_with_widget(many_steps(50), max_tool_calls=50, clock=lambda: 0.0)
     assert len(result.events) > 300
-    assert w.renders == 2  # the first event, then the final one
+    # The first render waits for the loop's next turn (never inside a step); this scripted run
+    # never yields, so that turn comes after the run and one render shows it all.
+    assert w.renders == 1
     assert w.text() == TraceWidget.replay(result).text()
+
+
+def test_the_first_render_comes_while_the_model_works() -> None:
+    async def main() -> tuple[int, str]:
+        w = TraceWidget(clock=lambda: 0.0)
+        agent = Agent(ScriptedProvider(["done"], delay=0.3))
+        task = asyncio.ensure_future(agent.arun("go", on_event=w))
+        await asyncio.sleep(0.15)  # the model is "working": the loop is free
+        seen = (w.renders, w._header.value)
+        await task
+        return seen
+
+    renders, header = asyncio.run(main())
+    assert renders == 1 and "running" in header
 
 
 def test_throttle_bounds_renders_with_a_moving_clock() -> None:

@@ -88,6 +88,7 @@ class TraceWidget(LiveDisplay, widgets.VBox):
         self._timer: asyncio.TimerHandle | None = None
         self._ticker: asyncio.TimerHandle | None = None
         self._t0: float | None = None
+        self._context_event: Event | None = None
         self._stop_callback: Callable[[], Any] | None = None
         self._header = widgets.HTML(STYLE + header_html(self.state, None))
         self._context = widgets.HTML()  # rendered once per run: a <details> the user opens stays open
@@ -147,8 +148,7 @@ class TraceWidget(LiveDisplay, widgets.VBox):
         if kind == "run_started":
             self._t0 = now
             self._start_ticker()
-            self._context.value = STYLE + context_html(event, self._earlier)  # type: ignore[arg-type]
-            self._context.layout.display = None
+            self._context_event = event  # rendered with the first flush
         self.state.add(event, now)
         if kind == "run_finished":
             self._end_pause(now)
@@ -161,7 +161,12 @@ class TraceWidget(LiveDisplay, widgets.VBox):
                 self._timer = loop.call_soon(self._final_render)  # type: ignore[assignment]
             return
         if now - self._last >= self.interval:
-            self.flush()
+            if self._timer is None:
+                loop = _running_loop()
+                if loop is None:
+                    self.flush()
+                else:  # on the loop's next turn, between steps: never inside the step's own work
+                    self._timer = loop.call_soon(self._on_timer)  # type: ignore[assignment]
         elif self._timer is None:
             loop = _running_loop()
             if loop is not None:  # without a loop the final event flushes
@@ -356,6 +361,10 @@ class TraceWidget(LiveDisplay, widgets.VBox):
         if not s.dirty and not s.header_dirty:
             return
         self.renders += 1
+        if self._context_event is not None:  # once per run: a <details> the user opens stays open
+            self._context.value = STYLE + context_html(self._context_event, self._earlier)  # type: ignore[arg-type]
+            self._context.layout.display = None
+            self._context_event = None
         for depth in s.dirty:
             view = s.depths[depth]
             self._inner[depth] = depth_html(view, self.preview, s.pause)
