@@ -8,6 +8,9 @@ what I asked?"; see agentnb/providers/guidance/decide.py), then the decision by 
 previous rule (share and fit only, weights 0.5/5/1) and by the call share alone at 0.0015 (the
 first rule). Printed per half (even = tuning, odd = held out), over all sets and per set: the share
 of requests that need a tool that get a call, and of requests no offered tool fits that get text.
+``--split sibling`` measures benchmarks/data/sibling_cases.json instead: siblings of issue 26's
+"What is 37*91?", written after the rule was fitted and in neither half.
+benchmarks/call_decision_fit.py refits the rule from the rows ``--jsonl`` writes.
 
     .venv/bin/python benchmarks/call_decision.py [--split odd] [--jsonl rows.jsonl]
 """
@@ -41,10 +44,12 @@ def items(split: str, limit: int | None = None) -> list[tuple[str, str, str, lis
         "more": [(c["id"], c["query"], c["functions"], c["expected"]) for c in scoring.load_more_cases()],
         "decision": [(c["id"], c["query"], c["functions"], c["expected"]) for c in scoring.load_decision_cases()],
     }
+    if split == "sibling":  # a set apart: neither half
+        sets = {"sibling": [(c["id"], c["query"], c["functions"], c["expected"]) for c in scoring.load_sibling_cases()]}
     out = []
     for name, rows in sets.items():
         for i, (ident, query, functions, expected) in enumerate(rows[:limit]):
-            half = "even" if i % 2 == 0 else "odd"
+            half = "sibling" if split == "sibling" else "even" if i % 2 == 0 else "odd"
             if split in ("all", half):
                 out.append((name, ident, query, functions, expected is not None, half))
     return out
@@ -80,7 +85,7 @@ def measure(provider, layer: UnTooled, query: str, functions: list) -> tuple[flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--split", choices=("all", "even", "odd"), default="all")
+    parser.add_argument("--split", choices=("all", "even", "odd", "sibling"), default="all")
     parser.add_argument("--limit", type=int, default=None, help="first N requests of each set")
     parser.add_argument("--jsonl", type=Path, default=None, help="append each request's measurements here")
     parser.add_argument(
@@ -89,7 +94,12 @@ def main() -> None:
         default=os.environ.get("AGENTNB_BENCH_QUICK") == "1",
         help="a smoke run in seconds (also AGENTNB_BENCH_QUICK=1): one request per set",
     )
+    parser.add_argument("--refit", type=Path, nargs="+", default=None, help="refit the rule from these rows (no model)")
+    parser.add_argument("--coverage", action="store_true", help="with --refit: add argument coverage (call_fit.py)")
+    parser.add_argument("--l2", type=float, default=0.1, help="with --refit: the weights' L2 penalty")
     args = parser.parse_args()
+    if args.refit:
+        return refit(args.refit, args.coverage, args.l2)
     if args.quick:
         args.split, args.limit = "odd", 2  # the limit comes first: requests 0-1, of which 1 is odd
     from agentnb.providers.hf import local_provider
@@ -109,14 +119,18 @@ def main() -> None:
         if args.jsonl:
             with args.jsonl.open("a") as f:
                 f.write(json.dumps(row) + "\n")
-    for half in ("even", "odd"):
+    report(rows, ("new", "previous", "old"))
+
+
+def report(rows: list[dict], rules: tuple[str, ...]) -> None:
+    for half in ("even", "odd", "sibling"):
         for name in ("all", "tasks", "fc", "more", "decision"):
             part = [r for r in rows if r["half"] == half and name in ("all", r["set"])]
             if not part:
                 continue
             need = [r for r in part if r["need"]]
             none = [r for r in part if not r["need"]]
-            for rule in ("new", "previous", "old"):
+            for rule in rules:
                 called = sum(r[rule] for r in need)
                 text = sum(not r[rule] for r in none)
                 print(
@@ -125,6 +139,32 @@ def main() -> None:
                     f"({100 * text / max(1, len(none)):.0f}%)"
                 )
     print(f"(load average {os.getloadavg()[0]:.1f})")
+
+
+def refit(paths: list[Path], coverage: bool, l2: float) -> None:
+    """Refit the rule on the even rows of ``paths`` (call_fit.py) and print every half by it
+    (``refit``) beside the rule in use (``new``)."""
+    import call_fit
+
+    known = {(r[0], r[1]): r for split in ("all", "sibling") for r in items(split)}
+    rows = [json.loads(line) for path in paths for line in path.read_text().splitlines() if line.strip()]
+    x = []
+    for row in rows:
+        _, _, query, functions, _, _ = known[(row["set"], row["id"])]
+        top = max(row["fits"], key=row["fits"].__getitem__)
+        tool = next(f for f in functions if f["name"] == top)
+        x.append(call_fit.features(row, tool["parameters"], query, coverage))
+    tune = [i for i, r in enumerate(rows) if r["half"] == "even"]
+    if not tune:
+        raise SystemExit("--refit needs the tuning half's rows: measure with --split all (or even) first")
+    weights, _ = call_fit.fit([x[i] for i in tune], [rows[i]["need"] for i in tune], l2)
+    sums = [sum(w * v for w, v in zip(weights, xs, strict=True)) for xs in x]
+    bias = call_fit.bias_for([sums[i] for i in tune if rows[i]["need"]])
+    names = [*call_fit.FEATURES, *(["coverage"] if coverage else [])]
+    print("refit:", ", ".join(f"{n} {w:+.2f}" for n, w in zip(names, weights, strict=True)), f"bias {bias:+.2f}")
+    for row, total in zip(rows, sums, strict=True):
+        row["refit"] = total + bias >= 0
+    report(rows, ("new", "refit"))
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ __all__ = [
     "OMITTED",
     "load_fc_cases",
     "load_more_cases",
+    "load_sibling_cases",
     "load_tasks",
     "schema_valid",
     "score_call",
@@ -109,6 +110,17 @@ def load_decision_cases() -> list[dict[str, Any]]:
     True
     """
     return json.loads((DATA_DIR / "decision_cases.json").read_text(encoding="utf-8"))["cases"]
+
+
+def load_sibling_cases() -> list[dict[str, Any]]:
+    """Call-or-answer siblings of issue 26 item 11 (``sibling_cases.json``), written after the
+    decision rule was fitted and never used to tune it: half need a function, half no offered one fits.
+
+    >>> cases = load_sibling_cases()
+    >>> sum(c["expected"] is None for c in cases), sum(c["expected"] is not None for c in cases)
+    (15, 15)
+    """
+    return json.loads((DATA_DIR / "sibling_cases.json").read_text(encoding="utf-8"))["cases"]
 
 
 def _is_number(value: Any) -> bool:

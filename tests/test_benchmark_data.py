@@ -23,11 +23,13 @@ def _load(name: str):
 
 scoring = _load("scoring")
 naive = _load("naive_baseline")
+call_fit = _load("call_fit")
 
 TASKS = scoring.load_tasks()
 CASES = scoring.load_fc_cases()
 MORE = scoring.load_more_cases()
 DECISION = scoring.load_decision_cases()
+SIBLING = scoring.load_sibling_cases()
 TOOLS = TASKS["tools"]
 
 
@@ -35,7 +37,7 @@ def _items():
     """(id, functions, expected) for every request in both data files."""
     for task in TASKS["tasks"]:
         yield task["id"], TOOLS, task["expected"]
-    for case in [*CASES, *MORE, *DECISION]:
+    for case in [*CASES, *MORE, *DECISION, *SIBLING]:
         yield case["id"], case["functions"], case["expected"]
 
 
@@ -81,6 +83,14 @@ def test_the_decision_set_has_enough_of_both_sides_in_each_half() -> None:
     assert not older & {c["query"].casefold() for c in DECISION}
 
 
+def test_the_sibling_set_is_new_and_balanced() -> None:
+    """Issue 26 item 11's siblings: requests none of the tuned or held-out sets hold, half a call."""
+    assert all((c["expected"] is None) == (c["category"] == "no_tool") for c in SIBLING)
+    assert sum(c["expected"] is None for c in SIBLING) == sum(c["expected"] is not None for c in SIBLING) >= 15
+    older = [t["query"] for t in TASKS["tasks"]] + [c["query"] for c in [*CASES, *MORE, *DECISION]]
+    assert not {q.casefold() for q in older} & {c["query"].casefold() for c in SIBLING}
+
+
 def test_ids_and_queries_are_unique() -> None:
     ids = [i for i, _, _ in _items()]
     assert len(ids) == len(set(ids))
@@ -98,7 +108,7 @@ def test_few_shot_examples_are_not_test_requests() -> None:
 
 
 def test_tool_sets_are_well_formed() -> None:
-    functions = [*TOOLS, *(f for c in [*CASES, *DECISION] for f in c["functions"])]
+    functions = [*TOOLS, *(f for c in [*CASES, *DECISION, *SIBLING] for f in c["functions"])]
     for fn in functions:
         assert fn["name"] and fn["description"], fn
         jsonschema.Draft202012Validator.check_schema(fn["parameters"])
@@ -322,7 +332,7 @@ def test_repair_only_when_the_reply_starts_with_a_bracket() -> None:
     assert naive.safe_json_parse('See {"a": NaN}') is None  # JSON.parse rejects NaN, Python's json would not
 
 
-@pytest.mark.parametrize("module", [scoring, naive], ids=["scoring", "naive_baseline"])
+@pytest.mark.parametrize("module", [scoring, naive, call_fit], ids=["scoring", "naive_baseline", "call_fit"])
 def test_doctests(module) -> None:
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0

@@ -29,7 +29,12 @@ Held out (odd half of tasks, fc, more and decision_cases.json; 209 requests, mea
 text on 85% of those no tool fits (64/75). The previous rule (call share and fit only,
 weights 0.5/5/1): 92% and 72%. Tried as well: the model's yes/no per tool (better by two or
 three requests, but a forward pass per tool: 0.35 s each on this CPU), the reverse channel
-(P(tool description | request)), word overlap, the number of tools, the margin between tools.
+(P(tool description | request)), word overlap, the number of tools, the margin between tools;
+for issue 26 ("What is 37*91?" answered beside a ``multiply`` tool): argument coverage (the
+request holds exactly the numbers the best tool takes; refitted, the same 123/134 and 64/75 held
+out, and no change on benchmarks/data/sibling_cases.json), the probe naming the best tool
+(114-118 of 134 called held out, 65-66 of 75 text), other wordings of the system prompt (the
+call share of arithmetic stayed at chit-chat's, about 5e-5). ``benchmarks/call_decision.py --refit`` refits.
 
 >>> d = decide(share=0.02, fits={"get_weather": 0.9, "add": -0.2})
 >>> d.action, d.tool_ranking[0][0]
