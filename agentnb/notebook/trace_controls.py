@@ -1,0 +1,93 @@
+"""The trace widget's controls: Stop, the approval panel's wait, and the debugger's pauses.
+
+A mixin of :class:`~agentnb.notebook.trace.TraceWidget` (which builds the buttons, the panel,
+the state and the clock these methods use); kept apart so that the widget's module holds its
+feeding and rendering.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agentnb.notebook.state import Pause
+
+
+class TraceControls:
+    """Stop, approval and pause handling for :class:`~agentnb.notebook.trace.TraceWidget`."""
+
+    stop_button: Any
+    approval: Any
+    state: Any
+    pause_text: str | None
+    pause: Pause | None
+    _stop_callback: Callable[[], Any] | None
+    _paused_since: float | None
+    _paused_total: float
+    _clock: Callable[[], float]
+
+    def flush(self) -> None:  # the widget's own render
+        raise NotImplementedError
+
+    def on_stop(self, callback: Callable[[], Any] | None) -> None:
+        """Call ``callback`` when Stop is clicked (the runner cancels the run); None disables Stop."""
+        self._stop_callback = callback
+        self.stop_button.disabled = callback is None or self.state.finished is not None
+
+    #: Who decided, in :class:`~agentnb.events.ApprovalDecided` events.
+    approver_name = "widget"
+
+    async def decide_approval(self, call: Any, tool: Any = None) -> Any:
+        """Wait for Approve / Deny / Edit on ``call`` (the loop asks; see :mod:`agentnb.approval`).
+
+        While it waits the run is paused and Stop ends it. Under ``agent.run()`` in a cell, the
+        cell's thread serves the widget's messages meanwhile (:mod:`agentnb.notebook.inplace`).
+        """
+        from agentnb.notebook.inplace import held_cell
+
+        with held_cell(call.name):
+            self.stop_button.disabled = False
+            self.set_pause(f"waiting for approval of {call.name}", Pause("tool", self.state.current_depth, call.id))
+            try:
+                return await self.approval.decide(call, tool)
+            finally:
+                self.set_pause(None)
+
+    def request_stop(self) -> None:
+        """What the Stop button does."""
+        if self.approval.stop():  # a call waited for approval: the run ends, the call never runs
+            self.stop_button.disabled = True
+            return
+        if self._stop_callback is not None and self.state.finished is None:
+            self.stop_button.disabled = True
+            self.stop_button.description = "Stopping"
+            self._stop_callback()
+
+    def set_pause(self, text: str | None, pause: Pause | None = None) -> None:
+        """Show (or clear) where a step-through run waits (used by the debugger).
+
+        While paused the header says "paused", the held-back model call is not counted, and
+        the paused time is kept out of the elapsed time (shown apart).
+        """
+        now = self._clock()
+        if text is None:
+            self._end_pause(now)
+        elif self._paused_since is None:
+            self._paused_since = now
+        self.pause_text = text
+        self.pause = pause if text is not None else None
+        self.state.set_pause(self.pause if text is not None else None, now)
+        if text is not None and self.pause is None:  # a caller that gives only the text
+            self.state.header_dirty = True
+        self.flush()
+
+    def _end_pause(self, now: float) -> None:
+        if self._paused_since is not None:
+            self._paused_total += now - self._paused_since
+            self._paused_since = None
+
+    @property
+    def paused_seconds(self) -> float:
+        """Time spent paused in the debugger (left out of the elapsed time)."""
+        extra = 0.0 if self._paused_since is None else self._clock() - self._paused_since
+        return self._paused_total + extra
