@@ -109,6 +109,7 @@ CORE_MODULES = [
     "agentnb.providers.openai.stream",
     "agentnb.providers.openai.ignored",
     "agentnb.providers.openai.errors",
+    "agentnb.providers.openai.failures",
     "agentnb.toolrun",
     "agentnb.tools",
     "agentnb.transcript",

@@ -2,8 +2,9 @@
 
 * :mod:`~agentnb.providers.openai.chat`: :class:`OpenAIProvider` (Chat Completions); its
   request and reply conversions (:mod:`.wire`), streams (:mod:`.stream`), errors
-  (:mod:`.errors`), structured output (:mod:`.output`), tool calls a server left in its text
-  (:mod:`.text_calls`) and servers that ignore ``tools`` (:mod:`.ignored`);
+  (:mod:`.errors`, reported by :mod:`.failures`), structured output (:mod:`.output`), tool
+  calls a server left in its text (:mod:`.text_calls`) and servers that ignore ``tools``
+  (:mod:`.ignored`);
 * :mod:`.responses`: the Responses API route (``api="responses"``);
 * :mod:`.route`: native or UnTooled over a server, and the switch between them;
 * the server's side of the weak-model guidance (:mod:`agentnb.providers.guidance`): the
