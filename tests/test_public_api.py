@@ -97,6 +97,7 @@ CORE_MODULES = [
     "agentnb.testing",
     "agentnb.testing.server",
     "agentnb.providers.openai.route",
+    "agentnb.providers.openai.route_state",
     "agentnb.providers.untooled.envelope",
     "agentnb.providers.untooled.layer",
     "agentnb.providers.untooled.prompt",

@@ -33,13 +33,8 @@ from agentnb.providers.openai.errors import _Secret, _without_userinfo
 from agentnb.providers.openai.failures import FailureReporting
 from agentnb.providers.openai.guided import GuidedSending
 from agentnb.providers.openai.output import StructuredOutput, constrained_names, structured_output, wants_value
-from agentnb.providers.openai.route import (
-    RoutedSending,
-    RouteState,
-    ToolCalling,
-    check_client_options,
-    check_tool_calling,
-)
+from agentnb.providers.openai.route import RoutedSending, check_client_options
+from agentnb.providers.openai.route_state import RouteState, ToolCalling, check_tool_calling
 from agentnb.providers.openai.sdk import _sdk
 from agentnb.providers.openai.stream import StreamReader
 from agentnb.providers.openai.wire import known_params, parse_completion, to_openai
