@@ -92,6 +92,7 @@ CORE_MODULES = [
     "agentnb.providers.openai.chat",
     "agentnb.providers.openai.responses",
     "agentnb.providers.guidance.steer",
+    "agentnb.providers.guidance.partial_json",
     "agentnb.result",
     "agentnb.schema",
     "agentnb.testing",
