@@ -19,7 +19,7 @@ from agentnb.printer import TextPrinter
 from agentnb.providers import OpenAIProvider
 from agentnb.providers.base import Request
 from agentnb.providers.openai.ignored import ignored_tools, pending, prompt_tokens
-from agentnb.providers.openai.route import RouteState
+from agentnb.providers.openai.route_state import RouteState
 from agentnb.testing import ScriptedServer
 from agentnb.testing.server import Reply, text, tool_calls
 

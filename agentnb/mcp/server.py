@@ -5,28 +5,23 @@ The server is started once (its process, or its HTTP session), its tools are lis
 through ``tools/call``. The session lives on agentnb's MCP thread
 (:mod:`agentnb.mcp.runtime`), so it survives across runs, cells and event loops; it ends on
 :meth:`MCPServer.close`, at the end of a ``with`` / ``async with`` block, or at interpreter
-exit.
+exit. How a session reaches its server (a process, or HTTP) is :mod:`agentnb.mcp.transports`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import os
-import shlex
-import sys
-import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from agentnb.errors import AgentnbError, MissingDependencyError, UserError
 from agentnb.mcp import runtime as rt
 from agentnb.mcp.convert import MCPToolError, build_tool, result_text, tool_name
 from agentnb.mcp.follow import follow, list_all, message_handler
-from agentnb.mcp.naming import server_name
+from agentnb.mcp.transports import http_transport, stdio_transport
 from agentnb.tools import Tool, ToolContext
 
 #: Seconds a ``tools/call`` may take before it is abandoned and reported to the model.
@@ -114,25 +109,7 @@ class MCPServer:
         ``startup_timeout``, ``include`` and ``prefix`` (see :meth:`tools`).
         """
         _sdk()
-        if not isinstance(command, str) or not command.strip():
-            raise UserError(f"MCPServer.stdio needs a command, got {command!r}")
-        argv = [command, *args] if args or os.path.exists(command) else shlex.split(command)
-        if argv[0] in ("python", "python3"):
-            argv[0] = sys.executable
-        label = name or server_name(argv)  # its package or script, not a trailing argument
-
-        def transport(server: MCPServer) -> Any:
-            from mcp import StdioServerParameters
-            from mcp.client.stdio import stdio_client
-
-            params = StdioServerParameters(
-                command=argv[0], args=argv[1:], env=dict(env or {}) or None, cwd=None if cwd is None else os.fspath(cwd)
-            )
-            if server._errlog is not None:  # a restart: the last run's stderr is no longer needed
-                server._errlog.close()
-            server._errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in close()
-            return stdio_client(params, errlog=server._errlog)
-
+        argv, label, transport = stdio_transport(command, args, env=env, cwd=cwd, name=name)
         server = cls(transport, name=label, label=f"stdio({label!r})", **options)
         server.command = argv
         return server
@@ -147,28 +124,7 @@ class MCPServer:
         in reprs or errors.
         """
         _sdk()
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UserError(f"MCPServer.http needs an http(s) URL, got {url!r}")
-        label = name or parts.hostname
-        hidden = dict(headers or {})
-        safe_url = url if "@" not in parts.netloc else url.replace(parts.netloc.rsplit("@", 1)[0] + "@", "")
-
-        @contextlib.asynccontextmanager
-        async def connect() -> AsyncIterator[Any]:
-            from mcp.client.streamable_http import streamable_http_client
-            from mcp.shared._httpx_utils import create_mcp_http_client
-
-            # The SDK closes only HTTP clients it made itself; this one (for the headers) is ours.
-            async with (
-                create_mcp_http_client(headers=hidden or None) as client,
-                streamable_http_client(url, http_client=client) as streams,
-            ):
-                yield streams
-
-        def transport(server: MCPServer) -> Any:
-            return connect()
-
+        label, safe_url, transport = http_transport(url, headers, name=name)
         return cls(transport, name=label, label=f"http({safe_url!r})", **options)
 
     def __repr__(self) -> str:

@@ -34,15 +34,16 @@ from agentnb.agent import Agent
 from agentnb.errors import UserError
 from agentnb.messages import Message
 from agentnb.notebook.config import MagicOptions, interpolate, parse_line, type_from_text
+from agentnb.notebook.lookup import DEFAULT_PROVIDER, NamespaceLookup
 from agentnb.notebook.runner import RunHandle, drive, run_blocking
-from agentnb.providers import SPEC_KINDS, Provider, get_provider
+from agentnb.providers import Provider
 from agentnb.result import RunResult
 from agentnb.session import Session
-from agentnb.tools import Tool, tool
+
+__all__ = ["DEBUGGER_VAR", "DEFAULT_PROVIDER", "RESULT_VAR", "AgentMagics", "load_ipython_extension"]
 
 RESULT_VAR = "_agent_result"
 DEBUGGER_VAR = "_agent_debugger"
-DEFAULT_PROVIDER = "local"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,7 @@ class _Plan:
 
 
 @magics_class
-class AgentMagics(Magics):
+class AgentMagics(NamespaceLookup, Magics):
     """The magics and their per-notebook state (defaults, conversation, cached providers)."""
 
     #: "auto" (a widget in a kernel, text elsewhere), "widget" or "text".
@@ -282,86 +283,6 @@ class AgentMagics(Magics):
         if self.display_mode != "auto":
             return self.display_mode
         return "widget" if getattr(self.shell, "kernel", None) is not None else "text"
-
-    def _provider(self, opts: MagicOptions) -> Provider:
-        """A Provider variable named by ``--provider``, or one built (once) from a spec string."""
-        name = opts.provider or DEFAULT_PROVIDER
-        value = self.shell.user_ns.get(name) if name.isidentifier() else None
-        if isinstance(value, Provider):
-            if opts.model or opts.base_url or opts.tool_calling:
-                also = " (so does --tool-calling)" if opts.tool_calling else ""
-                raise UserError(
-                    f"--model/--base-url need a provider spec such as 'openai:MODEL'{also}, not the object {name!r}"
-                )
-            return value
-        spec = value if isinstance(value, str) else name
-        if opts.model:
-            spec = f"{spec.partition(':')[0]}:{opts.model}"
-        key = (spec, opts.base_url, opts.tool_calling)
-        if key in self._providers:
-            return self._providers[key]
-        options: dict[str, Any] = {"base_url": opts.base_url} if opts.base_url else {}
-        if opts.tool_calling:
-            if not spec.strip().lower().startswith("openai:"):
-                raise UserError(f"--tool-calling applies to 'openai:MODEL' providers, not {spec!r}")
-            options["tool_calling"] = opts.tool_calling
-        try:
-            provider = get_provider(spec, **options)
-        except UserError:
-            if value is None and name.isidentifier() and name not in SPEC_KINDS:
-                raise UserError(
-                    f"unknown provider {name!r}: no Provider variable of that name in the notebook, and not a spec "
-                    "such as 'openai:MODEL' or 'local'"
-                ) from None
-            raise
-        except ImportError as exc:
-            raise UserError(f"provider {spec!r} is not available: {exc}") from None
-        except TypeError as exc:
-            raise UserError(f"provider {spec!r} does not take these options: {exc}") from None
-        self._providers[key] = provider
-        return provider
-
-    def _tools(self, names: tuple[str, ...] | None) -> list[Tool]:
-        ns = self.shell.user_ns
-        found = {k: v for k, v in ns.items() if isinstance(v, Tool) and not k.startswith("_")}
-        if names is None:
-            unique: dict[int, Tool] = {id(t): t for t in found.values()}
-            return list(unique.values())
-        tools = []
-        for name in names:
-            if name not in ns:
-                known = ", ".join(found) or "none"
-                raise UserError(
-                    f"unknown tool {name!r}: no variable of that name in the notebook (tools found: {known})"
-                )
-            value = ns[name]
-            if not isinstance(value, Tool) and not callable(value):
-                raise UserError(f"{name!r} is a {type(value).__name__}, not a tool; decorate a function with @tool")
-            tools.append(tool(value))
-        return tools
-
-    def _mcp(self, specs: tuple[str, ...]) -> list[Any]:
-        """MCP servers from ``--mcp``: a variable, a URL or a command line (started once, then reused)."""
-        if not specs:
-            return []
-        from agentnb.mcp import MCPError, MCPServer
-
-        servers = []
-        for spec in specs:
-            value = self.shell.user_ns.get(spec) if spec.isidentifier() else None
-            if isinstance(value, MCPServer):
-                servers.append(value)
-                continue
-            if spec not in self._mcp_servers:
-                is_url = spec.startswith(("http://", "https://"))
-                self._mcp_servers[spec] = MCPServer.http(spec) if is_url else MCPServer.stdio(spec)
-            servers.append(self._mcp_servers[spec])
-        for server in servers:
-            try:
-                server.start()
-            except MCPError as exc:
-                raise UserError(str(exc).splitlines()[0]) from None
-        return servers
 
 
 def _display(obj: Any) -> Any:

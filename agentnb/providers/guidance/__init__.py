@@ -15,6 +15,7 @@ backend, nor torch.
   request names); each source applies them its own way (logits in-process, alternatives on a server);
 * :mod:`.constraint`: the call grammar (JSON Schema of a call, llguidance); :mod:`.byteguide`:
   that grammar walked byte by byte over a server's token texts;
+* :mod:`.partial_json`: where a call being decoded stands (which value, how far written);
 * :mod:`.ground`: answers that favour the words of the tool results (in-process only).
 
 >>> from agentnb.providers.guidance.decide import lacks_numbers

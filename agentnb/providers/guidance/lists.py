@@ -27,7 +27,8 @@ import json
 import re
 from typing import Any
 
-from agentnb.providers.guidance.steer import TokenTable, scan
+from agentnb.providers.guidance.partial_json import scan
+from agentnb.providers.guidance.steer import TokenTable
 
 
 def completed_items(written: str) -> list[Any] | None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from agentnb.providers.guidance.steer import TokenTable, scan
+from agentnb.providers.guidance.partial_json import scan
+from agentnb.providers.guidance.steer import TokenTable
 
 
 def _stem(part: str) -> str:

@@ -16,7 +16,8 @@ from typing import Any
 
 from agentnb.providers.guidance.call_bias import CallBias
 from agentnb.providers.guidance.ground import ResultBias
-from agentnb.providers.guidance.steer import TokenTable, scan
+from agentnb.providers.guidance.partial_json import scan
+from agentnb.providers.guidance.steer import TokenTable
 
 __all__ = ["Grounding", "Steering"]
 

@@ -2,10 +2,12 @@
 
 * :mod:`~agentnb.providers.openai.chat`: :class:`OpenAIProvider` (Chat Completions); its
   request and reply conversions (:mod:`.wire`), streams (:mod:`.stream`), errors
-  (:mod:`.errors`), structured output (:mod:`.output`), tool calls a server left in its text
-  (:mod:`.text_calls`) and servers that ignore ``tools`` (:mod:`.ignored`);
+  (:mod:`.errors`, reported by :mod:`.failures`), structured output (:mod:`.output`), tool
+  calls a server left in its text (:mod:`.text_calls`) and servers that ignore ``tools``
+  (:mod:`.ignored`);
 * :mod:`.responses`: the Responses API route (``api="responses"``);
-* :mod:`.route`: native or UnTooled over a server, and the switch between them;
+* :mod:`.route`: native or UnTooled over a server, and the switch between them (what the
+  provider has learnt about its server: :mod:`.route_state`);
 * the server's side of the weak-model guidance (:mod:`agentnb.providers.guidance`): the
   server as the guidance's source of log-probabilities (:mod:`.source`, reading them with
   :mod:`.logprobs` and the echoed prompts of :mod:`.rank`), what the route does with the tool

@@ -25,39 +25,19 @@ from urllib.parse import urlsplit
 
 from agentnb.errors import ProviderError, UserError
 from agentnb.messages import Message, Usage, UserMessage  # noqa: F401 (the doctests use UserMessage)
-from agentnb.providers import aiohttp_transport, retry
+from agentnb.providers import aiohttp_transport
 from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
 from agentnb.providers.openai import ignored as openai_ignored
 from agentnb.providers.openai import text_calls
-from agentnb.providers.openai.errors import (
-    _Secret,
-    _server_message,
-    _without_userinfo,
-    classify,
-)
+from agentnb.providers.openai.errors import _Secret, _without_userinfo
+from agentnb.providers.openai.failures import FailureReporting
 from agentnb.providers.openai.guided import GuidedSending
-from agentnb.providers.openai.output import (
-    constrained_names,
-    final_output,
-    refuses_output,
-    structured_output,
-    wants_value,
-)
-from agentnb.providers.openai.route import (
-    RoutedSending,
-    RouteState,
-    ToolCalling,
-    check_client_options,
-    check_tool_calling,
-    rejects_tools,
-)
+from agentnb.providers.openai.output import StructuredOutput, constrained_names, structured_output, wants_value
+from agentnb.providers.openai.route import RoutedSending, check_client_options
+from agentnb.providers.openai.route_state import RouteState, ToolCalling, check_tool_calling
 from agentnb.providers.openai.sdk import _sdk
 from agentnb.providers.openai.stream import StreamReader
-from agentnb.providers.openai.wire import (
-    known_params,
-    parse_completion,
-    to_openai,
-)
+from agentnb.providers.openai.wire import known_params, parse_completion, to_openai
 from agentnb.providers.sdk_client import LoopBoundClient, sdk_options
 from agentnb.providers.untooled.envelope import looks_constrained, unwrap
 
@@ -69,7 +49,7 @@ PLACEHOLDER_KEY = "EMPTY"
 _WIRE_CACHE_SIZE = 4096
 
 
-class OpenAIProvider(GuidedSending, RoutedSending, Provider):
+class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSending, Provider):
     """A model behind the OpenAI Chat Completions API (or any server that speaks it).
 
     Args:
@@ -394,47 +374,6 @@ class OpenAIProvider(GuidedSending, RoutedSending, Provider):
                     return
                 notes += self._steering.drain()
         yield self._finish_output(request, reader.completion(notes))
-
-    def _refused_output(self, request: Request, kwargs: dict[str, Any], message: str) -> bool:
-        """A server that refuses ``response_format`` gets the final-answer tool from now on."""
-        if request.output is None or request.constraint is not None or "response_format" not in kwargs:
-            return False
-        if not refuses_output(message):
-            return False
-        self.output_mode = "tool"
-        self._output_note = f"the server refused response_format ({message[:120]}); switched to a final-answer tool"
-        return True
-
-    def _finish_output(self, request: Request, completion: Completion) -> Completion:
-        if request.output is None or request.constraint is not None:
-            return completion
-        return final_output(completion, request, self.output_mode, self._output_note)
-
-    def _garbage(self, what: str) -> ProviderError:
-        where = self.base_url or "the OpenAI API"
-        hint = " (is base_url the server's OpenAI-compatible /v1 URL?)" if self.base_url else ""
-        return ProviderError(self._key.redact(f"{where} sent {what}{hint}"))
-
-    def _message(self, exc: Exception) -> str:
-        return _server_message(exc)
-
-    def _error(self, exc: Exception, *, streaming: bool = False) -> ProviderError:
-        """A typed agentnb error with the server's own message (and never the key)."""
-        error = self._classify(exc, streaming)
-        text = self._key.redact(str(error))
-        if self._route.tool_calling == "native" and rejects_tools(text):
-            text += " (this model or server takes no tools: use tool_calling='untooled', or 'auto')"
-        error = error if text == str(error) else type(error)(text, status=error.status)
-        return retry.carry(exc, error)
-
-    def _classify(self, exc: Exception, streaming: bool) -> ProviderError:
-        where = self.base_url or "the OpenAI API"
-        return classify(
-            _sdk(), exc, streaming, where=where, model=self.model, retries=self.max_retries, timeout=self.timeout
-        )
-
-
-# -- helpers ------------------------------------------------------------------------------
 
 
 def responses_provider(model: str, **options: Any) -> OpenAIProvider:

@@ -60,3 +60,26 @@ def constrained_names(request: Request) -> list[str]:
 def wants_value(request: Request) -> bool:
     """Whether a constrained request asks for a structured value."""
     return request.constraint is not None and request.constraint.output is not None
+
+
+class StructuredOutput:
+    """A mixin of :class:`~agentnb.providers.openai.OpenAIProvider`: its ``output_mode``, switched
+    to the final-answer tool when the server refuses ``response_format``, and the reply's answer."""
+
+    output_mode: str
+    _output_note: str
+
+    def _refused_output(self, request: Request, kwargs: dict[str, Any], message: str) -> bool:
+        """A server that refuses ``response_format`` gets the final-answer tool from now on."""
+        if request.output is None or request.constraint is not None or "response_format" not in kwargs:
+            return False
+        if not refuses_output(message):
+            return False
+        self.output_mode = "tool"
+        self._output_note = f"the server refused response_format ({message[:120]}); switched to a final-answer tool"
+        return True
+
+    def _finish_output(self, request: Request, completion: Completion) -> Completion:
+        if request.output is None or request.constraint is not None:
+            return completion
+        return final_output(completion, request, self.output_mode, self._output_note)
