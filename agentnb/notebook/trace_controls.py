@@ -25,9 +25,7 @@ class TraceControls:
     _paused_since: float | None
     _paused_total: float
     _clock: Callable[[], float]
-
-    def flush(self) -> None:  # the widget's own render
-        raise NotImplementedError
+    flush: Callable[[], None]  # the widget's own render
 
     def on_stop(self, callback: Callable[[], Any] | None) -> None:
         """Call ``callback`` when Stop is clicked (the runner cancels the run); None disables Stop."""
