@@ -33,6 +33,7 @@ from typing import Any
 
 from agentnb.errors import MissingDependencyError
 from agentnb.events import Event, RunStarted
+from agentnb.tracing.direct import direct_sink
 from agentnb.tracing.redact import Redactor
 
 try:
@@ -119,7 +120,7 @@ class _RunSpans:
     that runs an agent gets its span as soon as the inner run starts, to be its parent.
     """
 
-    __slots__ = ("w", "parent", "run", "ctx", "chat", "notes", "started", "tools", "children", "chat_attrs")
+    __slots__ = ("w", "parent", "run", "ctx", "chat", "notes", "started", "tools", "children", "chat_attrs", "sink")
 
     def __init__(self, watcher: SpanWatcher, parent: Any) -> None:
         self.w = watcher
@@ -132,6 +133,7 @@ class _RunSpans:
         self.tools: dict[str, Any] = {}  # open tool calls that already have a span
         self.children: dict[str, _RunSpans] = {}
         self.chat_attrs: dict[str, Any] = {}
+        self.sink: Any = None  # where finished spans may go without the tracer (agentnb.tracing.direct)
 
     def see(self, event: Event) -> None:
         handler = _HANDLERS.get(event.kind)
@@ -168,6 +170,7 @@ class _RunSpans:
         name = f"invoke_agent {e.agent_name}" if e.agent_name else "invoke_agent"
         self.run = w.tracer.start_span(name, context=self.parent, kind=SpanKind.INTERNAL, attributes=attrs)
         self.ctx = _trace.set_span_in_context(self.run)
+        self.sink = direct_sink(w.tracer, self.ctx) if self.run.is_recording() else None
 
     def model_request(self, e: Any) -> None:
         self.chat = time_ns()
@@ -191,6 +194,11 @@ class _RunSpans:
             attrs["gen_ai.output.messages"] = w.text([{"role": "assistant", "parts": parts, "finish_reason": finish}])
             if w.openinference:
                 attrs["output.value"] = w.text(e.text or "")
+        sink, start, name = self.sink, self.chat, f"chat {attrs['gen_ai.request.model']}"
+        if sink is not None and start is not None and sink.emit(name, SpanKind.CLIENT, attrs, start, self.notes):
+            self.chat = None
+            self.notes = []
+            return
         self._chat_span(attrs).end()
 
     def _chat_span(self, attrs: dict[str, Any]) -> Any:
@@ -212,30 +220,55 @@ class _RunSpans:
     def tool_started(self, e: Any) -> None:
         self.started[e.call_id] = (time_ns(), e)
 
+    def _tool_attrs(self, e: Any) -> dict[str, Any]:
+        w = self.w
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": e.name,
+            "gen_ai.tool.call.id": e.call_id,
+            "gen_ai.tool.type": "extension" if e.source else "function",
+        }
+        if w.openinference:
+            attrs["openinference.span.kind"] = "TOOL"
+            attrs["tool.name"] = e.name
+        if w.content:
+            attrs["gen_ai.tool.call.arguments"] = w.text(e.arguments)
+            if w.openinference:
+                attrs["input.value"] = attrs["gen_ai.tool.call.arguments"]
+        return attrs
+
     def _tool_span(self, call_id: str) -> Any:
         span = self.tools.get(call_id)
         if span is None and call_id in self.started:
             start, e = self.started.pop(call_id)
-            w = self.w
-            attrs: dict[str, Any] = {
-                "gen_ai.operation.name": "execute_tool",
-                "gen_ai.tool.name": e.name,
-                "gen_ai.tool.call.id": e.call_id,
-                "gen_ai.tool.type": "extension" if e.source else "function",
-            }
-            if w.openinference:
-                attrs["openinference.span.kind"] = "TOOL"
-                attrs["tool.name"] = e.name
-            if w.content:
-                attrs["gen_ai.tool.call.arguments"] = w.text(e.arguments)
-                if w.openinference:
-                    attrs["input.value"] = attrs["gen_ai.tool.call.arguments"]
-            span = self.tools[call_id] = w.tracer.start_span(
-                f"execute_tool {e.name}", context=self.ctx, kind=SpanKind.INTERNAL, attributes=attrs, start_time=start
+            span = self.tools[call_id] = self.w.tracer.start_span(
+                f"execute_tool {e.name}",
+                context=self.ctx,
+                kind=SpanKind.INTERNAL,
+                attributes=self._tool_attrs(e),
+                start_time=start,
             )
         return span
 
+    def _tool_emitted(self, e: Any) -> bool:
+        """The finished tool call's span, handed over whole (see :mod:`agentnb.tracing.direct`)."""
+        start, started = self.started[e.call_id]
+        attrs, w, status = self._tool_attrs(started), self.w, None
+        if w.content:
+            attrs["gen_ai.tool.call.result"] = w.text(e.result)
+            if w.openinference:
+                attrs["output.value"] = w.text(e.result)
+        if e.error is not None:
+            attrs["error.type"], description = _failure(e.error, w)
+            status = Status(StatusCode.ERROR, description)
+        if not self.sink.emit(f"execute_tool {started.name}", SpanKind.INTERNAL, attrs, start, (), status):
+            return False
+        del self.started[e.call_id]
+        return True
+
     def tool_finished(self, e: Any) -> None:
+        if self.sink is not None and e.call_id in self.started and self._tool_emitted(e):
+            return
         span = self._tool_span(e.call_id)
         if span is None:
             return
@@ -353,7 +386,7 @@ def _flat(e: Any) -> dict[str, Any]:
         if isinstance(value, _SCALARS):
             out[name] = value
         elif isinstance(value, tuple) and all(isinstance(v, str) for v in value):
-            out[name] = list(value)
+            out[name] = tuple(value)  # what the SDK would keep a list as
     if "call_id" in out:
         out["gen_ai.tool.call.id"] = out.pop("call_id")
     if "name" in out:
@@ -361,10 +394,16 @@ def _flat(e: Any) -> dict[str, Any]:
     return out
 
 
-def _fail(span: Any, error: str, w: SpanWatcher) -> None:
+def _failure(error: str, w: SpanWatcher) -> tuple[str, str]:
+    """A failure's ``error.type`` and its status description (secrets redacted)."""
     head = error.split(":", 1)[0].strip()
-    span.set_attribute("error.type", head if head.isidentifier() else "_OTHER")
-    span.set_status(Status(StatusCode.ERROR, w.redactor.redact(error) if w.redactor else Redactor().redact(error)))
+    return head if head.isidentifier() else "_OTHER", (w.redactor or Redactor()).redact(error)
+
+
+def _fail(span: Any, error: str, w: SpanWatcher) -> None:
+    kind, description = _failure(error, w)
+    span.set_attribute("error.type", kind)
+    span.set_status(Status(StatusCode.ERROR, description))
 
 
 _HANDLERS: dict[str, Callable[[_RunSpans, Any], None]] = {
