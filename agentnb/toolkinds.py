@@ -49,9 +49,10 @@ def refusal(value: Any, *, named: bool = False) -> str | None:
     True
     """
     agent = sys.modules.get("agentnb.agent")
-    if agent is not None and isinstance(value, agent.Agent):
+    if agent is not None and isinstance(getattr(value, "__self__", value), agent.Agent):
+        what = "an Agent" if isinstance(value, agent.Agent) else f"an Agent's {value.__name__} method"
         return (
-            "an Agent is not a tool: wrap it with agent.as_tool(...) so that another agent can call it "
+            f"{what} is not a tool: wrap the agent with agent.as_tool(...) so that another agent can call it "
             "(tools=[agent.as_tool(name=..., description=...)])"
         )
     if value is None:

@@ -70,6 +70,10 @@ def test_an_agent_in_tools_is_a_clear_error_that_suggests_as_tool() -> None:
     assert "agent.as_tool(" in str(info.value)
     with pytest.raises(ToolDefinitionError, match="as_tool"):
         tool(inner)
+    for method in (inner.run, inner.arun):  # its methods too: one problem, not their signatures
+        with pytest.raises(ToolDefinitionError) as info:
+            Agent(ScriptedProvider(["x"]), tools=[method])
+        assert info.value.problems == [info.value.problems[0]] and "agent.as_tool(" in info.value.problems[0]
 
 
 @pytest.mark.parametrize(
