@@ -41,6 +41,9 @@ ROOT = Path(__file__).resolve().parents[1]
         (("node", "/opt/servers/github/dist/index.js"), "github"),
         (("docker", "run", "-i", "--rm", "-e", "TOKEN", "mcp/github:latest"), "github"),
         (("mcp-server-sqlite", "--db-path", "/tmp/x.db"), "mcp-server-sqlite"),
+        (("sh", "-c", "exec env A=1 python -u /srv/weather.py stdio"), "weather"),
+        (("bash", "/opt/start-notes.sh"), "start-notes"),
+        (("C:\\Python312\\python.exe", "C:\\servers\\files.py"), "files"),
     ],
 )
 def test_a_stdio_server_is_named_after_its_package_or_command(argv: tuple[str, ...], name: str) -> None:

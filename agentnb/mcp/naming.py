@@ -3,7 +3,8 @@
 ``npx -y @modelcontextprotocol/server-everything stdio`` runs the package
 ``@modelcontextprotocol/server-everything``: its name is ``server-everything``, not ``stdio``
 (a trailing argument) and not ``npx`` (the runner). Runners (npx, uvx, pipx, bunx, node, deno,
-bun, python, ``python -m``, ``uv run``, docker) are skipped with their flags; a package loses
+bun, python, ``python -m``, ``uv run``, docker, a shell and its ``-c`` command) are skipped with
+their flags; a package loses
 its scope and version; a script is named after its file (or its folder, for a generic
 ``index.js`` / ``main.py`` / ``server.py``); arguments after the package or script (``stdio``,
 a directory to serve) never name the server.
@@ -16,12 +17,15 @@ a directory to serve) never name the server.
 ('mcp-server-fetch', 'mcp_server_git')
 >>> server_name(["/usr/bin/python3", "servers/weather.py"]), server_name(["node", "build/github/index.js"])
 ('weather', 'github')
+>>> server_name(["sh", "-c", "exec python -u srv/weather.py"]), server_name(["C:\\\\Py\\\\python.exe", "srv.py"])
+('weather', 'srv')
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections.abc import Sequence
 
 #: Commands that run another program, named by what follows them.
@@ -68,8 +72,9 @@ _VALUED = {
     "--config",
     "--from",
 }
+_SHELLS = {"sh", "bash", "zsh", "dash", "cmd"}
 _GENERIC = {"index", "main", "server", "app", "cli", "__main__", "run", "start", "dist", "build", "src", "lib"}
-_SCRIPT = re.compile(r"\.(?:[cm]?js|ts|py|mjs)$")
+_SCRIPT = re.compile(r"\.(?:[cm]?js|ts|py|mjs|sh)$")
 
 
 def server_name(argv: Sequence[str]) -> str:
@@ -78,7 +83,15 @@ def server_name(argv: Sequence[str]) -> str:
     if not args:
         return "mcp"
     first = _stem(args[0])
-    if first.startswith("python") or first in _RUNNERS:
+    if first in _SHELLS and len(args) >= 3 and args[1] in ("-c", "/c", "-lc"):
+        try:  # sh -c "exec env A=1 python server.py --port 1"
+            words = shlex.split(args[2])
+        except ValueError:  # an unclosed quote
+            words = args[2].split()
+        while words and (words[0] in ("exec", "env") or re.match(r"\w+=", words[0])):
+            words = words[1:]
+        return server_name(words)
+    if first.startswith("python") or first in _RUNNERS or first in _SHELLS:
         rest = args[1:]
         module = _after(rest, "-m")
         if module is not None:
@@ -86,7 +99,7 @@ def server_name(argv: Sequence[str]) -> str:
         target = _first_operand(rest)
         if target is not None:
             return _script_or_package(target)
-    return _stem(args[0]) or "mcp"
+    return first or "mcp"
 
 
 def _after(args: list[str], flag: str) -> str | None:
@@ -128,5 +141,5 @@ def _script_or_package(target: str) -> str:
 
 
 def _stem(path: str) -> str:
-    base = os.path.basename(path.rstrip("/\\"))
+    base = re.split(r"[\\/]", path.rstrip("/\\"))[-1]  # a Windows path too (C:\\Python\\python.exe)
     return _SCRIPT.sub("", base) if _SCRIPT.search(base) else os.path.splitext(base)[0] if "." in base[1:] else base
