@@ -4,10 +4,9 @@
 ``@modelcontextprotocol/server-everything``: its name is ``server-everything``, not ``stdio``
 (a trailing argument) and not ``npx`` (the runner). Runners (npx, uvx, pipx, bunx, node, deno,
 bun, python, ``python -m``, ``uv run``, docker, a shell and its ``-c`` command) are skipped with
-their flags; a package loses
-its scope and version; a script is named after its file (or its folder, for a generic
-``index.js`` / ``main.py`` / ``server.py``); arguments after the package or script (``stdio``,
-a directory to serve) never name the server.
+their flags; a package loses its scope and version; a script is named after its file (or its
+folder, for a generic ``index.js`` / ``main.py`` / ``server.py``); arguments after the package
+or script (``stdio``, a directory to serve) never name the server.
 
 >>> server_name(["npx", "-y", "@modelcontextprotocol/server-everything", "stdio"])
 'server-everything'
