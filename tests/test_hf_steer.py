@@ -127,3 +127,46 @@ def test_values_copy_the_users_request_not_the_layers_format_hint() -> None:
     hinted = [UserMessage("What is 37*91?\n(Reply with a function call, as JSON.)")]
     assert request_text({"query": "What is 37*91?"}, hinted) == "What is 37*91?"
     assert request_text(None, hinted).startswith("What is 37*91?")
+
+
+def test_a_value_does_not_open_on_punctuation_in_the_quotes_token() -> None:
+    # '{"expression": ",' then ' 12 + 7 = 19, 19 + 7 = ...': the model wrote '",' (closing a value
+    # it never wrote, then the next key's comma) and the grammar made it the value's first character
+    class Tok:
+        def batch_decode(self, ids):
+            return [['",', '".', '"', '"(', "(", "12", '")', '"12'][i[0]] for i in ids]
+
+    table = TokenTable(Tok(), 8)
+    bias = CopyBias("Compute (12+7)*3", table, 6.0)
+    before = bias.bonus('{"name": "calculator", "arguments": {"expression": ')
+    assert before[0] < -50 and before[1] < -50 and before[6] < -50  # '",' '".' '")'
+    assert before[2] > 0 and before[3] > 0 and before[7] > 0  # the quote alone; with "(" or "12" after it
+    inside = bias.bonus('{"name": "calculator", "arguments": {"expression": "')
+    assert inside[4] > 0 and inside[5] > 0  # a value may start on "(" before a number, as on the number
+
+
+@pytest.mark.parametrize(
+    ("source", "starts"),
+    [
+        ("Compute (12+7)*3", ["(12+7)*3", "12+7)*3"]),
+        ("Set it to -40 now", ["-40 now", "40 now"]),
+        ("Open ./data.csv please", ["./data.csv please", "data.csv please"]),
+        ("Post in #general", ["#general"]),
+    ],
+)
+def test_a_value_may_start_on_an_opening_sign_before_a_word(source: str, starts: list[str]) -> None:
+    got = spans(source, "", numeric=False)
+    assert all(s in got for s in starts), got
+    assert not any(s[:1] in " -" and not s[1:2].isalnum() for s in got)  # never on a bare dash or space
+
+
+def test_a_percent_goes_on_in_a_string_but_not_in_a_number() -> None:
+    class Tok:
+        def batch_decode(self, ids):
+            return [["%", '"', ",", " of"][i[0]] for i in ids]
+
+    table = TokenTable(Tok(), 4)
+    bias = CopyBias("What's 15% of 380?", table, 6.0)
+    assert bias.bonus('{"name": "f", "arguments": {"e": "15').get(0) == 6.0  # "15%" is copied whole
+    number = bias.bonus('{"name": "f", "arguments": {"rate": 15')
+    assert 0 not in number  # the number 15 ends there (numbers end by themselves: no bonus to go on)

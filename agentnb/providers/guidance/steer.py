@@ -21,6 +21,8 @@ module nudges the choice among them. Two things, both only while a JSON call is 
 True
 >>> spans("Any cheap thai places in Brooklyn?", "Bro", numeric=False)
 ['oklyn?']
+>>> spans("Compute (12+7)*3", "", numeric=False)
+['Compute (12+7)*3', '(12+7)*3', '12+7)*3', '7)*3', '3']
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ MAX_TOKEN_CHARS = 24
 #: (``{"<parameter>": <value>, ...}}``): a string value that starts with one the request does
 #: not contain is that text leaking into the value (``"}} 12345678"``), never a copy.
 _SYNTAX = frozenset("{}[]<>")
+#: Punctuation that, in the same token as a value's opening quote, closes rather than opens it.
+_AFTER_QUOTE = frozenset(",:;.)!?")
 #: The logit penalty on such a start (a ban in all but name: the model's own preference for
 #: the format it was shown can be strong).
 LEAK_PENALTY = 100.0
@@ -67,7 +71,10 @@ _VALUE_CLOSERS = {"string": ('"',), "list": ("]",), "list-string": ('"]',)}
 _PUNCTUATION = frozenset('"]}, ')
 #: Characters a copied span may go on with; any other (or the end) ends it: "Brooklyn?".
 #: Operators go on too, so an expression is copied whole: "x^2", "3x+2", "(a+b)*c".
-_GOES_ON = frozenset(" ,.-/:^*+=()")
+_GOES_ON = frozenset(" ,.-/:^*+=()%")
+#: Characters a copied value may start with when a word follows them: "(12+7)*3", "-40",
+#: "$2,500", "'quoted'", "./data.csv", "#general", "@alice", "~/notes".
+_OPENED = re.compile(r"[(\-+$'/.#@~\[]+\w")
 #: Words that usually start a new phrase: a string value that reaches one may well end there
 #: ("from San Francisco | to Boston | on 2025-06-12"), so closing gets a (weak) bonus and going
 #: on gets none; the model's own preference decides.
@@ -101,6 +108,8 @@ def _goes_on(rest: str, where: str = "string") -> bool:
         return False
     if where == "list":
         return _MORE_NUMBERS.match(rest) is not None
+    if rest[0] == "%":  # "15%" is one string value; the number 15 ends there
+        return where != "number"
     return rest[0].isalnum() or rest[0] in _GOES_ON or (rest[0] == "'" and rest[1:2].isalpha())
 
 
@@ -229,14 +238,15 @@ class TokenTable:
 def spans(source: str, value: str, *, numeric: bool) -> list[str]:
     """How ``source`` goes on after each place ``value`` starts at a word boundary in it.
 
-    An empty ``value`` starts anywhere a word does. For numbers, ``source`` is read in each of
+    An empty ``value`` starts anywhere a word does, or an opening bracket, sign or quote before
+    one ("(12+7)*3", "-40", "$30"). For numbers, ``source`` is read in each of
     its :func:`numeric_forms`, so "$2,500" continues as "2500" and "2.5k" as "2500".
     """
     out = []
     for text in numeric_forms(source) if numeric else [source]:
         start = text.find(value) if value else 0
         while 0 <= start < len(text):
-            if _word_start(text, start) and (value or text[start].isalnum()):
+            if _word_start(text, start) and (value or text[start].isalnum() or _OPENED.match(text, start)):
                 out.append(text[start + len(value) :])
             start = text.find(value, start + 1) if value else start + 1
     return list(dict.fromkeys(out))
@@ -272,6 +282,10 @@ class CopyBias:
             if leaks:  # a string value (or its opening quote) followed by the call's own syntax
                 opener = "" if where in ("string", "list-string") else '"'
                 out.update(dict.fromkeys(self.table.leading(leaks, opener), -LEAK_PENALTY))
+            if where not in ("string", "list-string"):
+                # One token that opens the value and goes on with punctuation ('",' '".' '");')
+                # is the model closing a value it never wrote; the quote alone stays open to it.
+                out.update(dict.fromkeys(self.table.leading(_AFTER_QUOTE, '"'), -LEAK_PENALTY))
             return out
         if where == "list" and not spans(self.source, value, numeric=True):
             # Not a run of the request's numbers ("1, 3" of "from x=1 to x=3"): follow the
