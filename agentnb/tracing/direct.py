@@ -25,8 +25,9 @@ tracer as before:
 
 The SDK's private parts read here (``_is_enabled``, ``_tracer_metrics``, ``_span_limits``,
 ``_span_processors``, the samplers' ``_local_parent_sampled`` and ``_decision``) are read
-defensively: if any is missing or different, the tracer path is used. The SDK's docstring asks users not to make ``ReadableSpan`` objects themselves: this
-module does, for the one case above where the tracer would make exactly this object, and
+defensively: if any is missing or different, the tracer path is used. The SDK's docstring asks
+users not to make ``ReadableSpan`` objects themselves: this module does, for the one case above
+where the tracer would make exactly this object, and
 ``tests/test_tracing_direct.py`` checks that both paths export the same spans (names, kinds,
 parents, attributes, events, status, resource, scope, flags, trace state) on a nested run with
 failures and under an incoming trace.

@@ -237,6 +237,18 @@ class _RunSpans:
                 attrs["input.value"] = attrs["gen_ai.tool.call.arguments"]
         return attrs
 
+    def _result_attrs(self, e: Any) -> dict[str, Any]:
+        """A finished tool call's result, as attributes (only with content on)."""
+        w = self.w
+        if not w.content:
+            return {}
+        text = w.text(e.result)
+        return (
+            {"gen_ai.tool.call.result": text, "output.value": text}
+            if w.openinference
+            else {"gen_ai.tool.call.result": text}
+        )
+
     def _tool_span(self, call_id: str) -> Any:
         span = self.tools.get(call_id)
         if span is None and call_id in self.started:
@@ -253,11 +265,7 @@ class _RunSpans:
     def _tool_emitted(self, e: Any) -> bool:
         """The finished tool call's span, handed over whole (see :mod:`agentnb.tracing.direct`)."""
         start, started = self.started[e.call_id]
-        attrs, w, status = self._tool_attrs(started), self.w, None
-        if w.content:
-            attrs["gen_ai.tool.call.result"] = w.text(e.result)
-            if w.openinference:
-                attrs["output.value"] = w.text(e.result)
+        attrs, w, status = {**self._tool_attrs(started), **self._result_attrs(e)}, self.w, None
         if e.error is not None:
             attrs["error.type"], description = _failure(e.error, w)
             status = Status(StatusCode.ERROR, description)
@@ -273,13 +281,9 @@ class _RunSpans:
         if span is None:
             return
         del self.tools[e.call_id]
-        w = self.w
-        if w.content:
-            span.set_attribute("gen_ai.tool.call.result", w.text(e.result))
-            if w.openinference:
-                span.set_attribute("output.value", w.text(e.result))
+        span.set_attributes(self._result_attrs(e))
         if e.error is not None:
-            _fail(span, e.error, w)
+            _fail(span, e.error, self.w)
         span.end()
 
     def sub_agent(self, e: Any) -> None:
@@ -386,7 +390,7 @@ def _flat(e: Any) -> dict[str, Any]:
         if isinstance(value, _SCALARS):
             out[name] = value
         elif isinstance(value, tuple) and all(isinstance(v, str) for v in value):
-            out[name] = tuple(value)  # what the SDK would keep a list as
+            out[name] = value  # a tuple: what the SDK keeps as it is
     if "call_id" in out:
         out["gen_ai.tool.call.id"] = out.pop("call_id")
     if "name" in out:
