@@ -223,20 +223,29 @@ class Agent:
         first = run_started(self, state.messages, history, max_calls, _link)
         state.events.append(first)
         watch = watchers_for(self.watchers, first, _link)  # None: nobody watches (no cost)
+        stop_at_start = False  # a StopRun from the callback at run_started: no model call
         if _sink is None:
             yield first
         else:
-            _sink(first)
+            try:
+                _sink(first)
+            except StopRun:
+                stop_at_start = True
         for note in _link.notes if _link is not None else ():  # a session's, after run_started
             state.events.append(note)
             if watch is not None:
                 watch(note)
             if _sink is None:
                 yield note
-            else:
-                _sink(note)
+            elif not stop_at_start:
+                try:
+                    _sink(note)
+                except StopRun:
+                    stop_at_start = True
         cancelled: asyncio.CancelledError | None = None
         try:
+            if stop_at_start:
+                raise StopRun
             async with aclosing(run_loop(cfg, state)) as events:  # type: ignore[type-var]
                 async for event in events:
                     state.events.append(event)
@@ -291,7 +300,8 @@ class Agent:
         if _sink is None:
             yield end
         else:
-            _sink(end)
+            with contextlib.suppress(StopRun):  # the run is over: a stop asked for now changes nothing
+                _sink(end)
         yield result
 
     async def arun(

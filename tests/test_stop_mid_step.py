@@ -165,3 +165,34 @@ def test_parallel_calls_that_both_finished_are_both_kept_and_reported() -> None:
     assert sorted(e.name for e in result.events if isinstance(e, ToolFinished)) == ["first", "second"]
     assert seen.count("tool_finished") == 2  # the late one is reported to the callback too
     assert result.tool_calls == 2
+
+
+@pytest.mark.parametrize("mode", ["run", "arun", "stream"])
+def test_stop_at_run_started_ends_the_run_before_any_model_call(mode: str) -> None:
+    """A StopRun at run_started is a stop like any other: a cancelled result, not an exception."""
+    import asyncio
+
+    model = ScriptedProvider([call("add", a=2, b=3), "5"])
+    agent = Agent(model, tools=[add])
+    on_event = stop_at("run_started")
+    if mode == "arun":
+        result = asyncio.run(agent.arun("go", on_event=on_event))
+    else:
+        result = agent.run("go", on_event=on_event, stream=mode == "stream")
+    assert result.stop_reason == "cancelled"
+    assert model.requests == [] and RAN == []
+    assert roles(result) == ["user"]
+    assert [e.kind for e in result.events] == ["run_started", "run_finished"]
+
+
+@pytest.mark.parametrize("mode", ["run", "arun"])
+def test_stop_at_run_finished_changes_nothing(mode: str) -> None:
+    """The run is over when run_finished is seen: the result comes back whole."""
+    import asyncio
+
+    model = ScriptedProvider([call("add", a=2, b=3), "5"])
+    agent = Agent(model, tools=[add])
+    on_event = stop_at("run_finished")
+    result = asyncio.run(agent.arun("go", on_event=on_event)) if mode == "arun" else agent.run("go", on_event=on_event)
+    assert result.stop_reason != "cancelled" and result.output == "5"
+    assert roles(result) == ["user", "assistant", "tool", "assistant"]
