@@ -11,7 +11,8 @@ these functions only, never by hand:
   sanitizer: no scripts, no event handlers, no styles, no ``javascript:``/``data:`` links, no
   iframes or forms; links open in a new tab with ``rel="noopener noreferrer nofollow"``; images
   are never fetched (shown as "image: URL (not loaded)"). Emphasis needs word boundaries, so
-  ``37*91 = 3367``, ``a_b_c`` and ``__init__`` keep their characters.
+  ``37*91 = 3367``, ``a_b_c`` and ``__init__`` keep their characters; backslashes and entities
+  are shown as written (``\\d+\\.\\d+``, ``&lt;``).
 * :func:`untrusted_terminal`: text for a terminal, control and escape sequences shown, not sent.
 
 >>> untrusted_html('<img src=x onerror="alert(1)">')
@@ -123,13 +124,16 @@ def _markdown() -> Any:
 
     md = MarkdownIt("commonmark", {"html": False, "breaks": True, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
+    # backslashes and entities are shown as written: a regex, a Windows path, "&lt;" keep every character
+    md.disable(["escape", "entity"])
     md.inline.ruler.before("emphasis", "anb_literal_marks", _literal_marks)
     md.add_render_rule("image", _image)
     return md
 
 
 def _literal_marks(state: Any, silent: bool) -> bool:
-    """``_`` never emphasises (identifiers: ``a_b``, ``__init__``); ``*`` not inside a word (``37*91``)."""
+    """``_`` never emphasises (identifiers: ``a_b``, ``__init__``); ``*`` not inside a word (``37*91``)
+    nor after a backslash (``\\*star\\*``: the backslash is shown, so the star is literal too)."""
     src, start = state.src, state.pos
     mark = src[start]
     if mark not in "*_":
@@ -139,7 +143,7 @@ def _literal_marks(state: Any, silent: bool) -> bool:
         end += 1
     before = src[start - 1] if start > 0 else " "
     after = src[end] if end < state.posMax else " "
-    if mark == "*" and not (before.isalnum() and after.isalnum()):
+    if mark == "*" and before != "\\" and not (before.isalnum() and after.isalnum()):
         return False  # a word-boundary star: ordinary emphasis
     if not silent:
         state.pending += src[start:end]

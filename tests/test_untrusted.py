@@ -153,6 +153,23 @@ def test_markdown_keeps_characters_and_kills_markup() -> None:
     assert "\u202e" not in untrusted_markdown(ALL, raw=True) + untrusted_html(ALL)
 
 
+@pytest.mark.parametrize(
+    "written",
+    [
+        r"The regex \d+\.\d+ matches 3.14",
+        r"Files: C:\Users\*.txt and \\server\share",
+        r"Inline math \(x^2\) and \[y\]",
+        "Write &lt; for < and &amp; for &; &#60;b&#62; is <b>",
+        r"An escaped \*star\* and 1\. not a list",
+    ],
+)
+def test_markdown_shows_backslashes_and_entities_as_written(written: str) -> None:
+    """A backslash or an entity in an answer is a character the user must see (issue 26 item 3)."""
+    html = untrusted_markdown(written)
+    problems, text = check_html(html)
+    assert not problems and written in text
+
+
 def test_terminal_text_has_no_control_sequences() -> None:
     shown = untrusted_terminal(ALL + "\tok\n")
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", shown)
