@@ -145,6 +145,26 @@ def test_output_type_is_written_as_a_python_type(ip: Any) -> None:
             ip.run_line_magic("agent", f'-p model -q --new --output-type "{bad}" hi')
 
 
+def test_output_type_reads_quoted_names_literals_and_annotations(ip: Any) -> None:
+    """Siblings of ``list[Price]``: a quoted (forward) reference is the type it names; inside
+    Literal and Annotated's notes, constants stay values."""
+    from typing import Annotated, Literal
+
+    from agentnb.notebook.config import type_from_text
+
+    ns = {"Price": Price}
+    assert type_from_text("'Price'", ns) is Price
+    assert type_from_text('list["Price"]', ns) == list[Price]
+    assert type_from_text('Literal["Price", -1]', ns) == Literal["Price", -1]
+    assert type_from_text('Annotated[int, "a count"]', ns) == Annotated[int, "a count"]
+    ip.user_ns["Price"] = Price
+    ip.user_ns["model"] = ScriptedProvider(['[{"item": "kiwi", "euros": 0.4}]'])
+    ip.run_line_magic("agent", """-p model -q --new --output-type 'list["Price"]' Kiwis are 0.40.""")
+    assert ip.user_ns["_agent_result"].value == [Price("kiwi", 0.4)]
+    with pytest.raises(UsageError, match="'list\\[' is not a type such as"):
+        ip.run_line_magic("agent", """-p model -q --new --output-type '"list["' hi""")
+
+
 def test_loading_the_model_is_not_an_error_box_in_a_notebook(monkeypatch: Any, capsys: Any) -> None:
     pytest.importorskip("torch")
     from agentnb.providers.hf import local

@@ -194,6 +194,8 @@ def type_from_text(text: str, namespace: Mapping[str, Any]) -> Any:
     list[int] | None
     >>> type_from_text("dict[str, Literal['a', 'b']]", {})
     dict[str, typing.Literal['a', 'b']]
+    >>> type_from_text("'list[int]'", {}), type_from_text("Literal[-1, 1]", {})
+    (list[int], typing.Literal[-1, 1])
     """
     import ast
     import builtins
@@ -204,7 +206,9 @@ def type_from_text(text: str, namespace: Mapping[str, Any]) -> Any:
     except SyntaxError:
         raise UserError(f"--output-type {text!r} is not {_TYPE_HINT}") from None
 
-    def read(node: ast.expr) -> Any:
+    def read(node: ast.expr, literal: bool = False) -> Any:
+        # literal: inside Literal[...], where constants are values; elsewhere a string is a
+        # forward reference ("Price"), read as the type it names
         if isinstance(node, ast.Name):
             for space in (namespace, vars(builtins), vars(typing)):
                 if node.id in space:
@@ -213,13 +217,26 @@ def type_from_text(text: str, namespace: Mapping[str, Any]) -> Any:
         if isinstance(node, ast.Attribute) and not node.attr.startswith("_"):
             return getattr(read(node.value), node.attr)
         if isinstance(node, ast.Subscript):
-            return read(node.value)[read(node.slice)]
+            outer = read(node.value)
+            if outer is typing.Annotated and isinstance(node.slice, ast.Tuple) and node.slice.elts:
+                first, *notes = node.slice.elts  # Annotated[type, value, ...]
+                return outer[(read(first), *(read(n, True) for n in notes))]
+            return outer[read(node.slice, literal or outer is typing.Literal)]
         if isinstance(node, ast.Tuple):
-            return tuple(read(e) for e in node.elts)
+            return tuple(read(e, literal) for e in node.elts)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
             return read(node.left) | read(node.right)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and not literal:
+            try:
+                return read(ast.parse(node.value.strip(), mode="eval").body)
+            except SyntaxError:
+                raise UserError(f"--output-type {text!r}: {node.value!r} is not {_TYPE_HINT}") from None
         if isinstance(node, ast.Constant) and (node.value is None or isinstance(node.value, (str, int, bool))):
             return node.value
+        if literal and isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            value = read(node.operand, literal)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return -value
         raise UserError(f"--output-type {text!r} is not {_TYPE_HINT}")
 
     try:
