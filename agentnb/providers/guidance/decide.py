@@ -34,7 +34,9 @@ for issue 26 ("What is 37*91?" answered beside a ``multiply`` tool): argument co
 request holds exactly the numbers the best tool takes; refitted, the same 123/134 and 64/75 held
 out, and no change on benchmarks/data/sibling_cases.json), the probe naming the best tool
 (114-118 of 134 called held out, 65-66 of 75 text), other wordings of the system prompt (the
-call share of arithmetic stayed at chit-chat's, about 5e-5). ``benchmarks/call_decision.py --refit`` refits.
+call share of arithmetic stayed at chit-chat's, about 5e-5), the tool's arguments in the ranking
+prompt ("Arguments: a (number, required); ..."; refitted, 118/134 and 65/75 held out, the same
+12/15 and 12/15 on the siblings). ``benchmarks/call_decision.py --refit`` refits.
 
 >>> d = decide(share=0.02, fits={"get_weather": 0.9, "add": -0.2})
 >>> d.action, d.tool_ranking[0][0]
