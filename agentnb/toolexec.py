@@ -60,7 +60,7 @@ async def execute(
     timeout = tool.timeout or default_timeout
     start = perf_counter()
     try:
-        fn = tool.fn
+        fn = tool.invoke
         if fn is None:
             raise NotImplementedError(f"tool {tool.name!r} has no Python implementation")
         kwargs = tool.prepare(p.arguments, ctx)

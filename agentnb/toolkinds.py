@@ -122,6 +122,44 @@ def is_async_callable(fn: Any) -> bool:
     return inspect.iscoroutinefunction(type(fn).__call__)
 
 
+def yields(fn: Any) -> str | None:
+    """``"sync"`` or ``"async"`` when calling ``fn`` returns a generator (generator functions,
+    partials and methods of them, objects whose ``__call__`` is one); else None.
+
+    >>> def count(n: int):
+    ...     yield from range(n)
+    >>> yields(count), yields(len)
+    ('sync', None)
+    """
+    if callable(fn) and not (inspect.isroutine(fn) or isinstance(fn, (type, functools.partial))):
+        fn = type(fn).__call__
+    if inspect.isasyncgenfunction(fn):
+        return "async"
+    return "sync" if inspect.isgeneratorfunction(fn) else None
+
+
+def collecting(fn: Callable[..., Any], kind: str) -> Callable[..., Any]:
+    """``fn``, a generator function, as one that returns the list of what it yields: a tool's
+    result is that list (the model would otherwise read ``<generator object ...>``).
+
+    >>> def count(n: int):
+    ...     yield from range(n)
+    >>> collecting(count, "sync")(n=3)
+    [0, 1, 2]
+    """
+    if kind == "async":
+
+        async def gather(*args: Any, **kwargs: Any) -> list[Any]:
+            return [item async for item in fn(*args, **kwargs)]
+
+        return gather
+
+    def collect(*args: Any, **kwargs: Any) -> list[Any]:
+        return list(fn(*args, **kwargs))
+
+    return collect
+
+
 def _snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 from agentnb.errors import ToolDefinitionError
 from agentnb.rendering import render_value
 from agentnb.toolcontext import ToolContext, ToolExample
-from agentnb.toolkinds import is_async_callable, refusal
+from agentnb.toolkinds import collecting, is_async_callable, refusal, yields
 from agentnb.toolsig import read_signature, signature_text
 from agentnb.validate import conversion_errors, describe_error
 
@@ -68,6 +68,7 @@ class Tool:
         "parameters",
         "fn",
         "is_async",
+        "invoke",
         "direct_output",
         "allow_repeat",
         "requires_approval",
@@ -129,7 +130,10 @@ class Tool:
         self.description = description
         self.parameters = params
         self.fn = fn
-        self.is_async = fn is not None and is_async_callable(fn)
+        kind = yields(fn) if fn is not None else None
+        #: What a call runs: ``fn``, or for a generator function, one that lists what it yields.
+        self.invoke = collecting(fn, kind) if fn is not None and kind else fn
+        self.is_async = fn is not None and (kind == "async" or is_async_callable(fn))
         self.direct_output = direct_output
         self.allow_repeat = allow_repeat
         #: A call of this tool never runs without a decision (see :mod:`agentnb.approval`).

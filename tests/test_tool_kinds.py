@@ -118,3 +118,43 @@ def test_async_partials_and_async_callable_objects_are_awaited() -> None:
 def test_a_named_lambda_with_no_parameters_is_a_tool() -> None:
     made = tool(lambda: "pong", name="ping", description="Answer pong.")
     assert made.name == "ping" and run_one(made, "ping") == "pong"
+
+
+def numbers(n: int):  # type: ignore[no-untyped-def]
+    """Count from 1 to n."""
+    yield from range(1, n + 1)
+
+
+async def later_numbers(n: int):  # type: ignore[no-untyped-def]
+    """Count from 1 to n, later."""
+    for i in range(1, n + 1):
+        await asyncio.sleep(0)
+        yield i
+
+
+class Countdown:
+    def __call__(self, n: int):  # type: ignore[no-untyped-def]
+        """Count down from n."""
+        yield from range(n, 0, -1)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_generator_tool_returns_what_it_yields(stream: bool) -> None:
+    """The model reads the items, not ``<generator object ...>``; calling the tool in Python
+    still gives the generator."""
+    tools = [numbers, later_numbers, Countdown(), tool(functools.partial(numbers), name="partial_numbers")]
+    calls = [call("numbers", n=3), call("later_numbers", n=2), call("countdown", n=2), call("partial_numbers", n=1)]
+    model = ScriptedProvider([*calls, "done"])
+    result = Agent(model, tools=tools, tool_timeout=5).run("count", stream=stream)
+    assert [m.content for m in result.messages if m.role == "tool"] == ["[1, 2, 3]", "[1, 2]", "[2, 1]", "[1]"]
+    assert list(tool(numbers)(n=2)) == [1, 2]
+
+
+def test_a_generator_tool_that_raises_midway_is_an_error_result() -> None:
+    def broken(n: int):  # type: ignore[no-untyped-def]
+        """Yield, then fail."""
+        yield n
+        raise ValueError("no more")
+
+    result = Agent(ScriptedProvider([call("broken", n=1), "done"]), tools=[broken]).run("go")
+    assert [m.content for m in result.messages if m.role == "tool"] == ["Error: broken raised ValueError: no more"]
