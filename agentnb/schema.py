@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import enum
+import functools
 import sys
 import types
 import typing
@@ -59,6 +60,9 @@ def schema_for(tp: Any, problems: list[str], where: str) -> dict[str, Any]:
         return _dict_schema(args, problems, where)
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return _dataclass_schema(tp, problems, where)
+    textual = _textual(tp)
+    if textual is not None:
+        return dict(textual[1])
     if is_typeddict is not None and is_typeddict(tp):
         return _typeddict_schema(tp, problems, where)
     problems.append(f"{where}: unsupported type {_type_name(tp)}")
@@ -295,14 +299,64 @@ def _summary(tp: type) -> str | None:
 
 
 def _jsonable(value: Any) -> bool:
-    """Whether a Python default can go in a schema (enums as their values)."""
+    """Whether a Python default can go in a schema (enums as their values, paths and dates as text)."""
     if isinstance(value, enum.Enum):
         return _jsonable(value.value)
-    return value is None or isinstance(value, (str, int, float, bool))
+    return value is None or isinstance(value, (str, int, float, bool)) or _textual(type(value)) is not None
 
 
 def _json_default(value: Any) -> Any:
-    return value.value if isinstance(value, enum.Enum) else value
+    if isinstance(value, enum.Enum):
+        return value.value
+    textual = _textual(type(value))
+    if textual is None:
+        return value
+    return value.isoformat() if textual[1].get("format") in ("date-time", "date", "time") else str(value)
+
+
+# --- types written as a JSON string (a Path from "data.csv", a date from "2024-05-01") ----------
+
+
+def _written(what: str, build: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def convert(value: Any) -> Any:
+        try:
+            return build(value)
+        except (ValueError, TypeError, ArithmeticError):  # Decimal's errors say nothing readable
+            raise ValueError(f"{value!r} is not {what}") from None
+
+    return convert
+
+
+@functools.cache
+def _textual_types() -> tuple[tuple[type, dict[str, Any], Callable[[Any], Any] | None], ...]:
+    """(type, its schema, how a JSON value becomes it); subclasses match, so datetime comes before
+    date. Built on first use: ``import agentnb`` does not pay for decimal and uuid."""
+    import datetime
+    import decimal
+    import pathlib
+    import uuid
+
+    return (
+        (datetime.datetime, {"type": "string", "format": "date-time"},
+         _written("an ISO 8601 date and time (2024-05-01T14:30:00)", datetime.datetime.fromisoformat)),
+        (datetime.date, {"type": "string", "format": "date"},
+         _written("an ISO 8601 date (2024-05-01)", datetime.date.fromisoformat)),
+        (datetime.time, {"type": "string", "format": "time"},
+         _written("an ISO 8601 time (14:30:00)", datetime.time.fromisoformat)),
+        (uuid.UUID, {"type": "string", "format": "uuid"}, _written("a UUID", uuid.UUID)),
+        (decimal.Decimal, {"type": ["number", "string"]},
+         _written("a decimal number", lambda v: decimal.Decimal(str(v)))),
+        (pathlib.PurePath, {"type": "string"}, None),  # None: the type itself (Path, PurePosixPath...)
+    )  # fmt: skip
+
+
+def _textual(tp: Any) -> tuple[type, dict[str, Any], Callable[[Any], Any]] | None:
+    if not isinstance(tp, type) or tp in (str, int, float, bool, list, dict, tuple, type(None)):
+        return None
+    for base, schema, build in _textual_types():
+        if issubclass(tp, base):
+            return base, schema, build if build is not None else _written(f"a path ({tp.__name__})", tp)
+    return None
 
 
 # --- converting validated JSON back into the Python types a function expects ------------
@@ -320,6 +374,9 @@ def converter_for(tp: Any) -> Callable[[Any], Any] | None:
         return converter_for(args[0])
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return tp
+    textual = _textual(tp)
+    if textual is not None:
+        return textual[2]
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         hints = get_type_hints(tp)
         subs: dict[str, Callable[[Any], Any]] = {}

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import datetime
+import decimal
 import enum
+import pathlib
+import uuid
 from typing import Annotated, Literal, Optional, TypedDict
 
 import pytest
@@ -255,3 +259,51 @@ def test_tuple_and_set_schemas() -> None:
     }
     assert p["items"] == {"type": "array", "items": {"type": "integer"}}
     assert p["uniq"] == {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
+
+
+def test_paths_dates_uuids_and_decimals_are_written_as_text() -> None:
+    """``path: Path`` and ``day: date`` are common in notebooks: the model writes a string, the
+    function gets the Python value; a bad one is a validation error the model can fix."""
+    from agentnb import Agent
+    from agentnb.testing import ScriptedProvider, call
+
+    seen = []
+
+    def plan(
+        path: pathlib.Path,
+        day: datetime.date,
+        at: datetime.datetime | None = None,
+        start: datetime.time = datetime.time(9),
+        ref: uuid.UUID = uuid.UUID(int=1),
+        price: decimal.Decimal = decimal.Decimal("1.50"),
+        more: list[pathlib.PurePosixPath] | None = None,
+    ) -> str:
+        """Plan a trip."""
+        seen.append((path, day, at, start, ref, price, more))
+        return "planned"
+
+    t = tool(plan)
+    props = t.parameters["properties"]
+    assert props["path"] == {"type": "string"} and props["day"] == {"type": "string", "format": "date"}
+    assert props["start"]["default"] == "09:00:00" and props["price"]["default"] == "1.50"
+    assert props["ref"]["default"] == "00000000-0000-0000-0000-000000000001"
+    assert t.validate({"path": "a.csv", "day": "2024-13-01"}) == [
+        "day: '2024-13-01' is not an ISO 8601 date (2024-05-01)"
+    ]
+    assert t.validate({"path": "a.csv", "day": "2024-01-01", "price": "lots"}) == [
+        "price: 'lots' is not a decimal number"
+    ]
+    model = ScriptedProvider(
+        [
+            call("plan", path="data/x.csv", day="May 1st"),  # refused, then fixed
+            call("plan", path="data/x.csv", day="2024-05-01", at="2024-05-01T10:00:00Z", price=2.5, more=["a/b"]),
+            "done",
+        ]
+    )
+    result = Agent(model, tools=[plan]).run("go")
+    assert result.output == "done" and len(seen) == 1
+    assert "day: 'May 1st' is not an ISO 8601 date" in model.requests[1].messages[-1].content
+    path, day, at, start, ref, price, more = seen[0]
+    assert path == pathlib.Path("data/x.csv") and day == datetime.date(2024, 5, 1)
+    assert at == datetime.datetime(2024, 5, 1, 10, tzinfo=datetime.timezone.utc) and start == datetime.time(9)
+    assert ref == uuid.UUID(int=1) and price == decimal.Decimal("2.5") and more == [pathlib.PurePosixPath("a/b")]

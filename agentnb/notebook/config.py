@@ -220,7 +220,7 @@ def type_from_text(text: str, namespace: Mapping[str, Any]) -> Any:
             outer = read(node.value)
             if outer is typing.Annotated and isinstance(node.slice, ast.Tuple) and node.slice.elts:
                 first, *notes = node.slice.elts  # Annotated[type, value, ...]
-                return outer[(read(first), *(read(n, True) for n in notes))]
+                return outer[tuple([read(first), *(read(n, True) for n in notes)])]
             return outer[read(node.slice, literal or outer is typing.Literal)]
         if isinstance(node, ast.Tuple):
             return tuple(read(e, literal) for e in node.elts)
