@@ -86,6 +86,8 @@ def type_name(spec: Any) -> str:
     ('array of integer', '"x" or "y"')
     >>> type_name({"type": "object", "properties": {"x": {"type": "number"}}})
     'object {x: number}'
+    >>> type_name({"anyOf": [{"type": "string", "format": "date"}, {"type": "null"}]})
+    'date string or null'
 
     """
     if not isinstance(spec, dict):
@@ -102,6 +104,8 @@ def type_name(spec: Any) -> str:
         return f"object {{{fields}}}"
     if kind is None and "anyOf" in spec:
         return " or ".join(type_name(s) for s in spec["anyOf"])
+    if kind == "string" and isinstance(spec.get("format"), str):  # "date string", "uri string"
+        return f"{spec['format']} string"
     return str(kind or "any")
 
 
