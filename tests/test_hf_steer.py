@@ -170,3 +170,62 @@ def test_a_percent_goes_on_in_a_string_but_not_in_a_number() -> None:
     assert bias.bonus('{"name": "f", "arguments": {"e": "15').get(0) == 6.0  # "15%" is copied whole
     number = bias.bonus('{"name": "f", "arguments": {"rate": 15')
     assert 0 not in number  # the number 15 ends there (numbers end by themselves: no bonus to go on)
+
+
+@pytest.mark.parametrize(
+    ("value", "source", "run"),
+    [
+        ("1998_1999_1999_1999", "who won the 1998 world cup", "_1999"),
+        ("best pizza pizza pizza ", "best pizza", "pizza "),
+        ("ab_19_19_19", "", "_19"),
+        ("1998_1999_1999", "who won the 1998 world cup", None),  # twice is not yet a loop
+        ("ha ha ha ha", "laugh: ha ha  ha ha", None),  # the request writes it so: a copy
+        ("1000000000", "", None),  # one character again and again: a number
+        ("Mississippi", "", None),
+        ("abab", "", None),  # too short to tell
+    ],
+)
+def test_a_loop_is_a_run_three_times_over_that_the_request_does_not_hold(
+    value: str, source: str, run: str | None
+) -> None:
+    from agentnb.providers.guidance.loops import looping_run
+
+    assert looping_run(value, source) == run
+
+
+def test_a_looping_string_value_gets_its_closing_tokens_favoured() -> None:
+    from agentnb.providers.guidance.loops import LoopingStrings
+
+    loops = LoopingStrings("who won the 1998 world cup", TokenTable(FakeTokenizer(), len(FakeTokenizer.VOCAB)), 6.0)
+    assert loops.bonus(CALL + '{"q": "1998_1999_1999_1999') == dict.fromkeys(ids('"', '",', '"}'), 12.0)
+    assert loops.bonus(CALL + '{"q": "1998_1999_1999') == {}
+    assert loops.bonus(CALL + '{"xs": [1999, 1999, 1999, 1999') == {}  # numbers: RepeatedItems' business
+
+
+def test_a_required_free_text_string_may_not_be_empty_in_a_constrained_call() -> None:
+    """The call's grammar is built from call_schema: "" for a required free-text string is out."""
+    import jsonschema
+
+    from agentnb.providers.guidance.constraint import call_schema
+    from agentnb.tools import Tool
+
+    schema = {
+        "type": "object",
+        "required": ["expression", "unit", "code"],
+        "properties": {
+            "expression": {"type": "string"},
+            "unit": {"enum": ["", "cm"]},  # an enum keeps its own values, "" included
+            "code": {"type": "string", "pattern": "^[A-Z]*$"},  # so does a pattern
+            "note": {"type": "string"},  # optional: may stay empty
+        },
+    }
+    tool = Tool("calc", "Calculate.", schema)
+    validator = jsonschema.Draft202012Validator(call_schema(tool))
+
+    def allowed(**arguments: str) -> bool:
+        return validator.is_valid({"name": "calc", "arguments": arguments})
+
+    assert allowed(expression="2+2", unit="", code="")
+    assert allowed(expression="2+2", unit="cm", code="AB", note="")
+    assert not allowed(expression="", unit="cm", code="AB")
+    assert tool.validate({"expression": "", "unit": "cm", "code": ""}) == []  # the tool itself is unchanged

@@ -179,3 +179,33 @@ def test_asking_the_model_leaves_the_reply_as_it_would_be_without_the_prefix_cac
         replies.append((why.reason, [(e.name, e.arguments) for e in result.events if isinstance(e, ToolStarted)]))
     assert "the model leans" in replies[0][0]  # the question was asked (the request is near the line)
     assert replies[0] == replies[1]
+
+
+@tool
+def calculator(expression: str) -> str:
+    """Evaluate an arithmetic expression."""
+    return "42"
+
+
+@tool
+def web_search(query: str) -> str:
+    """Search the web."""
+    return "no results"
+
+
+def test_a_required_string_is_never_empty_and_a_looping_one_ends_early(local) -> None:  # type: ignore[no-untyped-def]
+    """Issue 26 item 11's siblings, with tools that have no examples: "Calculate 2+2*8" gave
+    ``{"expression": ""}``; "who won the 1998 world cup" wrote "1998_1999_1999_..." to the cap."""
+    from agentnb.events import ModelResponse
+
+    def call(tools: list, request: str) -> tuple[dict, int]:  # type: ignore[type-arg]
+        agent = Agent(local, tools=tools, tool_choice="required", max_tool_calls=1, settings=SETTINGS)
+        result = agent.run(request)
+        started = next(e for e in result.events if isinstance(e, ToolStarted))
+        first = next(e for e in result.events if isinstance(e, ModelResponse))
+        return started.arguments, first.usage.output_tokens
+
+    arguments, _ = call([calculator], "Calculate 2+2*8")
+    assert arguments["expression"].strip()
+    arguments, written = call([web_search], "who won the 1998 world cup")
+    assert arguments["query"].strip() and written < 40, (arguments, written)

@@ -1,13 +1,14 @@
 """The steering of one call's values: every bonus the guidance gives while a call is written.
 
-Three biases, each a ``bonus(written) -> {token: logit bonus}`` over a
+Four biases, each a ``bonus(written) -> {token: logit bonus}`` over a
 :class:`~agentnb.providers.guidance.steer.TokenTable`, summed:
 
 * :class:`~agentnb.providers.guidance.steer.CopyBias`: values copy spans of the request;
 * :class:`~agentnb.providers.guidance.optional.NamedOptionals`: the call stays open for an
   optional parameter the request names (one tool only);
 * :class:`~agentnb.providers.guidance.lists.RepeatedItems`: a list closes once its items start
-  coming back.
+  coming back;
+* :class:`~agentnb.providers.guidance.loops.LoopingStrings`: a string closes once it loops.
 
 Both sources apply the same :class:`CallBias`; only the table differs. In-process
 (:mod:`agentnb.providers.hf.steering`) it is the whole vocabulary, and the bonuses are added to
@@ -33,6 +34,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentnb.providers.guidance.lists import RepeatedItems
+from agentnb.providers.guidance.loops import LoopingStrings
 from agentnb.providers.guidance.optional import NamedOptionals, named_optionals
 from agentnb.providers.guidance.steer import CopyBias, TokenTable
 
@@ -64,6 +66,7 @@ class CallBias:
             if named:
                 self.biases.append(NamedOptionals(named, table, strength))
         self.biases.append(RepeatedItems(source, table, strength))
+        self.biases.append(LoopingStrings(source, table, strength))
 
     def bonus(self, written: str) -> dict[int, float]:
         """Each favoured (or, negative, disfavoured) token after ``written``, the call so far."""

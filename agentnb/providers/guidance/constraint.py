@@ -64,13 +64,43 @@ def bound_schema(schema: Any, max_string: int = MAX_STRING, max_items: int = MAX
 
 
 def call_schema(tool: Tool, max_string: int = MAX_STRING) -> dict[str, Any]:
-    """The JSON Schema of one call to ``tool``: its name, then its (bounded) arguments."""
+    """The JSON Schema of one call to ``tool``: its name, then its (bounded) arguments, where a
+    required free-text string may not be empty (see :func:`nonempty_required`)."""
     return {
         "type": "object",
-        "properties": {"name": {"const": tool.name}, "arguments": bound_schema(tool.parameters, max_string)},
+        "properties": {
+            "name": {"const": tool.name},
+            "arguments": nonempty_required(bound_schema(tool.parameters, max_string)),
+        },
         "required": ["name", "arguments"],
         "additionalProperties": False,
     }
+
+
+def nonempty_required(arguments: Any) -> Any:
+    """``arguments`` (a call's parameters) with ``minLength: 1`` on each required string that
+    has no length, pattern, format, enum or const of its own.
+
+    A required string the model leaves empty (``{"expression": ""}`` for "Calculate 2+2*8") is
+    never the argument the user meant: the grammar rules it out, and the model writes a value.
+
+    >>> nonempty_required({"type": "object", "required": ["q"], "properties": {"q": {"type": "string"},
+    ...     "tag": {"type": "string"}}})["properties"]
+    {'q': {'type': 'string', 'minLength': 1}, 'tag': {'type': 'string'}}
+    """
+    props = arguments.get("properties") if isinstance(arguments, dict) else None
+    required = set(arguments.get("required") or ()) if isinstance(props, dict) else set()
+    if not required:
+        return arguments
+
+    def free_text(spec: Any) -> bool:
+        if not isinstance(spec, dict) or {"enum", "const", "pattern", "format", "minLength"} & spec.keys():
+            return False
+        kinds = spec.get("type")
+        return "string" in (kinds if isinstance(kinds, list) else [kinds])
+
+    fixed = {k: {**v, "minLength": 1} if k in required and free_text(v) else v for k, v in props.items()}
+    return {**arguments, "properties": fixed}
 
 
 def grammar_for(
