@@ -229,3 +229,46 @@ def test_a_required_free_text_string_may_not_be_empty_in_a_constrained_call() ->
     assert allowed(expression="2+2", unit="cm", code="AB", note="")
     assert not allowed(expression="", unit="cm", code="AB")
     assert tool.validate({"expression": "", "unit": "cm", "code": ""}) == []  # the tool itself is unchanged
+
+
+def test_prose_that_counts_on_is_stopped_sooner_when_nobody_asked_for_numbers() -> None:
+    """Issue 26's "Print the numbers" sibling: after a call, the embedded model counted "1. 2. 3.
+    ..." to the 512-token cap (27 s). A run of numbers that keeps its shape is a loop, soon when
+    neither the request nor the results hold a number, much later when they do."""
+    from agentnb.providers.guidance.loops import RepeatGuard, asks_numbers
+
+    digits = {i: str(i) for i in range(10)}  # token i is the digit i; 10 is " ", 11 is "."
+    counting = []
+    for n in range(1, 100):
+        counting += [10, *(int(d) for d in str(n)), 11]
+
+    def stops_at(guard: RepeatGuard) -> int | None:
+        return next((i for i, t in enumerate(counting) if guard.looping(t)), None)
+
+    unasked = stops_at(RepeatGuard(numeric=digits))
+    asked = stops_at(RepeatGuard(numeric=digits, numbers_asked=True))
+    assert unasked is not None and unasked < 70
+    assert asked is not None and asked > 150  # "list 1 to 30" (about 120 tokens) stays whole
+    assert stops_at(RepeatGuard()) is None  # without knowing the numbers: exact repeats only
+    assert not asks_numbers("open config/app_settings.yaml", ["Result of read_file: ok"])
+    assert asks_numbers("open the file", ["3 rows"]) and asks_numbers("count to twenty")
+
+
+@pytest.mark.parametrize(
+    ("source", "value", "goes_on"),
+    [
+        ("send a note to jane.doe@corp.io saying hi", "jane.doe", "@corp"),
+        ("Look up the account alice_smith please", "alice", "_smith"),
+    ],
+)
+def test_a_copied_span_goes_on_through_at_signs_and_underscores(source: str, value: str, goes_on: str) -> None:
+    """The span "jane.doe@corp.io" was cut to "jane.doe": the span ended at "@" and closing was favoured."""
+
+    class Tok:
+        VOCAB = ['"', '",', goes_on, "x"]
+
+        def batch_decode(self, ids: list[list[int]]) -> list[str]:
+            return [self.VOCAB[i[0]] for i in ids]
+
+    bias = CopyBias(source, TokenTable(Tok(), 4), 6.0)
+    assert bias.bonus(CALL + '{"to": "' + value) == {2: 6.0}  # going on, and no bonus for closing

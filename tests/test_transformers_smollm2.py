@@ -209,3 +209,20 @@ def test_a_required_string_is_never_empty_and_a_looping_one_ends_early(local) ->
     assert arguments["expression"].strip()
     arguments, written = call([web_search], "who won the 1998 world cup")
     assert arguments["query"].strip() and written < 40, (arguments, written)
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a text file."""
+    return "ok"
+
+
+def test_an_answer_that_only_counts_is_stopped_early(local) -> None:  # type: ignore[no-untyped-def]
+    """After the call, the model answered "open config/app_settings.yaml" by counting "1. 2. 3. ..."
+    to the token cap (512 tokens, 27 s); it is stopped as repetition within a hundred tokens."""
+    from agentnb.events import ModelResponse
+
+    agent = Agent(local, tools=[read_file], tool_choice="required", max_tool_calls=1)
+    result = agent.run("open config/app_settings.yaml")
+    answer = [e for e in result.events if isinstance(e, ModelResponse)][-1]
+    assert answer.usage.output_tokens < 120, (answer.usage, result.output[:200])

@@ -39,7 +39,6 @@ __all__ = [
     "MAX_TOKEN_CHARS",
     "START_SHARE",
     "CopyBias",
-    "RepeatGuard",
     "Scan",
     "TokenTable",
     "numeric_forms",
@@ -70,8 +69,9 @@ _VALUE_CLOSERS = {"string": ('"',), "list": ("]",), "list-string": ('"]',)}
 #: Characters of the tokens that may end a value: '"', '",', '"]}'...
 _PUNCTUATION = frozenset('"]}, ')
 #: Characters a copied span may go on with; any other (or the end) ends it: "Brooklyn?".
-#: Operators go on too, so an expression is copied whole: "x^2", "3x+2", "(a+b)*c".
-_GOES_ON = frozenset(" ,.-/:^*+=()%")
+#: Operators go on too, so an expression is copied whole: "x^2", "3x+2", "(a+b)*c"; so do "@" and
+#: "_", so an address or a name is: "jane.doe@corp.io", "alice_smith".
+_GOES_ON = frozenset(" ,.-/:^*+=()%@_")
 #: Characters a copied value may start with when a word follows them: "(12+7)*3", "-40",
 #: "$2,500", "'quoted'", "./data.csv", "#general", "@alice", "~/notes".
 _OPENED = re.compile(r"[(\-+$'/.#@~\[]+\w")
@@ -184,6 +184,8 @@ class TokenTable:
         self._by_text: dict[str, list[int]] = {}
         self._closing_masks: dict[str, Any] = {}
         self._leading: dict[str, list[int]] = {}
+        #: Tokens that are a number, spaces aside: " 12", "7" (see loops.RepeatGuard).
+        self.numeric = frozenset(i for i, t in enumerate(texts) if t.strip().isdigit())
         #: Tokens that only open a value: '"', '["', "[" (neutral for copying: a copy can follow).
         self.openers = [i for i, t in enumerate(texts) if t in ('"', '["', "[")]
         for i, text in enumerate(texts):
@@ -348,33 +350,6 @@ class CopyBias:
             for closer in _VALUE_CLOSERS.get(where, ()):
                 within.update(self.table.ending(closer))
         return within, next_word - within
-
-
-class RepeatGuard:
-    """Notices prose that has begun to loop: the same ``size``-token run for the ``times``-th time.
-
-    Small models often repeat a sentence until ``max_new_tokens`` runs out; stopping when a
-    16-token run comes back saves most of that time and loses nothing the reader wanted (prose
-    rarely repeats 16 tokens word for word; SmolLM2's joke did, from its second sentence on).
-
-    >>> guard = RepeatGuard(size=2, times=3)
-    >>> [guard.looping(t) for t in [1, 2, 1, 2, 1, 2]]
-    [False, False, False, False, False, True]
-    """
-
-    def __init__(self, size: int = 16, times: int = 2) -> None:
-        self.size = size
-        self.times = times
-        self._tokens: list[int] = []
-        self._seen: dict[tuple[int, ...], int] = {}
-
-    def looping(self, token: int) -> bool:
-        self._tokens.append(token)
-        if len(self._tokens) < self.size:
-            return False
-        run = tuple(self._tokens[-self.size :])
-        self._seen[run] = self._seen.get(run, 0) + 1
-        return self._seen[run] >= self.times
 
 
 def request_text(pick: Any, messages: Sequence[Any]) -> str:

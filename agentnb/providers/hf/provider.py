@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from agentnb.errors import UserError
 from agentnb.messages import Message, Usage, UserMessage
 from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk, collect
-from agentnb.providers.guidance.steer import RepeatGuard, TokenTable, request_text
+from agentnb.providers.guidance.loops import RepeatGuard, asks_numbers
+from agentnb.providers.guidance.steer import TokenTable, request_text
 from agentnb.providers.hf.choose import ToolChoice
 from agentnb.providers.hf.loading import _require_hf, load_model
 from agentnb.providers.hf.options import (
@@ -273,7 +274,10 @@ class TransformersProvider(ToolChoice, Provider):
         steer = self._steering(guide, options, source)
         # A call still open when the budget is spent gets closing_reserve more tokens to close it.
         limit = options.max_new_tokens + (options.closing_reserve if steer is not None else 0)
-        repeats = RepeatGuard(options.loop_window) if steer is None and options.loop_window > 0 else None
+        repeats = None
+        if steer is None and options.loop_window > 0:
+            numeric = self._token_table().numeric
+            repeats = RepeatGuard(options.loop_window, numeric=numeric, numbers_asked=asks_numbers(source, results))
         ground = self._grounding(guide, options, results) if steer is None else None
         produced = 0
         while produced < limit:
