@@ -135,7 +135,8 @@ class OutputSpec:
             self._adapter = TypeAdapter(tp)
             return inline_refs(self._adapter.json_schema())
         except Exception as exc:  # pydantic refuses some types (typing.TypedDict before 3.12)
-            from agentnb.schema import converter_for, schema_for
+            from agentnb.schema import schema_for
+            from agentnb.schema_values import converter_for
 
             problems: list[str] = []
             schema = schema_for(tp, problems, "output_type")

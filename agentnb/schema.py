@@ -13,14 +13,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import enum
-import functools
-import sys
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, get_args, get_origin, get_type_hints
 
 from agentnb.docstrings import parse_docstring
+from agentnb.schema_values import json_default, jsonable, refused_default, textual, uses_pydantic
 
 try:  # typing_extensions TypedDicts are also recognised when present
     from typing import is_typeddict
@@ -42,7 +41,7 @@ def schema_for(tp: Any, problems: list[str], where: str) -> dict[str, Any]:
         return {"type": _SIMPLE[tp]}
     origin = get_origin(tp)
     args = get_args(tp)
-    if _uses_pydantic(tp):  # models (nested anywhere in them) and Annotated[..., Field(...)]
+    if uses_pydantic(tp):  # models (nested anywhere in them) and Annotated[..., Field(...)]
         return pydantic_schema(tp, problems, where)
     if origin is typing.Annotated:
         schema = schema_for(args[0], problems, where)
@@ -60,9 +59,9 @@ def schema_for(tp: Any, problems: list[str], where: str) -> dict[str, Any]:
         return _dict_schema(args, problems, where)
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         return _dataclass_schema(tp, problems, where)
-    textual = _textual(tp)
-    if textual is not None:
-        return dict(textual[1])
+    written = textual(tp)
+    if written is not None:
+        return dict(written[1])
     if is_typeddict is not None and is_typeddict(tp):
         return _typeddict_schema(tp, problems, where)
     problems.append(f"{where}: unsupported type {_type_name(tp)}")
@@ -128,26 +127,6 @@ def drop_refused_none_defaults(schema: Any) -> Any:
             for k, v in props.items()
         }
     return out
-
-
-def none_passes(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``convert``, letting ``None`` through (the value of a ``None`` default)."""
-    return lambda v: None if v is None else convert(v)
-
-
-def _uses_pydantic(tp: Any) -> bool:
-    """Whether ``tp`` is a pydantic model, or ``Annotated`` with a pydantic ``Field``.
-
-    Without ``pydantic`` imported no type can be one, so nothing is imported to find out.
-    """
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is None:
-        return False
-    if isinstance(tp, type) and issubclass(tp, pydantic.BaseModel):
-        return True
-    if get_origin(tp) is typing.Annotated:
-        return any(isinstance(a, pydantic.fields.FieldInfo) for a in get_args(tp)[1:])
-    return False
 
 
 def pydantic_schema(tp: Any, problems: list[str], where: str) -> dict[str, Any]:
@@ -276,10 +255,13 @@ def _dataclass_schema(tp: type, problems: list[str], where: str) -> dict[str, An
             prop = {**prop, "description": docs[f.name]}
         if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             required.append(f.name)
-        elif f.default is not dataclasses.MISSING and _jsonable(f.default):
-            prop = {**prop, "default": _json_default(f.default)}
+        elif f.default is not dataclasses.MISSING and jsonable(f.default):
+            prop = {**prop, "default": json_default(f.default)}
             if f.default is None:
                 prop = nullable(prop)
+            refused = refused_default(prop)
+            if refused is not None:
+                problems.append(f"{where}.{f.name}: its default does not fit its type ({refused})")
         props[f.name] = prop
     return _object_schema(props, required, _summary(tp))
 
@@ -296,113 +278,3 @@ def _summary(tp: type) -> str | None:
     if not doc or doc.startswith(tp.__name__ + "("):  # dataclasses' generated docstring
         return None
     return parse_docstring(doc)[0] or None
-
-
-def _jsonable(value: Any) -> bool:
-    """Whether a Python default can go in a schema (enums as their values, paths and dates as text)."""
-    if isinstance(value, enum.Enum):
-        return _jsonable(value.value)
-    return value is None or isinstance(value, (str, int, float, bool)) or _textual(type(value)) is not None
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, enum.Enum):
-        return value.value
-    textual = _textual(type(value))
-    if textual is None:
-        return value
-    return value.isoformat() if textual[1].get("format") in ("date-time", "date", "time") else str(value)
-
-
-# --- types written as a JSON string (a Path from "data.csv", a date from "2024-05-01") ----------
-
-
-def _written(what: str, build: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def convert(value: Any) -> Any:
-        try:
-            return build(value)
-        except (ValueError, TypeError, ArithmeticError):  # Decimal's errors say nothing readable
-            raise ValueError(f"{value!r} is not {what}") from None
-
-    return convert
-
-
-@functools.cache
-def _textual_types() -> tuple[tuple[type, dict[str, Any], Callable[[Any], Any] | None], ...]:
-    """(type, its schema, how a JSON value becomes it); subclasses match, so datetime comes before
-    date. Built on first use: ``import agentnb`` does not pay for decimal and uuid."""
-    import datetime
-    import decimal
-    import pathlib
-    import uuid
-
-    return (
-        (datetime.datetime, {"type": "string", "format": "date-time"},
-         _written("an ISO 8601 date and time (2024-05-01T14:30:00)", datetime.datetime.fromisoformat)),
-        (datetime.date, {"type": "string", "format": "date"},
-         _written("an ISO 8601 date (2024-05-01)", datetime.date.fromisoformat)),
-        (datetime.time, {"type": "string", "format": "time"},
-         _written("an ISO 8601 time (14:30:00)", datetime.time.fromisoformat)),
-        (uuid.UUID, {"type": "string", "format": "uuid"}, _written("a UUID", uuid.UUID)),
-        (decimal.Decimal, {"type": ["number", "string"]},
-         _written("a decimal number", lambda v: decimal.Decimal(str(v)))),
-        (pathlib.PurePath, {"type": "string"}, None),  # None: the type itself (Path, PurePosixPath...)
-    )  # fmt: skip
-
-
-def _textual(tp: Any) -> tuple[type, dict[str, Any], Callable[[Any], Any]] | None:
-    if not isinstance(tp, type) or tp in (str, int, float, bool, list, dict, tuple, type(None)):
-        return None
-    for base, schema, build in _textual_types():
-        if issubclass(tp, base):
-            return base, schema, build if build is not None else _written(f"a path ({tp.__name__})", tp)
-    return None
-
-
-# --- converting validated JSON back into the Python types a function expects ------------
-
-
-def converter_for(tp: Any) -> Callable[[Any], Any] | None:
-    """A function turning JSON data into ``tp`` (dataclasses, enums, tuples), or None if as-is."""
-    origin = get_origin(tp)
-    args = get_args(tp)
-    if _uses_pydantic(tp):  # pydantic builds the instance (its validators run)
-        from pydantic import TypeAdapter
-
-        return TypeAdapter(tp).validate_python  # type: ignore[no-any-return]
-    if origin is typing.Annotated:
-        return converter_for(args[0])
-    if isinstance(tp, type) and issubclass(tp, enum.Enum):
-        return tp
-    textual = _textual(tp)
-    if textual is not None:
-        return textual[2]
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-        hints = get_type_hints(tp)
-        subs: dict[str, Callable[[Any], Any]] = {}
-        for f in dataclasses.fields(tp):
-            sub = converter_for(hints.get(f.name, Any))
-            if sub is not None:
-                subs[f.name] = none_passes(sub) if f.default is None else sub
-        return lambda d: tp(**{k: (subs[k](v) if k in subs else v) for k, v in d.items()})
-    if origin in (typing.Union, types.UnionType):
-        inner = [converter_for(a) for a in args if a is not _NONE]
-        only = inner[0] if len(inner) == 1 else None
-        if only is None:
-            return None
-        return lambda v: None if v is None else only(v)
-    if origin in (list, Sequence) and args:
-        item = converter_for(args[0])
-        if item is None:
-            return None
-        return lambda v: [item(x) for x in v]
-    if origin in (dict, Mapping) and len(args) == 2:
-        value = converter_for(args[1])
-        if value is None:
-            return None
-        return lambda d: {k: value(v) for k, v in d.items()}
-    if origin is tuple:
-        return tuple
-    if origin in (set, frozenset):
-        return origin  # type: ignore[no-any-return]
-    return None

@@ -25,9 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentnb.docstrings import parse_docstring
-from agentnb.schema import _json_default, _jsonable, converter_for, none_passes, nullable, schema_for
+from agentnb.schema import nullable, schema_for
+from agentnb.schema_values import converter_for, json_default, jsonable, none_passes, refused_default
 from agentnb.toolcontext import ToolContext
 from agentnb.toolkinds import callable_parts
+
+#: What to do about a default its type refuses.
+_FIT = "annotate the type the default has (a union, if both are meant), or change the default"
 
 
 @dataclass(slots=True)
@@ -81,10 +85,13 @@ def read_signature(fn: Callable[..., Any], problems: list[str]) -> Signature:
             prop = {**prop, "description": docs[p.name]}
         if default is p.empty:
             required.append(p.name)
-        elif "default" not in prop and _jsonable(default):
-            prop = {**prop, "default": _json_default(default)}
+        elif "default" not in prop and jsonable(default):
+            prop = {**prop, "default": json_default(default)}
         if default is None:  # `meta: dict = None` means "or nothing": accept the default
             prop = nullable(prop)
+        refused = refused_default(prop)
+        if refused is not None:  # `name: str = 5`: a model copying the default would be refused
+            problems.append(f"parameter {p.name}: its default does not fit its type ({refused}); {_FIT}")
         props[p.name] = prop
         conv = converter_for(tp)
         if conv is not None:

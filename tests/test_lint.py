@@ -37,6 +37,7 @@ CORE = [
     "agentnb/rendering.py",
     "agentnb/result.py",
     "agentnb/schema.py",
+    "agentnb/schema_values.py",
     "agentnb/stopped.py",
     "agentnb/testing/__init__.py",
     "agentnb/toolkinds.py",

@@ -95,6 +95,7 @@ CORE_MODULES = [
     "agentnb.providers.guidance.partial_json",
     "agentnb.result",
     "agentnb.schema",
+    "agentnb.schema_values",
     "agentnb.testing",
     "agentnb.testing.server",
     "agentnb.providers.openai.route",

@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 from pydantic import BaseModel, Field, field_validator
 
-from agentnb import Agent, tool
+from agentnb import Agent, ToolDefinitionError, tool
 from agentnb.events import ToolFinished, ValidationResult
 from agentnb.testing import ScriptedProvider, call
 from agentnb.tools import Tool, ToolContext
@@ -266,3 +266,32 @@ def test_pydantic_errors_go_back_to_the_model() -> None:
     assert [e.result for e in result.events if isinstance(e, ToolFinished)] == ["registered Ann"]
     assert isinstance(SEEN[-1], Person) and SEEN[-1].color is Color.RED
     assert "capital letter" in result.messages[2].content  # the model read why
+
+
+@dataclasses.dataclass
+class Page:
+    size: int = "ten"  # type: ignore[assignment]
+
+
+def named(name: str = 5) -> str:  # type: ignore[assignment]
+    """A default of another type."""
+    return name
+
+
+def sized(page: Page, step: int = 1.5, ratio: float = 2) -> str:  # type: ignore[assignment]
+    """A nested default and a float default on an int; an int default on a float is fine."""
+    return "ok"
+
+
+def test_a_default_its_type_refuses_is_a_definition_error_not_a_schema_that_refuses_it() -> None:
+    """``name: str = 5`` gave {"type": "string", "default": 5}: a model copying the default was refused."""
+    with pytest.raises(ToolDefinitionError) as err:
+        tool(named)
+    assert "parameter name: its default does not fit its type (5 is not of type 'string')" in str(err.value)
+    assert "annotate the type the default has" in str(err.value)
+    with pytest.raises(ToolDefinitionError) as err:
+        tool(sized)
+    problems = str(err.value)
+    assert "parameter page.size: its default does not fit its type ('ten' is not of type 'integer')" in problems
+    assert "parameter step: its default does not fit its type (1.5 is not of type 'integer')" in problems
+    assert "ratio" not in problems
