@@ -44,6 +44,12 @@ ROOT = Path(__file__).resolve().parents[1]
         (("sh", "-c", "exec env A=1 python -u /srv/weather.py stdio"), "weather"),
         (("bash", "/opt/start-notes.sh"), "start-notes"),
         (("C:\\Python312\\python.exe", "C:\\servers\\files.py"), "files"),
+        (("npx", "@playwright/mcp@latest"), "playwright"),  # a generic package name: its scope
+        (("uv", "run", "--with", "mcp", "mcp", "run", "/srv/notes.py"), "notes"),  # a runner run by a runner
+        (("cmd", "/c", "npx", "-y", "@modelcontextprotocol/server-memory"), "server-memory"),
+        (("python", "-m", "billing.server"), "billing"),  # the module's last part that says something
+        (("python", "-m", "tools.mcp.weather_server"), "weather_server"),
+        (("java", "-Xmx1g", "-jar", "build/libs/weather-mcp.jar"), "weather-mcp"),
     ],
 )
 def test_a_stdio_server_is_named_after_its_package_or_command(argv: tuple[str, ...], name: str) -> None:

@@ -3,10 +3,12 @@
 ``npx -y @modelcontextprotocol/server-everything stdio`` runs the package
 ``@modelcontextprotocol/server-everything``: its name is ``server-everything``, not ``stdio``
 (a trailing argument) and not ``npx`` (the runner). Runners (npx, uvx, pipx, bunx, node, deno,
-bun, python, ``python -m``, ``uv run``, docker, a shell and its ``-c`` command) are skipped with
-their flags; a package loses its scope and version; a script is named after its file (or its
-folder, for a generic ``index.js`` / ``main.py`` / ``server.py``); arguments after the package
-or script (``stdio``, a directory to serve) never name the server.
+bun, python, ``python -m``, ``uv run``, docker, ``java -jar``, ``mcp run``, a shell and its
+``-c`` command, and a runner run by one of them) are skipped with their flags; a package loses
+its scope and version (but a generic name, ``@playwright/mcp``, is named after its scope); a
+module after its last telling part (``billing.server``: ``billing``); a script after its file (or
+its folder, for a generic ``index.js`` / ``main.py`` / ``server.py``); arguments after the
+package or script (``stdio``, a directory to serve) never name the server.
 
 >>> server_name(["npx", "-y", "@modelcontextprotocol/server-everything", "stdio"])
 'server-everything'
@@ -18,6 +20,8 @@ or script (``stdio``, a directory to serve) never name the server.
 ('weather', 'github')
 >>> server_name(["sh", "-c", "exec python -u srv/weather.py"]), server_name(["C:\\\\Py\\\\python.exe", "srv.py"])
 ('weather', 'srv')
+>>> server_name(["npx", "@playwright/mcp@latest"]), server_name(["uv", "run", "--with", "mcp", "mcp", "run", "tools.py"])
+('playwright', 'tools')
 """
 
 from __future__ import annotations
@@ -43,9 +47,11 @@ _RUNNERS = {
     "uv",
     "docker",
     "podman",
+    "java",
+    "mcp",  # the MCP SDK's own runner: mcp run server.py
 }
 #: Words after a runner that are part of the runner's own command (``uv run``, ``npm exec``).
-_VERBS = {"run", "exec", "dlx", "x", "tool"}
+_VERBS = {"run", "exec", "dlx", "x", "tool", "dev"}
 #: Flags that take a value, so the value is not the package.
 _VALUED = {
     "-p",
@@ -72,8 +78,8 @@ _VALUED = {
     "--from",
 }
 _SHELLS = {"sh", "bash", "zsh", "dash", "cmd"}
-_GENERIC = {"index", "main", "server", "app", "cli", "__main__", "run", "start", "dist", "build", "src", "lib"}
-_SCRIPT = re.compile(r"\.(?:[cm]?js|ts|py|mjs|sh)$")
+_GENERIC = {"index", "main", "server", "app", "cli", "__main__", "run", "start", "dist", "build", "src", "lib", "mcp"}
+_SCRIPT = re.compile(r"\.(?:[cm]?js|ts|py|mjs|sh|jar)$")
 
 
 def server_name(argv: Sequence[str]) -> str:
@@ -83,8 +89,8 @@ def server_name(argv: Sequence[str]) -> str:
         return "mcp"
     first = _stem(args[0])
     if first in _SHELLS and len(args) >= 3 and args[1] in ("-c", "/c", "-lc"):
-        try:  # sh -c "exec env A=1 python server.py --port 1"
-            words = shlex.split(args[2])
+        try:  # sh -c "exec env A=1 python server.py --port 1"; cmd /c npx -y @scope/server
+            words = shlex.split(args[2]) if len(args) == 3 else args[2:]
         except ValueError:  # an unclosed quote
             words = args[2].split()
         while words and (words[0] in ("exec", "env") or re.match(r"\w+=", words[0])):
@@ -93,9 +99,12 @@ def server_name(argv: Sequence[str]) -> str:
     if first.startswith("python") or first in _RUNNERS or first in _SHELLS:
         rest = args[1:]
         module = _after(rest, "-m")
-        if module is not None:
-            return module
+        if module is not None:  # the last part that says something: pkg.server -> pkg
+            named = [p for p in module.split(".") if p and p.lower() not in _GENERIC]
+            return named[-1] if named else module
         target = _first_operand(rest)
+        if target is not None and _stem(target) in _RUNNERS:
+            return server_name(rest[rest.index(target) :])  # uv run --with mcp mcp run server.py
         if target is not None:
             return _script_or_package(target)
     return first or "mcp"
@@ -135,8 +144,10 @@ def _script_or_package(target: str) -> str:
             return named[-1] if named else stem
         return stem
     bare = re.sub(r"^(?:npm|jsr|pypi|docker):", "", target)
-    name = bare.rsplit("/", 1)[-1]  # "@scope/name@1.0" -> "name@1.0"; "image/name:tag" -> "name:tag"
-    return re.split(r"@|==|>=|<=|~=|:", name, maxsplit=1)[0] or target
+    scope, _, name = bare.rpartition("/")  # "@scope/name@1.0" -> "name@1.0"; "image/name:tag" -> "name:tag"
+    name = re.split(r"@|==|>=|<=|~=|:", name, maxsplit=1)[0] or target
+    owner = scope.rsplit("/", 1)[-1].lstrip("@")
+    return owner if name.lower() in _GENERIC and owner else name  # @playwright/mcp -> playwright
 
 
 def _stem(path: str) -> str:
