@@ -30,6 +30,12 @@ import re
 from html import escape
 from typing import Any
 
+#: Classes that keep MathJax (JupyterLab's HTML outputs, nbconvert, nbviewer) from typesetting
+#: ``$...$`` in an element and its children: untrusted text is not LaTeX ("costs $5 and $6" showed
+#: as "costs 5and6" in italics in a reopened notebook). ``tex2jax_ignore`` for MathJax 2,
+#: ``mathjax_ignore`` for MathJax 3. On the root of every HTML output that holds such text.
+NO_MATH = "tex2jax_ignore mathjax_ignore"
+
 # C0 controls except \t and \n, DEL, C1 controls (\x9b is a one-byte CSI), bidi overrides/isolates.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")

@@ -76,7 +76,7 @@ def test_finished_traces_are_stored_as_static_html(executed: Any) -> None:
         (out,) = _displays(executed.cells[i])
         assert WIDGET not in out.data, f"cell {i} still needs the kernel to show its trace"
         html = out.data["text/html"]
-        assert 'class="anb-static anb-trace"' in html and "Depth 0" in html, i
+        assert 'class="anb-static anb-trace tex2jax_ignore mathjax_ignore"' in html and "Depth 0" in html, i
         assert "<details" in html and "onclick" not in html and "<script" not in html
         assert out.data["text/plain"].startswith(("agentnb trace:", "agentnb live trace\n")), i
     magic = _displays(executed.cells[1])[0].data
@@ -96,6 +96,6 @@ def test_nbconverts_plain_html_shows_the_traces(executed: Any) -> None:
     from nbconvert import HTMLExporter
 
     html, _ = HTMLExporter().from_notebook_node(executed)
-    assert html.count('class="anb-static anb-trace"') == 4
+    assert html.count('class="anb-static anb-trace tex2jax_ignore mathjax_ignore"') == 4
     assert "model not found" not in html
     assert len(re.findall(r"Depth 1 · answer", html)) >= 3

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agentnb.untrusted import untrusted_html, untrusted_terminal
+from agentnb.untrusted import NO_MATH, untrusted_html, untrusted_terminal
 
 #: Seconds between redraws while rows arrive.
 INTERVAL = 0.25
@@ -125,7 +125,7 @@ class ProgressWidget:
         self.stop_button.disabled = True
         state = "stopped" if ev.stopped else "finished"
         lines = "<br>".join(untrusted_html(t.line(a)) for a in t.agents)
-        html = f"<div><b>evaluation {state}</b>: {t.finished}/{t.total} runs<br>{lines}</div>"
+        html = f'<div class="{NO_MATH}"><b>evaluation {state}</b>: {t.finished}/{t.total} runs<br>{lines}</div>'
         if self._handle is not None:
             self._handle.update(HTML(html))  # static: a saved notebook shows it without a kernel
         self.widget.close()

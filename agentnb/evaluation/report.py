@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from agentnb.untrusted import untrusted_html, untrusted_terminal
+from agentnb.untrusted import NO_MATH, untrusted_html, untrusted_terminal
 
 #: Table rows shown in HTML (the DataFrame has them all).
 MAX_ROWS = 50
@@ -105,7 +105,7 @@ def _fmt(v: Any, column: str = "") -> Any:
 
 
 def evaluation_html(ev: Any) -> str:
-    return summary_html(ev) + table_html(ev)
+    return f'<div class="{NO_MATH}">{summary_html(ev)}{table_html(ev)}</div>'
 
 
 def plot(ev: Any) -> Any:

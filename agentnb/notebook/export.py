@@ -22,7 +22,7 @@ from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 
 from agentnb.notebook.snapshot import KEY
-from agentnb.untrusted import untrusted_markdown
+from agentnb.untrusted import NO_MATH, untrusted_markdown
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -40,7 +40,7 @@ class StaticTraces(Preprocessor):  # type: ignore[misc]
             html = snap["html"]
             if answer is not None:
                 html += (
-                    '<div class="anb" style="border-left:3px solid #1a7f37;padding:0 0 0 10px;margin:6px 0">'
+                    f'<div class="anb {NO_MATH}" style="border-left:3px solid #1a7f37;padding:0 0 0 10px;margin:6px 0">'
                     f'<span class="anb-ok">Final answer</span>{untrusted_markdown(str(answer), raw=True)}</div>'
                 )
             del data[WIDGET]

@@ -21,6 +21,7 @@ from typing import Any
 
 from agentnb.notebook.blocks import COPY_BUTTON, STYLE
 from agentnb.result import RunResult
+from agentnb.untrusted import NO_MATH
 
 #: The output-metadata key the snapshot is stored under.
 KEY = "agentnb"
@@ -32,7 +33,7 @@ def snapshot_metadata(trace: Any, above: str = "") -> dict[str, Any] | None:
         return None
     trace._caught_up()
     parts = [
-        '<div class="anb-static">',
+        f'<div class="anb-static {NO_MATH}">',
         above,
         trace._header.value,
         trace._context.value,
@@ -60,7 +61,7 @@ def static_html(trace: Any, above: str = "") -> str:
     save = _strip_style(trace._save.value)
     parts = [
         STYLE,
-        '<div class="anb-static anb-trace">',
+        f'<div class="anb-static anb-trace {NO_MATH}">',
         above,
         '<div style="display:flex;justify-content:space-between;align-items:center">',
         _strip_style(trace._header.value),

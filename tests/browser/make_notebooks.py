@@ -59,7 +59,7 @@ model = ScriptedProvider(
         call("chart", title="Rain in Paris, mm"),
         Streamed(["**Paris**: 14 °C with light rain, ", "clearing in the evening.\\n\\n",
                   "| hour | °C |\\n|---|---|\\n| 09:00 | 14 |\\n| 18:00 | 13 |\\n\\n",
-                  "14 + 3 = **17**; the chart is attached."]),
+                  "14 + 3 = **17**; an umbrella is $5 and a coat $60. The chart is attached."]),
     ],
     delay=0.4,
     usage=Usage(182, 24),

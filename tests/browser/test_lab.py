@@ -189,6 +189,9 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     )
     assert broken == 0
     assert first_trace.locator(".anb-md strong", has_text="17").count() == 1
+    # JupyterLab typesets $...$ in HTML outputs: "$5 and a coat $60" showed as math in italics
+    assert "an umbrella is $5 and a coat $60." in first_trace.locator(".anb-md").first.inner_text()
+    assert reopened.locator(".anb-static mjx-container, .anb-static .MathJax").count() == 0
     screenshot(first_trace, "reopened_trace.png")
     screenshot(reopened.locator(".anb-debugger").first, "reopened_debugger.png")
 
