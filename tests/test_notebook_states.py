@@ -92,6 +92,31 @@ def ip() -> Iterator[Any]:
     shell.user_ns.update(saved)
 
 
+def test_calls_refused_by_the_tool_call_limit_are_not_shown_as_dropped_by_a_stop() -> None:
+    """Three parallel calls with a budget of two: the third was "not executed" by the limit, but
+    the widget said "1 unfinished tool call dropped" and "not run: the run was stopped first"."""
+    from agentnb import tool
+    from agentnb.notebook.snapshot import static_html
+    from agentnb.testing import call
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    w = TraceWidget()
+    script = [[call("add", a=1, b=2), call("add", a=2, b=2), call("add", a=3, b=2)], call("add", a=5, b=5), "7"]
+    result = Agent(ScriptedProvider(script), tools=[add], max_tool_calls=2).run("go", on_event=w)
+    assert result.stop_reason == "limit" and result.tool_calls == 2
+    assert w.state.dropped_calls == 0 and w.state.tool_calls == 2
+    html = static_html(w)
+    assert "dropped" not in html and "the run was stopped first" not in html
+    assert "past the tool-call limit (2); the model was told" in html
+    assert depth_title(w.state.depths[0]).startswith("Depth 0 · add ✓, add ✓, add ⊘")
+    # depth 1 offers no tools; the model still asks for one: what happened to it is shown
+    assert "add: no tools were offered in this call; the model was told" in depth_html(w.state.depths[1])
+
+
 def test_the_magic_streams_by_default_where_the_provider_can(ip: Any) -> None:
     ip.user_ns["model"] = ScriptedProvider([Streamed(["Hel", "lo"]), Streamed(["Hel", "lo"])])
     ip.run_line_magic("agent", "-p model -q --new hi")

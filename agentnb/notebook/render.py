@@ -142,6 +142,13 @@ def depth_title(v: DepthView, pause: Pause | None = None) -> str:
 _ENDED = {"cancelled": "stopped", "error": "failed"}
 
 
+def _past(limit: Any) -> str:
+    """Why a call asked for past a limit was not run."""
+    if limit.limit == "tool_calls":
+        return f"past the tool-call limit ({limit.max_tool_calls}); the model was told"
+    return f"past the {escape(limit.limit)} limit; the model was told"
+
+
 def _call_mark(c: CallView, ended: str | None = None) -> str:
     if ended and not c.settled:
         return " ■"
@@ -151,6 +158,8 @@ def _call_mark(c: CallView, ended: str | None = None) -> str:
         return " ↺"
     if any(d.action == "skip" for d in c.decisions):
         return " ⤼"
+    if c.over_limit:
+        return " ⊘"
     if c.finished:
         return " ✓"
     return " ✗" if c.settled else " …"  # settled without running: denied
@@ -215,6 +224,12 @@ def _model_html(v: DepthView, pause: Pause | None) -> str:
         u = resp.usage
         tokens = f" · {u.input_tokens} in / {u.output_tokens} out tokens" if u.total_tokens else ""
         body.append(f'<div class="anb-m">replied with {what} in {_secs(resp.duration)}{speed}{tokens}</div>')
+        if resp.tool_calls and r is not None and not r.tools:  # answered "not executed" by the loop
+            names = escape(", ".join(c.name for c in resp.tool_calls))
+            body.append(
+                f'<div><span class="anb-warn">⊘ not run</span> <span class="anb-m">{names}: no tools were offered '
+                "in this call; the model was told, and asked for a text answer</span></div>"
+            )
         if resp.text and not v.text and v.final is None:
             body.append(f"<pre>{escape(resp.text)}</pre>")
     elif pause is not None and pause.target == "model" and pause.depth == v.depth:
@@ -288,6 +303,10 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
         )
     else:
         rows.append(copyable(_pretty(c.arguments)))
+    if c.over_limit is not None:
+        rows.append(
+            f'<div><span class="anb-warn">⊘ not run</span> <span class="anb-m">{_past(c.over_limit)}</span></div>'
+        )
     if c.unknown is not None:
         rows.append(
             f'<div><span class="anb-bad">✗ unknown tool</span> <span class="anb-m">available: '

@@ -20,6 +20,7 @@ from agentnb.events import (
     CallDecision,
     DedupDecision,
     Event,
+    LimitReached,
     ModelRequest,
     ModelResponse,
     RunFinished,
@@ -61,6 +62,7 @@ class CallView:
     source: str | None = None  # where the tool came from (``mcp:SERVER``), from ToolStarted
     original: dict[str, Any] | None = None  # the model's arguments, when the debugger edited them
     approval: Any = None  # ApprovalRequested, then ApprovalDecided
+    over_limit: LimitReached | None = None  # asked for past a limit: never run, the model was told
     inner: Any = None  # the run of an agent this call ran (a TraceState), see notebook/nested.py
 
     @property
@@ -73,6 +75,7 @@ class CallView:
             or (self.dedup and self.dedup.action == "skip")
             or any(d.action == "skip" for d in self.decisions)
             or (self.approval is not None and getattr(self.approval, "decision", None) == "deny")
+            or self.over_limit
         )
 
 
@@ -333,6 +336,18 @@ def _note(s: TraceState, v: DepthView, e: Any) -> None:
     v.notes.append(e)
 
 
+def _limit(s: TraceState, v: DepthView, e: Any) -> None:
+    """A limit reached after this depth's calls were asked for: those the loop never took up
+    (past the budget) were answered "not executed" and are not counted, not dropped by a stop."""
+    v.notes.append(e)
+    for c in v.calls.values():
+        if not (c.validation or c.unknown or c.dedup or c.decisions or c.started or c.finished or c.approval):
+            c.over_limit = e
+            s.tool_calls -= 1
+            s.requested -= 1
+            s.header_dirty = True
+
+
 def _output(s: TraceState, v: DepthView, e: Any) -> None:
     v.output = e
     if e.ok:
@@ -365,7 +380,7 @@ _FOLD: dict[str, Any] = {
     "tool_finished": _setter("finished"),
     "step_decision": _step,
     "attachment": _attachment,
-    "limit_reached": _note,
+    "limit_reached": _limit,
     "direct_output": _note,
     "reasoning_summary": _note,
     "final_answer": _final,
