@@ -55,6 +55,8 @@ def limit_text(name: str, value: float | None, used: float | None) -> str:
     """A budget in words: ``total_tokens limit (100; used 120)``, ``cost limit ($0.01; used unknown)``."""
     if name == "cost":
         return f"cost limit ({format_cost(value)}; used {format_cost(used)})"
+    if name == "requests" and value is not None and used is not None:  # reached: one left, for the answer
+        return f"request limit ({value:g}; {used:g} used, the last one is for the answer)"
     show = (lambda x: f"{x:g}") if name == "seconds" else (lambda x: str(x))
     amount = "" if used is None else f"; used {show(used)}"
     return f"{name} limit ({show(value) if value is not None else '?'}{amount})"

@@ -22,8 +22,9 @@ from agentnb import Agent, RunResult, Usage
 from agentnb.events import ModelRequest, RunFinished, RunStarted, TextDelta
 from agentnb.notebook.config import MagicOptions
 from agentnb.notebook.debugger import Debugger
+from agentnb.notebook.header import header_html
 from agentnb.notebook.pending import PendingResult, RunPendingError
-from agentnb.notebook.render import depth_html, depth_title, header_html
+from agentnb.notebook.render import depth_html, depth_title
 from agentnb.notebook.state import TraceState
 from agentnb.notebook.text import summary_line
 from agentnb.notebook.trace import TraceWidget
@@ -210,3 +211,26 @@ def test_loading_the_model_is_not_an_error_box_in_a_notebook(monkeypatch: Any, c
     monkeypatch.setattr("IPython.get_ipython", lambda: None)  # a terminal: stderr, as before
     local.local_provider(threads=1)
     assert "loading the model" in capsys.readouterr().err
+
+
+def test_a_run_ended_by_a_usage_limit_names_that_limit_and_waits_for_nothing() -> None:
+    """UsageLimits(requests=1): the header said "finished at the tool-call limit", the agentnb-written
+    answer's depth said "waiting for the model…" after the run had ended."""
+    from agentnb import UsageLimits, tool
+    from agentnb.notebook.snapshot import static_html
+    from agentnb.testing import call
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    w = TraceWidget()
+    model = ScriptedProvider([call("add", a=1, b=2), "never asked"])
+    result = Agent(model, tools=[add], limits=UsageLimits(requests=1)).run("go", on_event=w)
+    assert result.stop_reason == "limit" and len(model.requests) == 1
+    head = header_html(w.state, None)
+    assert "finished at the request limit" in head and "tool-call limit" not in head
+    html = static_html(w)
+    assert "waiting for the model" not in html and "no model call: agentnb wrote the answer" in html
+    assert "request limit (1; 0 used, the last one is for the answer) reached" in html

@@ -1,4 +1,4 @@
-"""HTML for the trace widget: the header line and one block per depth (no widgets here).
+"""HTML for the trace widget: one block per depth (no widgets here; the header line is in header.py).
 
 Everything user- or model-provided is escaped. Long results are cut to a preview with a
 ``<details>`` element that expands to the full text in the browser.
@@ -17,7 +17,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from agentnb.cost import format_cost
 from agentnb.events import (
     CallDecision,
     CallRepair,
@@ -33,74 +32,16 @@ from agentnb.events import (
 from agentnb.events import GuidanceSkipped as Skipped
 from agentnb.notebook.answer import answer_html, output_html
 from agentnb.notebook.blocks import copyable
+from agentnb.notebook.header import fmt_seconds, plural
 from agentnb.notebook.nested import inner_html
 from agentnb.notebook.notes import note_html
-from agentnb.notebook.state import CallView, DepthView, Pause, TraceState
+from agentnb.notebook.state import CallView, DepthView, Pause
 from agentnb.untrusted import untrusted_html, untrusted_image
 from agentnb.untrusted import untrusted_html as escape
-
-_STOP_TEXT = {
-    "answer": "finished",
-    "direct_output": "finished (direct output)",
-    "limit": "finished at the tool-call limit",
-    "cancelled": "stopped",
-    "error": "failed",
-    "invalid_output": "invalid output",
-}
-
-
-def fmt_seconds(s: float) -> str:
-    """``<0.1 ms``, ``0.4 ms``, ``12 ms``, ``1.23 s``, ``2 min 5 s``."""
-    if s < 0.0001:
-        return "<0.1 ms"
-    if s < 0.01:
-        return f"{s * 1000:.1f} ms"
-    if s < 1:
-        return f"{s * 1000:.0f} ms"
-    if s < 60:
-        return f"{s:.2f} s" if s < 10 else f"{s:.1f} s"
-    return f"{int(s // 60)} min {int(s % 60)} s"
 
 
 def _secs(s: float) -> str:
     return escape(fmt_seconds(s))
-
-
-def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -> str:
-    """The status line: state, turn, model and tool calls, time (paused time apart), tokens, model."""
-    status = "paused" if state.pause is not None and state.finished is None else state.status
-    label = _STOP_TEXT.get(status, status)
-    parts = [
-        f'<span class="anb-title">agentnb</span> <span class="anb-badge anb-s-{escape(status)}">{escape(label)}</span>'
-    ]
-    limit = state.started.max_tool_calls if state.started else None
-    calls = f"{state.tool_calls}/{limit}" if limit is not None else str(state.tool_calls)
-    stats = [f"model calls <b>{state.model_calls}</b>", f"tool calls <b>{calls}</b>"]
-    if state.started is not None and state.started.turn > 1:
-        stats.insert(0, f"turn <b>{state.started.turn}</b>")
-    if elapsed is not None:
-        took = f"<b>{_secs(elapsed)}</b>"
-        if paused >= 0.05:
-            took += f" (+{_secs(paused)} paused)"
-        stats.append(took)
-    if state.usage.total_tokens:
-        stats.append(f"tokens <b>{state.usage.input_tokens}</b> in · <b>{state.usage.output_tokens}</b> out")
-        stats.append(f"cost <b>{format_cost(state.usage.cost)}</b>")
-    if state.started is not None:
-        stats.append(f"model <b>{escape(state.started.provider)}</b>")
-    parts.append('<span class="anb-stat">' + " · ".join(stats) + "</span>")
-    dropped = state.dropped_calls
-    if dropped:
-        what = plural(dropped, "unfinished tool call")
-        parts.append(f'<span class="anb-warn" title="not in the transcript, not counted">{what} dropped</span>')
-    if state.finished is not None and state.finished.error:
-        parts.append(f'<span class="anb-bad">{escape(state.finished.error)}</span>')
-    return f'<div class="anb anb-head">{"".join(parts)}</div>'
-
-
-def plural(n: int, noun: str) -> str:
-    """``1 tool call``, ``2 tool calls``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +125,13 @@ def depth_html(v: DepthView, preview: int = 400, pause: Pause | None = None) -> 
     # What the provider reported while it answered (a route switch, a re-asked call...) happened
     # before this depth's tool calls ran: shown under the model call, above the calls.
     notes = [n for n in v.notes if not isinstance(n, StepDecision)]
-    out = ['<div class="anb">', _model_html(v, pause)]
+    if v.request is None and v.response is None and v.final is not None:  # no model call here
+        model = (
+            '<div class="anb-block anb-model"><span class="anb-m">no model call: agentnb wrote the answer</span></div>'
+        )
+    else:
+        model = _model_html(v, pause)
+    out = ['<div class="anb">', model]
     out += [note_html(n) for n in notes if isinstance(n, _PROVIDER_NOTES)]
     out += [_call_html(c, preview, v.ended, pause) for c in v.calls.values()]
     out += [note_html(n) for n in notes if not isinstance(n, _PROVIDER_NOTES)]
@@ -228,7 +175,7 @@ def _model_html(v: DepthView, pause: Pause | None) -> str:
             names = escape(", ".join(c.name for c in resp.tool_calls))
             body.append(
                 f'<div><span class="anb-warn">⊘ not run</span> <span class="anb-m">{names}: no tools were offered '
-                "in this call; the model was told, and asked for a text answer</span></div>"
+                "in this call; the model was told</span></div>"
             )
         if resp.text and not v.text and v.final is None:
             body.append(f"<pre>{escape(resp.text)}</pre>")

@@ -159,6 +159,7 @@ class TraceState:
     dirty: set[int] = field(default_factory=set)
     header_dirty: bool = True
     pause: Pause | None = None  # where a step-through run waits now
+    limit: LimitReached | None = None  # the limit the run reached, if any
 
     @property
     def model_calls(self) -> int:
@@ -340,6 +341,7 @@ def _limit(s: TraceState, v: DepthView, e: Any) -> None:
     """A limit reached after this depth's calls were asked for: those the loop never took up
     (past the budget) were answered "not executed" and are not counted, not dropped by a stop."""
     v.notes.append(e)
+    s.limit = s.limit or e
     for c in v.calls.values():
         if not (c.validation or c.unknown or c.dedup or c.decisions or c.started or c.finished or c.approval):
             c.over_limit = e

@@ -35,13 +35,8 @@ from agentnb.messages import Message
 from agentnb.notebook.answer import answer_html
 from agentnb.notebook.blocks import STYLE, context_html, copyable, save_link
 from agentnb.notebook.display import LiveDisplay
-from agentnb.notebook.render import (
-    Section,
-    depth_html,
-    depth_title,
-    header_html,
-    section_html,
-)
+from agentnb.notebook.header import header_html
+from agentnb.notebook.render import Section, depth_html, depth_title, section_html
 from agentnb.notebook.snapshot import KEY, events_result, snapshot_metadata
 from agentnb.notebook.snapshot import static_html as trace_static_html
 from agentnb.notebook.state import Pause, TraceState

@@ -1,0 +1,84 @@
+"""The trace widget's status line: state, turn, model and tool calls, time, tokens, cost, model.
+
+Every figure comes from the events folded into a :class:`~agentnb.notebook.state.TraceState`.
+
+>>> from agentnb.notebook.state import TraceState
+>>> "waiting" in header_html(TraceState(), None)
+True
+"""
+
+from __future__ import annotations
+
+from agentnb.cost import format_cost
+from agentnb.notebook.state import TraceState
+from agentnb.untrusted import untrusted_html as escape
+
+_STOP_TEXT = {
+    "answer": "finished",
+    "direct_output": "finished (direct output)",
+    "limit": "finished at the tool-call limit",
+    "cancelled": "stopped",
+    "error": "failed",
+    "invalid_output": "invalid output",
+}
+
+
+#: A budget of :class:`~agentnb.limits.UsageLimits` as the header names it.
+_LIMIT_NAMES = {"requests": "request", "input_tokens": "input-token", "output_tokens": "output-token",
+                "total_tokens": "token", "seconds": "time"}  # fmt: skip
+
+
+def fmt_seconds(s: float) -> str:
+    """``<0.1 ms``, ``0.4 ms``, ``12 ms``, ``1.23 s``, ``2 min 5 s``."""
+    if s < 0.0001:
+        return "<0.1 ms"
+    if s < 0.01:
+        return f"{s * 1000:.1f} ms"
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 60:
+        return f"{s:.2f} s" if s < 10 else f"{s:.1f} s"
+    return f"{int(s // 60)} min {int(s % 60)} s"
+
+
+def _secs(s: float) -> str:
+    return escape(fmt_seconds(s))
+
+
+def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -> str:
+    """The status line: state, turn, model and tool calls, time (paused time apart), tokens, model."""
+    status = "paused" if state.pause is not None and state.finished is None else state.status
+    label = _STOP_TEXT.get(status, status)
+    if status == "limit" and state.limit is not None and state.limit.limit != "tool_calls":
+        label = f"finished at the {_LIMIT_NAMES.get(state.limit.limit, state.limit.limit)} limit"
+    parts = [
+        f'<span class="anb-title">agentnb</span> <span class="anb-badge anb-s-{escape(status)}">{escape(label)}</span>'
+    ]
+    limit = state.started.max_tool_calls if state.started else None
+    calls = f"{state.tool_calls}/{limit}" if limit is not None else str(state.tool_calls)
+    stats = [f"model calls <b>{state.model_calls}</b>", f"tool calls <b>{calls}</b>"]
+    if state.started is not None and state.started.turn > 1:
+        stats.insert(0, f"turn <b>{state.started.turn}</b>")
+    if elapsed is not None:
+        took = f"<b>{_secs(elapsed)}</b>"
+        if paused >= 0.05:
+            took += f" (+{_secs(paused)} paused)"
+        stats.append(took)
+    if state.usage.total_tokens:
+        stats.append(f"tokens <b>{state.usage.input_tokens}</b> in · <b>{state.usage.output_tokens}</b> out")
+        stats.append(f"cost <b>{format_cost(state.usage.cost)}</b>")
+    if state.started is not None:
+        stats.append(f"model <b>{escape(state.started.provider)}</b>")
+    parts.append('<span class="anb-stat">' + " · ".join(stats) + "</span>")
+    dropped = state.dropped_calls
+    if dropped:
+        what = plural(dropped, "unfinished tool call")
+        parts.append(f'<span class="anb-warn" title="not in the transcript, not counted">{what} dropped</span>')
+    if state.finished is not None and state.finished.error:
+        parts.append(f'<span class="anb-bad">{escape(state.finished.error)}</span>')
+    return f'<div class="anb anb-head">{"".join(parts)}</div>'
+
+
+def plural(n: int, noun: str) -> str:
+    """``1 tool call``, ``2 tool calls``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
