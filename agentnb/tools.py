@@ -356,12 +356,17 @@ def _expand(tools: Iterable[Any]) -> Iterable[Any]:
 
 
 def coerce_tools(tools: Iterable[Any]) -> dict[str, Tool]:
-    """Tools (or plain functions, OpenAI dicts, tool sources) by name; duplicate names are an error."""
+    """Tools (or plain functions, OpenAI dicts, tool sources) by name; two different tools with
+    one name are an error, the same one listed twice (``tools=[*common, add]``) is one tool."""
     out: dict[str, Tool] = {}
-    for t in _expand(tools):
-        if t is None:  # tool(None) would be the bare decorator
+    given: dict[str, Any] = {}  # what each name was made from
+    for raw in _expand(tools):
+        if raw is None:  # tool(None) would be the bare decorator
             raise ToolDefinitionError("None", [str(refusal(None))])
-        t = tool(t)
+        t = tool(raw)
+        if t.name in out and given[t.name] is raw:
+            continue
+        given[t.name] = raw
         if t.name in out:
             hint = (
                 " (give one MCP server a prefix: server.tools(prefix='x_'))" if t.source or out[t.name].source else ""

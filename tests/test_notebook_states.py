@@ -234,3 +234,26 @@ def test_a_run_ended_by_a_usage_limit_names_that_limit_and_waits_for_nothing() -
     html = static_html(w)
     assert "waiting for the model" not in html and "no model call: agentnb wrote the answer" in html
     assert "request limit (1; 0 used, the last one is for the answer) reached" in html
+
+
+@pytest.mark.parametrize(
+    ("out", "message"),
+    [
+        ("print", "--out print would hide Python's built-in print"),
+        ("class", "--out class is a Python keyword"),
+        ("model", "--out model would replace the notebook's variable model (a ScriptedProvider)"),
+        ("prices", "--out prices would replace the notebook's variable prices (a list)"),
+    ],
+)
+def test_out_never_hides_a_builtin_a_keyword_or_a_notebook_variable(ip: Any, out: str, message: str) -> None:
+    """``--out print`` broke every later print ("'RunResult' object is not callable"); ``--out m``
+    replaced the provider ``m``, so the next ``%agent -p m`` failed."""
+    ip.user_ns["model"] = ScriptedProvider(["ok", "again"])
+    ip.user_ns["prices"] = [1, 2]
+    with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ip.run_line_magic("agent", f"-p model --out {out} hi")
+    assert ip.user_ns["model"].requests == [] and ip.user_ns["prices"] == [1, 2]
+    assert "print" not in ip.user_ns
+    ip.run_line_magic("agent", "-p model --out reply hi")  # a fresh name, then the same again: fine
+    ip.run_line_magic("agent", "-p model --out reply again")
+    assert isinstance(ip.user_ns["reply"], RunResult) and ip.user_ns["reply"].output == "again"

@@ -13,7 +13,7 @@ from typing import Annotated, Literal, Optional, TypedDict
 
 import pytest
 
-from agentnb import Tool, ToolContext, ToolDefinitionError, tool
+from agentnb import Agent, Tool, ToolContext, ToolDefinitionError, tool
 
 
 class Color(enum.Enum):
@@ -307,3 +307,21 @@ def test_paths_dates_uuids_and_decimals_are_written_as_text() -> None:
     assert path == pathlib.Path("data/x.csv") and day == datetime.date(2024, 5, 1)
     assert at == datetime.datetime(2024, 5, 1, 10, tzinfo=datetime.timezone.utc) and start == datetime.time(9)
     assert ref == uuid.UUID(int=1) and price == decimal.Decimal("2.5") and more == [pathlib.PurePosixPath("a/b")]
+
+
+def test_the_same_tool_listed_twice_is_one_tool_and_two_tools_with_one_name_are_an_error() -> None:
+    """``tools=[*common, add]`` with ``add`` in ``common`` raised "two tools have this name"."""
+    from agentnb.testing import ScriptedProvider
+
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    def other(a: int, b: int) -> int:
+        """Also called add."""
+        return a - b
+
+    other.__name__ = "add"
+    assert list(Agent(ScriptedProvider(["x"]), tools=[add, add, [add]]).tools) == ["add"]
+    with pytest.raises(ToolDefinitionError, match="two tools have this name"):
+        Agent(ScriptedProvider(["x"]), tools=[add, other])

@@ -134,6 +134,35 @@ def parse_line(line: str) -> tuple[MagicOptions, str]:
     return MagicOptions(**values), rest.strip()
 
 
+def check_out(name: str, ns: dict[str, Any]) -> None:
+    """Refuse an ``--out`` name that would hide something: a keyword (the variable could not be
+    read), a built-in (``--out print`` broke every later ``print``), or a notebook variable that is
+    not a run's result (``--out m`` replaced the provider ``m``).
+
+    >>> check_out("answer", {"answer": 1})
+    Traceback (most recent call last):
+    agentnb.errors.UserError: --out answer would replace the notebook's variable answer (an int); choose another name, or del answer first
+    """
+    import builtins
+    import keyword
+
+    from agentnb.notebook.pending import PendingResult
+    from agentnb.result import RunResult
+
+    if keyword.iskeyword(name):
+        raise UserError(f"--out {name} is a Python keyword: the result could not be read; choose another name")
+    if name not in ns and hasattr(builtins, name):
+        raise UserError(f"--out {name} would hide Python's built-in {name}; choose another name")
+    value = ns.get(name)
+    if name in ns and not isinstance(value, (RunResult, PendingResult)):  # re-running a cell is fine
+        kind = type(value).__name__
+        article = "an" if kind[:1].lower() in "aeiou" else "a"
+        raise UserError(
+            f"--out {name} would replace the notebook's variable {name} ({article} {kind}); "
+            f"choose another name, or del {name} first"
+        )
+
+
 def _unquote(raw: str) -> str:
     if raw[:1] in "\"'":
         try:

@@ -33,7 +33,7 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 from agentnb.agent import Agent
 from agentnb.errors import UserError
 from agentnb.messages import Message
-from agentnb.notebook.config import MagicOptions, interpolate, parse_line, type_from_text
+from agentnb.notebook.config import MagicOptions, check_out, interpolate, parse_line, type_from_text
 from agentnb.notebook.lookup import DEFAULT_PROVIDER, NamespaceLookup
 from agentnb.notebook.runner import RunHandle, drive, run_blocking
 from agentnb.providers import Provider
@@ -198,6 +198,8 @@ class AgentMagics(NamespaceLookup, Magics):
         ns = self.shell.user_ns
         if self.debugger is not None and self.debugger.state in ("paused", "running"):
             raise UserError(f"a step-through run is still going: {DEBUGGER_VAR}.stop() or .continue_() it first")
+        if opts.out:
+            check_out(opts.out, ns)
         prompt = interpolate(prompt, ns)
         system = interpolate(opts.system, ns) if opts.system else None
         kwargs: dict[str, Any] = {"system": system}
