@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -237,21 +238,67 @@ Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolMessag
 
 
 def message_from_dict(d: dict[str, JSON]) -> Message:
-    """Rebuild a message from :meth:`to_dict` output (also accepts plain OpenAI-style dicts)."""
+    """Rebuild a message from :meth:`to_dict` output; plain OpenAI chat dicts work too (content
+    parts, ``image_url`` data URLs, ``function`` tool calls, the ``developer`` role).
+
+    >>> message_from_dict({"role": "user", "content": [{"type": "text", "text": "hi"}]})
+    UserMessage(content='hi', images=(), role='user')
+    >>> call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 1}'}}
+    >>> message_from_dict({"role": "assistant", "content": None, "tool_calls": [call]}).tool_calls[0].arguments
+    {'a': 1}
+    """
     role = d.get("role")
-    if role == "system":
-        return SystemMessage(d["content"])
+    if role not in ("system", "developer", "user", "assistant", "tool"):
+        raise ValueError(f"unknown message role {role!r} (system, user, assistant or tool)")
+    if role != "assistant" and "content" not in d and not d.get("images"):
+        raise ValueError(f"a {role} message needs 'content'")
+    text, images = _content(d.get("content"))
+    if role in ("system", "developer"):
+        return SystemMessage(text)
     if role == "user":
-        content = d.get("content") or ""
-        if not isinstance(content, str):
-            raise ValueError("multimodal user content must be given as text plus 'images'")
-        return UserMessage(content, tuple(Image.from_dict(i) for i in d.get("images", ())))
+        return UserMessage(text, images + tuple(Image.from_dict(i) for i in d.get("images", ())))
     if role == "assistant":
-        calls = tuple(ToolCall.from_dict(c) for c in d.get("tool_calls", ()))
-        return AssistantMessage(d.get("content"), calls, reasoning=tuple(d.get("reasoning", ())))
-    if role == "tool":
-        return ToolMessage(d["tool_call_id"], d.get("name", ""), d["content"], d.get("is_error", False))
-    raise ValueError(f"unknown message role {role!r}")
+        calls = tuple(_call_from_dict(c) for c in d.get("tool_calls") or ())
+        return AssistantMessage(d.get("content") and text, calls, reasoning=tuple(d.get("reasoning", ())))
+    if "tool_call_id" not in d:
+        raise ValueError("a tool message needs 'tool_call_id' (the id of the call it answers)")
+    return ToolMessage(d["tool_call_id"], d.get("name", ""), text, d.get("is_error", False))
+
+
+def _content(content: Any) -> tuple[str, tuple[Image, ...]]:
+    """Text and images of a message's content: a string, or OpenAI content parts."""
+    if content is None or isinstance(content, str):
+        return content or "", ()
+    if not isinstance(content, list):
+        raise ValueError(f"message content must be text or a list of parts, not {type(content).__name__}")
+    texts: list[str] = []
+    images: list[Image] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("text", "input_text", "output_text"):
+            texts.append(str(part.get("text", "")))
+        elif kind == "image_url":
+            url = part.get("image_url")
+            url = url.get("url") if isinstance(url, dict) else url
+            head, _, data = str(url).partition(",")
+            if not head.startswith("data:image/") or not head.endswith(";base64"):
+                raise ValueError("an image part must be a base64 data: URL (agentnb downloads nothing)")
+            images.append(Image(base64.b64decode(data), head[5:].removesuffix(";base64")))
+        else:
+            raise ValueError(f"unsupported content part {kind!r} (text and image_url parts are)")
+    return "\n".join(texts), tuple(images)
+
+
+def _call_from_dict(c: dict[str, Any]) -> ToolCall:
+    if "function" not in c:  # agentnb's own shape
+        return ToolCall.from_dict(c)
+    f = c["function"]
+    raw = f.get("arguments")
+    try:
+        arguments = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError as exc:
+        return ToolCall(c.get("id", ""), f["name"], None, raw, f"arguments are not valid JSON: {exc}")
+    return ToolCall(c.get("id", ""), f["name"], arguments if isinstance(arguments, dict) else None, None)
 
 
 def coerce_messages(value: str | Message | dict | list | tuple) -> list[Message]:
@@ -262,8 +309,14 @@ def coerce_messages(value: str | Message | dict | list | tuple) -> list[Message]
         return [message_from_dict(value)]
     if isinstance(value, (list, tuple)):
         out: list[Message] = []
+        names: dict[str, str] = {}  # an OpenAI tool message has no name: its call's
         for item in value:
-            out.extend(coerce_messages(item))
+            for m in coerce_messages(item):
+                if isinstance(m, AssistantMessage):
+                    names.update((c.id, c.name) for c in m.tool_calls)
+                elif isinstance(m, ToolMessage) and not m.name and m.tool_call_id in names:
+                    m = ToolMessage(m.tool_call_id, names[m.tool_call_id], m.content, m.is_error)
+                out.append(m)
         return out
     if isinstance(value, (SystemMessage, UserMessage, AssistantMessage, ToolMessage)):
         return [value]
