@@ -18,7 +18,9 @@ from __future__ import annotations
 import dataclasses
 import enum
 import io
+import itertools
 import json
+import types
 from typing import Any
 
 from agentnb.messages import Image
@@ -26,6 +28,8 @@ from agentnb.messages import Image
 #: Rows and columns of a table shown to the model; the rest is summarised.
 MAX_ROWS = 20
 MAX_COLUMNS = 20
+#: Items read from a returned generator (it may not end).
+MAX_ITEMS = 1000
 #: Longest cell text in a table.
 MAX_CELL = 60
 _IMAGE_MAGIC = {b"\x89PNG\r\n\x1a\n": "image/png", b"\xff\xd8\xff": "image/jpeg", b"GIF8": "image/gif"}
@@ -105,8 +109,11 @@ def _json_default(value: Any) -> Any:
         return value.model_dump(mode="json")
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
-    if isinstance(value, (set, frozenset, tuple)):
+    if isinstance(value, (set, frozenset, tuple, range, type({}.keys()), type({}.values()), type({}.items()))):
         return list(value)
+    if isinstance(value, (types.GeneratorType, map, filter, zip)):  # returned, not yielded: drained, bounded
+        items = list(itertools.islice(value, MAX_ITEMS + 1))
+        return items if len(items) <= MAX_ITEMS else [*items[:MAX_ITEMS], f"... (more than {MAX_ITEMS} items)"]
     if isinstance(value, enum.Enum):
         return value.value
     return str(value)

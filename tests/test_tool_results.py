@@ -133,3 +133,22 @@ def test_rendering_needs_none_of_the_libraries() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == ['{"a": 1} (binary data: 2 bytes, not shown)', "[]"]
+
+
+def test_returned_generators_ranges_and_dict_views_are_their_items() -> None:
+    """A tool returning ``(x for x in ...)`` gave the model '"<generator object <genexpr> at 0x...>"'."""
+    from agentnb.rendering import MAX_ITEMS, render_value
+
+    assert render_value(i * i for i in range(4)) == "[0, 1, 4, 9]"
+    assert render_value({"keys": {"a": 1}.keys(), "span": range(2), "m": map(str, [1])}) == (
+        '{"keys": ["a"], "span": [0, 1], "m": ["1"]}'
+    )
+
+    def forever():
+        n = 0
+        while True:
+            yield n
+            n += 1
+
+    text = render_value(forever())
+    assert text.endswith(f'{MAX_ITEMS - 1}, "... (more than {MAX_ITEMS} items)"]')
