@@ -53,6 +53,14 @@ r = await _agent_debugger.wait()
 print(r.output)
 html = _agent_debugger.view.static_bundle()[0]["text/html"]
 print("Debugger: run ended: <b>answer</b>" in html and "Depth 1 · answer" in html)""",
+    """\
+from agentnb.notebook import Debugger
+dbg = Debugger(Agent(ScriptedProvider([call("add", a=2, b=3), "five"]), tools=[add])).start("2 + 3?")
+await dbg.next_pause()""",
+    "dbg",
+    """\
+dbg.continue_()
+await dbg.wait();""",
 ]
 
 
@@ -92,10 +100,22 @@ def test_finished_traces_are_stored_as_static_html(executed: Any) -> None:
     assert executed.cells[7].outputs[-1].text == "8\nTrue\n"
 
 
+def test_a_run_that_ends_in_a_later_cell_is_stored_static_too(executed: Any) -> None:
+    """A debugger shown as a cell's value (``dbg``) was an ``Out[n]`` widget that could not be
+    replaced: a reopened notebook said "model not found". And a run ending while a later cell
+    ran (``await dbg.wait()``) was replaced in JupyterLab only: nbconvert kept "the run was still
+    going", which is what GitHub and nbviewer show of a stored notebook."""
+    for i in (6, 9):  # %agent --step, then a Debugger as a cell's value
+        (out,) = _displays(executed.cells[i])
+        assert WIDGET not in out.data, f"cell {i} still needs the kernel to show its trace"
+        assert "anb-static" in out.data["text/html"] and "still going" not in out.data["text/html"], i
+        assert "Debugger(state='finished')" in out.data["text/plain"], i
+
+
 def test_nbconverts_plain_html_shows_the_traces(executed: Any) -> None:
     from nbconvert import HTMLExporter
 
     html, _ = HTMLExporter().from_notebook_node(executed)
-    assert html.count('class="anb-static anb-trace tex2jax_ignore mathjax_ignore"') == 4
+    assert html.count('class="anb-static anb-trace tex2jax_ignore mathjax_ignore"') == 6  # two debuggers
     assert "model not found" not in html
     assert len(re.findall(r"Depth 1 · answer", html)) >= 3

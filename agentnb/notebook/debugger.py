@@ -53,6 +53,17 @@ class Debugger(Stepper):
             return {"text/plain": repr(self)}
         return self.view._repr_mimebundle_(**kwargs)
 
+    def _ipython_display_(self) -> None:
+        """``dbg`` as a cell's value: the view, shown so that it is replaced by its static form
+        when the run ends (as an ``Out[n]`` value it could not be, and a reopened notebook said
+        "Error displaying widget: model not found")."""
+        if self.view is None:
+            from IPython.display import display
+
+            display({"text/plain": repr(self)}, raw=True)
+            return
+        self.view._ipython_display_()
+
     @property
     def trace(self) -> Any:
         """The :class:`~agentnb.notebook.trace.TraceWidget` (None without a widget)."""

@@ -23,6 +23,8 @@ and in an HTML comment) for nbval, which compares a display as first shown: its 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 #: First line of the text/plain of a display that is updated in place while a run goes on.
@@ -100,3 +102,35 @@ class LiveDisplay:
         data, meta = self.static_bundle()
         for handle in handles:
             handle.update(data, raw=True, metadata=meta)
+        with _as_current_cell() as moved:  # again, for nbconvert/nbclient (see _as_current_cell)
+            if moved:
+                for handle in handles:
+                    handle.update(data, raw=True, metadata=meta)
+
+
+@contextlib.contextmanager
+def _as_current_cell() -> Iterator[bool]:
+    """Publish as the cell that runs now, not the one that started the run (yields whether
+    that differs).
+
+    A run started in one cell often ends while a later cell runs (``await dbg.wait()``): its
+    display update carries the first cell's header. JupyterLab applies it; nbclient (nbconvert,
+    which stores the notebooks GitHub and nbviewer show) reads only the running cell's messages
+    and dropped it, so the saved file kept "the run was still going". ipykernel keeps the
+    header per task (a context variable) and the latest one apart; nothing changes elsewhere.
+    """
+    try:
+        from IPython import get_ipython
+
+        pub = getattr(get_ipython(), "display_pub", None)
+        var, latest = pub._parent_header, pub._parent_header_global  # type: ignore[union-attr]
+        moved = bool(latest) and latest != var.get()
+    except Exception:  # not ipykernel (a terminal, another kernel): nothing to move
+        yield False
+        return
+    token = var.set(latest) if moved else None
+    try:
+        yield moved
+    finally:
+        if token is not None:
+            var.reset(token)
