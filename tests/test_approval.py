@@ -129,13 +129,24 @@ def test_widget_approves_denies_and_edits_from_python() -> None:
         assert "invalid arguments" in w.approval.error.value and w.approval.pending is not None
         w.approval.arguments.value = '{"n": 33}'
         w.approval.edit_button.click()
-        return await task
+        done = await task
+        # every call answered (here by code; by hand in a notebook): waiting for another one says
+        # the run has ended at once, where it waited until its timeout
+        t0 = asyncio.get_running_loop().time()
+        with pytest.raises(UserError, match="the run has ended: no tool call will wait for approval"):
+            await w.approval.next_pending(timeout=20)
+        assert asyncio.get_running_loop().time() - t0 < 1
+        return done
 
     result = asyncio.run(main())
     assert [a for _, _, a in log] == [{"n": 1}, {"n": 33}]
     assert model.requests[2].messages[-1].content == "The call was denied and not run: not that one"
     assert [e.by for e in result.events if isinstance(e, ApprovalDecided)] == ["widget"] * 3
     assert "denied" in w.body_html and "approved with edited arguments" in w.body_html
+    from agentnb.notebook.render import depth_html
+
+    denied = depth_html(w.state.depths[1])  # in the order it happened: checked, then denied
+    assert denied.index("✓ valid") < denied.index("dedup") < denied.index("✗ denied")
 
 
 def test_stop_while_waiting_ends_the_run_and_nothing_runs() -> None:

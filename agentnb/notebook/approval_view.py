@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
@@ -33,7 +34,9 @@ DEFAULT_REASON = "the user denied this call"
 class ApprovalPanel(widgets.VBox):
     """Approve / Deny (with a reason the model reads) / Edit arguments, for one pending call."""
 
-    def __init__(self) -> None:
+    def __init__(self, ended: Callable[[], bool] | None = None) -> None:
+        #: Whether the run this panel approves for has ended (no call can wait any more).
+        self.ended = ended or (lambda: False)
         self.pending: ToolCall | None = None
         self.decisions: list[Decision] = []  # every decision made here, in order
         self._tool: Any = None
@@ -115,12 +118,15 @@ class ApprovalPanel(widgets.VBox):
         return True
 
     async def next_pending(self, timeout: float = 30.0) -> ToolCall:
-        """Wait until a call waits for approval (from any event loop); that call."""
+        """Wait until a call waits for approval (from any event loop); that call. Raises
+        :class:`~agentnb.errors.UserError` once the run has ended, TimeoutError after ``timeout``."""
         deadline = asyncio.get_running_loop().time() + timeout
         while True:
             call = self.pending
             if call is not None and self._settle is not None:
                 return call
+            if self.ended():  # answered by hand already, say, and the run went on to its end
+                raise UserError("the run has ended: no tool call will wait for approval")
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError(f"no tool call waited for approval within {timeout:g} s")
             await asyncio.sleep(0.01)

@@ -264,8 +264,6 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
             rows.append(
                 '<div><span class="anb-warn"><i class="fa fa-hand-paper-o"></i> skipped by the debugger</span></div>'
             )
-    if c.approval is not None and not (ended and c.approval.kind == "approval_requested"):  # no wait after the end
-        rows.append(_approval_html(c.approval))
     if c.validation is not None:
         if c.validation.ok:
             rows.append(
@@ -279,6 +277,8 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
             )
     if c.dedup is not None:
         rows.append(_dedup_html(c))
+    if c.approval is not None and not (ended and c.approval.kind == "approval_requested"):  # after the checks, as asked
+        rows.append(_approval_html(c.approval))
     if c.finished is not None:
         rows.append(_result_html(c, preview))
     elif ended and not c.settled:
@@ -306,7 +306,7 @@ def _edited_by(c: CallView) -> str:
 def _approval_html(a: Any) -> str:
     """A call's approval: waiting for a decision, or the decision and who made it."""
     if a.kind == "approval_requested":
-        return f'<div class="anb-warn anb-approval">⏸ waiting for approval ({untrusted_html(a.approver)})</div>'
+        return f'<div class="anb-warn anb-approval"><i class="fa fa-pause"></i> waiting for approval ({untrusted_html(a.approver)})</div>'
     by = untrusted_html(a.by)
     if a.decision == "deny":
         reason = untrusted_html(a.reason or "")

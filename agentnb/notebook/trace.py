@@ -128,7 +128,7 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         from agentnb.notebook.approval_view import ApprovalPanel
 
         #: The pending call's Approve / Deny / Edit arguments (this widget is the run's approver).
-        self.approval = ApprovalPanel()
+        self.approval = ApprovalPanel(ended=lambda: self.state.finished is not None)
         super().__init__([head, self._context, self._body, self.approval, answer])
         self.set_history(history)
         self.layout.border = "1px solid var(--jp-border-color2, #d0d7de)"
