@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agentnb import Agent, tool
@@ -80,3 +81,16 @@ def test_replayed_transcript_shows_the_nested_runs(tmp_path: Any) -> None:
     w = TraceWidget.replay(path)
     assert all_html(w).count('class="anb-sub"') == 2
     assert "".join(w.section_html(d) for d in sorted(w.state.depths)).count('class="anb-sub"') == 2
+
+
+def test_the_header_counts_the_inner_runs_model_calls_as_it_counts_their_tool_calls() -> None:
+    """The header said "model calls 2 · tool calls 3/10": tool calls and tokens included the
+    agents run as tools, model calls did not (the writer, the researcher and the checker made 6)."""
+    from agentnb.notebook.header import header_html
+
+    w = TraceWidget()
+    result = writer().run("write", on_event=w)
+    assert result.tool_calls == 3
+    assert "model calls <b>6</b>" in header_html(w.state, None)
+    assert w.text().splitlines()[0] == "agentnb trace: answer · 6 model calls · 3/10 tool calls"
+    assert re.search(r"agent <code>researcher</code> · answer · (&lt;)?[\d.]+ ms", all_html(w))  # not "0.00 s"

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from agentnb.notebook.header import fmt_seconds
 from agentnb.printer import plural
 from agentnb.untrusted import untrusted_html as escape
 
@@ -40,7 +41,7 @@ def inner_html(inner: Any, depth: Callable[[Any], tuple[str, str]], answer: Call
     if done is None:
         state = "running…"
     else:
-        state = done.stop_reason + f" · {done.duration:.2f} s"
+        state = f"{done.stop_reason} · {fmt_seconds(done.duration)}"
         if done.usage.total_tokens:
             state += f" · {plural(done.usage.total_tokens, 'token')}"
     prompt = started.prompt if started is not None and started.prompt else ""

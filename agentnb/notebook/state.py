@@ -163,8 +163,10 @@ class TraceState:
 
     @property
     def model_calls(self) -> int:
-        """Model calls made so far (one the debugger holds back is not made yet)."""
+        """Model calls made so far, those of agents run as tools included (as their tokens and
+        tool calls are); one the debugger holds back is not made yet."""
         n = sum(1 for v in self.depths.values() if v.request is not None and not v.unsent)
+        n += sum(c.inner.model_calls for v in self.depths.values() for c in v.calls.values() if c.inner is not None)
         return n - 1 if self.pause is not None and self.pause.target == "model" else n
 
     @property

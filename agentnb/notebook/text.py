@@ -90,11 +90,14 @@ def summary_line(events: Iterable[Event], status: str | None = None, *, held: in
     models = calls = 0
     limit = None
     for e in events:
+        inner = e
+        while isinstance(inner, SubAgentEvent):  # an agent run as a tool: its model calls count
+            inner = inner.event
         if isinstance(e, RunStarted):
             limit = e.max_tool_calls
-        elif isinstance(e, ModelRequest):
+        elif isinstance(inner, ModelRequest):
             models += 1
-        elif isinstance(e, StepDecision) and e.target == "model" and e.action == "stop":
+        elif isinstance(inner, StepDecision) and inner.target == "model" and inner.action == "stop":
             models -= 1  # announced, then stopped before it was sent
         elif isinstance(e, RunFinished):
             status = status or e.stop_reason
