@@ -17,6 +17,7 @@ section, and the final answer (its Markdown rendered by nbconvert).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agentnb.notebook.blocks import COPY_BUTTON, STYLE
@@ -60,7 +61,6 @@ def static_html(trace: Any, above: str = "") -> str:
         )
     save = _strip_style(trace._save.value)
     parts = [
-        STYLE,
         f'<div class="anb-static anb-trace {NO_MATH}">',
         above,
         '<div style="display:flex;justify-content:space-between;align-items:center">',
@@ -73,7 +73,51 @@ def static_html(trace: Any, above: str = "") -> str:
         answer,
         "</div>",
     ]
-    return "".join(parts).replace(COPY_BUTTON, "")
+    return STYLE + inlined("".join(parts).replace(COPY_BUTTON, ""))
+
+
+def inlined(body: str) -> str:
+    """``body`` with the stylesheet also written into each element's ``style`` attribute.
+
+    JupyterLab drops ``<style>`` from the outputs of an untrusted notebook (any notebook opened
+    from elsewhere: a clone, a download, the shipped docs), which showed the trace unstyled;
+    inline styles pass its sanitizer (declarations with theme variables are dropped there, the
+    rest stay). The stylesheet is still sent first, for trusted views. Without ``css-inline``
+    installed, the body as it is.
+    """
+    try:
+        import css_inline
+    except ImportError:
+        return body
+    try:
+        inliner = css_inline.CSSInliner(keep_style_tags=False, load_remote_stylesheets=False)
+        html = str(inliner.inline_fragment(body, _CSS))
+    except Exception:  # a fragment it cannot read: unstyled where <style> is dropped, nothing lost
+        return body
+    return _STYLE_ATTR.sub(lambda m: f'style="{_with_fallbacks(m.group(1))}"', html)
+
+
+_STYLE_ATTR = re.compile(r'style="([^"]*var\(--[^"]*)"')
+_VAR = re.compile(r"var\(--[\w-]+,\s*([^()]*)\)")
+
+
+def _with_fallbacks(style: str) -> str:
+    """Each declaration with a theme variable preceded by its light fallback: the sanitizer of an
+    untrusted notebook drops ``var(...)`` declarations, so the fallback is what stays there;
+    elsewhere the later declaration (the theme's) wins.
+
+    >>> _with_fallbacks("color: var(--jp-ui-font-color1,#1f2328); font-size: 12px")
+    'color: #1f2328;color: var(--jp-ui-font-color1,#1f2328); font-size: 12px'
+    """
+    out = []
+    for decl in style.split(";"):
+        if "var(--" in decl:
+            out.append(_VAR.sub(lambda m: m.group(1), decl))
+        out.append(decl)
+    return ";".join(out)
+
+
+_CSS = STYLE.removeprefix("<style>").removesuffix("</style>")
 
 
 def _strip_style(html: str) -> str:
