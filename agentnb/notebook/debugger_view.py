@@ -16,11 +16,11 @@ import ipywidgets as widgets
 from agentnb.errors import UserError
 from agentnb.notebook import state as trace_state
 from agentnb.notebook.display import LiveDisplay
-from agentnb.notebook.header import plural
 from agentnb.notebook.snapshot import KEY, snapshot_metadata
 from agentnb.notebook.snapshot import static_html as trace_static_html
 from agentnb.notebook.stepper import Stepper
 from agentnb.notebook.trace import TraceWidget
+from agentnb.printer import plural
 from agentnb.untrusted import untrusted_html as escape
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from agentnb.cost import format_cost
 from agentnb.notebook.state import TraceState
+from agentnb.printer import plural
 from agentnb.untrusted import untrusted_html as escape
 
 _STOP_TEXT = {
@@ -77,8 +78,3 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
     if state.finished is not None and state.finished.error:
         parts.append(f'<span class="anb-bad">{escape(state.finished.error)}</span>')
     return f'<div class="anb anb-head">{"".join(parts)}</div>'
-
-
-def plural(n: int, noun: str) -> str:
-    """``1 tool call``, ``2 tool calls``."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -32,10 +32,11 @@ from agentnb.events import (
 from agentnb.events import GuidanceSkipped as Skipped
 from agentnb.notebook.answer import answer_html, output_html
 from agentnb.notebook.blocks import copyable
-from agentnb.notebook.header import fmt_seconds, plural
+from agentnb.notebook.header import fmt_seconds
 from agentnb.notebook.nested import inner_html
 from agentnb.notebook.notes import note_html
 from agentnb.notebook.state import CallView, DepthView, Pause
+from agentnb.printer import plural
 from agentnb.untrusted import untrusted_html, untrusted_image
 from agentnb.untrusted import untrusted_html as escape
 

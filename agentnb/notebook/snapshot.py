@@ -17,6 +17,7 @@ section, and the final answer (its Markdown rendered by nbconvert).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -90,11 +91,15 @@ def inlined(body: str) -> str:
     except ImportError:
         return body
     try:
-        inliner = css_inline.CSSInliner(keep_style_tags=False, load_remote_stylesheets=False)
-        html = str(inliner.inline_fragment(body, _CSS))
+        html = str(_inliner(css_inline).inline_fragment(body, _CSS))
     except Exception:  # a fragment it cannot read: unstyled where <style> is dropped, nothing lost
         return body
     return _STYLE_ATTR.sub(lambda m: f'style="{_with_fallbacks(m.group(1))}"', html)
+
+
+@functools.cache
+def _inliner(css_inline: Any) -> Any:
+    return css_inline.CSSInliner(keep_style_tags=False, load_remote_stylesheets=False)
 
 
 _STYLE_ATTR = re.compile(r'style="([^"]*var\(--[^"]*)"')
