@@ -64,7 +64,8 @@ def start_server(threads: int) -> tuple[subprocess.Popen[bytes], str]:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1"]
-    cmd += ["--port", str(port), "--n_ctx", "4096", "--n_threads", str(threads), "--verbose", "False"]
+    cmd += ["--port", str(port), "--n_ctx", "4096", "--n_threads", str(threads), "--n_threads_batch", str(threads)]
+    cmd += ["--verbose", "False"]
     log = tempfile.TemporaryFile()  # noqa: SIM115 (open while the server runs; closed with the process)
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
@@ -150,7 +151,7 @@ def main() -> None:
     parser.add_argument("--ids", default=None, help="only these case ids (comma-separated)")
     parser.add_argument("--choice", default="required", help="tool_choice: required (the leaderboard setting) or auto")
     parser.add_argument("--max-tokens", type=int, default=96)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("AGENTNB_THREADS") or 2))
     parser.add_argument("--no-repair", action="store_true", help="no re-ask for a call that breaks its schema")
     parser.add_argument(
         "--without",

@@ -14,6 +14,35 @@ from typing import IO
 import pytest
 
 
+def llama_cpp_server(port: int) -> list[str]:
+    """The command that serves the embedded SmolLM2 GGUF with llama-cpp-python's server on ``port``.
+
+    One thread for generation and one for prompts: llama.cpp's threads wait for each other by
+    spinning, so two of them on a machine whose cores are busy (the other test worker, a torch
+    model) slow each request many times over. Measured here (2 cores, ``pytest -n 2
+    tests/test_openai_text_servers.py``): 147 s with 2 threads, 63 s with 1; the steered-call
+    test 85 s and 21 s.
+    """
+    import sys
+
+    from agentnb.providers.hf import smollm2_path
+
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1"]
+    return [
+        *cmd,
+        "--port",
+        str(port),
+        "--n_ctx",
+        "2048",
+        "--n_threads",
+        "1",
+        "--n_threads_batch",
+        "1",
+        "--verbose",
+        "False",
+    ]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

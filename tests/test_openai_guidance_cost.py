@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import sys
 import urllib.request
 
 import pytest
-from server_process import free_port, running
+from server_process import free_port, llama_cpp_server, running
 
 from agentnb import Agent, tool
 from agentnb.errors import UserError
@@ -91,12 +90,8 @@ def test_the_event_is_shown_saved_and_escaped() -> None:
 def llama_url():
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("needs llama-cpp-python[server] (./dev setup builds it)")
-    from agentnb.providers.hf import smollm2_path
-
     port = free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1"]
-    cmd += ["--port", str(port), "--n_ctx", "2048", "--n_threads", "1", "--verbose", "False"]
-    with running(cmd, f"http://127.0.0.1:{port}/v1") as url:
+    with running(llama_cpp_server(port), f"http://127.0.0.1:{port}/v1") as url:
         yield url
 
 

@@ -18,7 +18,7 @@ import shutil
 import sys
 
 import pytest
-from server_process import free_port, running
+from server_process import free_port, llama_cpp_server, running
 
 from agentnb import Agent, tool
 from agentnb.events import (
@@ -52,12 +52,8 @@ def get_weather(city: str) -> str:
 def llama_cpp_url():
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.skip("needs llama-cpp-python[server] (./dev setup builds it)")
-    from agentnb.providers.hf import smollm2_path
-
     port = free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1"]
-    cmd += ["--port", str(port), "--n_ctx", "2048", "--n_threads", "2", "--verbose", "False"]
-    with running(cmd, f"http://127.0.0.1:{port}/v1") as url:
+    with running(llama_cpp_server(port), f"http://127.0.0.1:{port}/v1") as url:
         yield url
 
 
@@ -215,7 +211,7 @@ def serve_url():
     exe = shutil.which("transformers", path=os.path.dirname(sys.executable))
     assert exe, "the transformers CLI is not installed next to this Python"
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     cmd = [exe, "serve", str(folder), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
     with running(cmd, f"http://127.0.0.1:{port}/v1", env=env) as url:
         yield url, str(folder)

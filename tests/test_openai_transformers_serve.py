@@ -125,7 +125,7 @@ def serve_url() -> Iterator[str]:
     exe = shutil.which("transformers", path=os.path.dirname(sys.executable))
     assert exe, "the transformers CLI is not installed next to this Python"
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
     cmd = [exe, "serve", str(folder), "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"]
     url = f"http://127.0.0.1:{port}/v1"
     with running(cmd, url, env=env, timeout=120):
