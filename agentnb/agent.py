@@ -58,7 +58,8 @@ class Agent:
     Args:
         provider: a :class:`~agentnb.providers.Provider` or a spec such as
             ``"openai:gpt-4o-mini"`` or ``"local"``.
-        tools: tools, typed functions or OpenAI-format tool dicts.
+        tools: a list of tools: typed functions, :class:`Tool` objects, OpenAI-format tool dicts,
+            MCP servers, other agents (run as tools); one of them alone is a list of one.
         system: a system prompt, put first unless the messages already start with one.
         max_tool_calls: at most this many tool calls are handled in one run; then the model
             is asked once more without tools and must answer in text.
@@ -106,7 +107,7 @@ class Agent:
     def __init__(
         self,
         provider: Provider | str,
-        tools: Iterable[Any] = (),
+        tools: Iterable[Any] | Any = (),
         *,
         system: str | None = None,
         max_tool_calls: int = DEFAULT_MAX_TOOL_CALLS,

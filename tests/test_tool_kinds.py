@@ -96,6 +96,22 @@ def test_values_that_cannot_be_tools_get_one_clear_error(value: object, says: st
     assert len(info.value.problems) == 1
 
 
+def test_tools_given_as_one_tool_a_string_or_a_dict() -> None:
+    # one tool alone is a list of one (it was "TypeError: 'function' object is not iterable")
+    model = ScriptedProvider([call("add", a=2, b=3), "5"])
+    result = Agent(model, tools=add).run("2+3?")
+    assert [m.content for m in model.requests[1].messages if m.role == "tool"] == ["5"]
+    assert result.output == "5" and list(Agent(ScriptedProvider(["x"]), tools=Box(1).grow).tools) == ["grow"]
+    assert list(Agent(ScriptedProvider(["x"]), tools=None).tools) == []
+    # a dict of tools was read as its keys ("'add' is a string, not a tool")
+    with pytest.raises(ToolDefinitionError, match=r"not a dict: pass list\(tools.values\(\)\)"):
+        Agent(ScriptedProvider(["x"]), tools={"add": add})
+    with pytest.raises(ToolDefinitionError, match="not the string 'add'"):
+        Agent(ScriptedProvider(["x"]), tools="add")
+    spec = {"type": "function", "function": {"name": "f", "description": "F.", "parameters": {"type": "object"}}}
+    assert list(Agent(ScriptedProvider(["x"]), tools=spec).tools) == ["f"]  # one OpenAI tool dict
+
+
 def test_lists_of_lists_bound_methods_partials_and_callable_objects_work() -> None:
     assert run_one([[add]], "add", a=2, b=3) == "5"
     assert run_one(Box(1).grow, "grow", by=4) == "5"
