@@ -276,6 +276,12 @@ class Agent:
         except Exception as exc:  # provider failures end the run but keep the transcript
             state.stop_reason = "error"
             error = exc
+            # an error mid-step (an on_event callback that raised after a tool ran) keeps what
+            # the step did, as a stop does
+            late = settle_stopped_step(state, cfg.max_result_chars)
+            state.events.extend(late)
+            for event in late if watch is not None else ():
+                watch(event)
             for note in getattr(exc, "events", ()):  # what the provider did before it failed (retries)
                 note = dataclasses.replace(note, depth=state.events[-1].depth)
                 state.events.append(note)
@@ -301,8 +307,14 @@ class Agent:
         if _sink is None:
             yield end
         else:
-            with contextlib.suppress(StopRun):  # the run is over: a stop asked for now changes nothing
+            try:
                 _sink(end)
+            except StopRun:  # the run is over: a stop asked for now changes nothing
+                pass
+            except Exception as exc:  # the callback failed on the last event: the result is kept
+                exc.run_result = result  # type: ignore[attr-defined]
+                exc.add_note("agentnb: the run had finished; its RunResult is this exception's run_result")
+                raise
         yield result
 
     async def arun(

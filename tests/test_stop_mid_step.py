@@ -196,3 +196,31 @@ def test_stop_at_run_finished_changes_nothing(mode: str) -> None:
     result = asyncio.run(agent.arun("go", on_event=on_event)) if mode == "arun" else agent.run("go", on_event=on_event)
     assert result.stop_reason != "cancelled" and result.output == "5"
     assert roles(result) == ["user", "assistant", "tool", "assistant"]
+
+
+def test_a_callback_that_fails_after_a_tool_ran_keeps_the_call_and_its_result() -> None:
+    def broken(event: Event) -> None:
+        if event.kind == "tool_finished":
+            raise ValueError("a bug in the callback")
+
+    model = ScriptedProvider([call("add", a=2, b=3), "5"])
+    result = Agent(model, tools=[add]).run("go", on_event=broken)
+    assert result.stop_reason == "error" and result.error == "ValueError: a bug in the callback"
+    assert roles(result) == ["user", "assistant", "tool"] and result.messages[2].content == "5"
+    assert result.tool_calls == 1 and RAN == ["add 2 3"]
+
+
+def test_a_callback_that_fails_on_run_finished_raises_with_the_result() -> None:
+    def broken(event: Event) -> None:
+        if event.kind == "run_finished":
+            raise ValueError("a bug in the callback")
+
+    with pytest.raises(ValueError, match="a bug in the callback") as info:
+        Agent(ScriptedProvider([call("add", a=2, b=3), "5"]), tools=[add]).run("go", on_event=broken)
+    kept = info.value.run_result  # type: ignore[attr-defined]
+    assert (
+        kept.output == "5"
+        and kept.stop_reason == "answer"
+        and roles(kept) == ["user", "assistant", "tool", "assistant"]
+    )
+    assert any("run_result" in note for note in info.value.__notes__)
