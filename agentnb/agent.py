@@ -176,7 +176,14 @@ class Agent:
     def messages_for(self, prompt: Prompt, history: RunResult | Sequence[Message] | None = None) -> list[Message]:
         """The conversation a run starts from: history (or the system prompt), then the prompt."""
         new = coerce_messages(prompt if isinstance(prompt, (str, dict, list, tuple)) else [prompt])
+        if isinstance(history, (str, bytes)):  # list("...") would be one message per character
+            raise TypeError(
+                "history= takes a RunResult or a list of messages, not a string: "
+                "pass [{'role': 'user', 'content': ...}, {'role': 'assistant', 'content': ...}]"
+            )
         if history is not None:
+            if isinstance(history, dict):
+                history = [history]
             old = list(history.messages) if isinstance(history, RunResult) else coerce_messages(list(history))
             return old + new
         if self.system and not (new and isinstance(new[0], SystemMessage)):

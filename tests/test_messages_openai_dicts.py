@@ -51,3 +51,12 @@ def test_a_malformed_message_is_a_clear_error_before_any_model_call(message: dic
     with pytest.raises(ValueError, match=error):
         Agent(model).run([message])
     assert model.requests == []
+
+
+def test_a_history_given_as_a_string_or_one_dict() -> None:
+    # a string was read as one user message per character
+    with pytest.raises(TypeError, match="not a string"):
+        Agent(ScriptedProvider(["x"])).run("hi", history="we talked before")
+    model = ScriptedProvider(["x"])
+    Agent(model).run("and now?", history={"role": "user", "content": "before"})
+    assert [(m.role, m.content) for m in model.requests[0].messages] == [("user", "before"), ("user", "and now?")]
