@@ -182,9 +182,8 @@ class Agent:
                 "pass [{'role': 'user', 'content': ...}, {'role': 'assistant', 'content': ...}]"
             )
         if history is not None:
-            if isinstance(history, dict):
-                history = [history]
-            old = list(history.messages) if isinstance(history, RunResult) else coerce_messages(list(history))
+            given: Any = [history] if isinstance(history, dict) else history
+            old = list(given.messages) if isinstance(given, RunResult) else coerce_messages(list(given))
             return old + new
         if self.system and not (new and isinstance(new[0], SystemMessage)):
             return [SystemMessage(self.system), *new]
@@ -287,8 +286,9 @@ class Agent:
             # the step did, as a stop does
             late = settle_stopped_step(state, cfg.max_result_chars)
             state.events.extend(late)
-            for event in late if watch is not None else ():
-                watch(event)
+            if watch is not None:
+                for event in late:
+                    watch(event)
             for note in getattr(exc, "events", ()):  # what the provider did before it failed (retries)
                 note = dataclasses.replace(note, depth=state.events[-1].depth)
                 state.events.append(note)
@@ -320,7 +320,8 @@ class Agent:
                 pass
             except Exception as exc:  # the callback failed on the last event: the result is kept
                 exc.run_result = result  # type: ignore[attr-defined]
-                exc.add_note("agentnb: the run had finished; its RunResult is this exception's run_result")
+                if hasattr(exc, "add_note"):  # Python >= 3.11
+                    exc.add_note("agentnb: the run had finished; its RunResult is this exception's run_result")
                 raise
         yield result
 
