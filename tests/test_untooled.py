@@ -15,7 +15,7 @@ from agentnb.messages import AssistantMessage, SystemMessage, ToolCall, ToolMess
 from agentnb.providers.base import Completion, Request
 from agentnb.providers.untooled import PromptTemplate, UnTooled
 from agentnb.providers.untooled.parse import load_json, parse_reply
-from agentnb.testing import ScriptedProvider, Streamed
+from agentnb.testing import FunctionProvider, ScriptedProvider, Streamed
 
 
 @tool(examples=[("How warm is it in Madrid?", {"city": "Madrid"})])
@@ -341,3 +341,36 @@ def test_pick_hint_goes_to_backends_that_rank_tools() -> None:
     single = Ranking(['{"name": "add", "arguments": {"a": 1, "b": 2}}', "3"], native_tools=False)
     Agent(single, tools=[add], tool_choice="required").run("What is 1+2?")
     assert list(single.requests[0].settings["untooled_pick"]["prompts"]) == ["add"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "calls", "prose"),
+    [
+        ('{"name": "add", "arguments": {"a": 1}}\n{"name": "add", "arguments": {"a": 2}}', [1, 2], None),
+        ('{"name": "add", "arguments": {"a": 1}} [{"name": "add", "arguments": {"a": 2}}]', [1, 2], None),
+        ('{"name": "add", "arguments": {"a": 1}}\n{\n  "type": "tool results above"\n}', [1], None),
+        ('{"name": "add", "arguments": {"a": 1}}\nThe sum is 3.', [1], "The sum is 3."),
+        ('{"name": "add", "arguments": {"a": 1}}\n<|im_end|>', [1], None),
+    ],
+    ids=["two-calls", "call-then-array", "call-then-json", "call-then-prose", "call-then-marker"],
+)
+def test_calls_written_one_after_another(reply: str, calls: list[int], prose: str | None) -> None:
+    # a small model writes calls one after another, or writes on after its call; each was
+    # "not valid JSON (unexpected text after the JSON value)" before
+    got_prose, got = parse_reply(reply, NAMES)
+    assert [c.arguments for c in got] == [{"a": n} for n in calls] and got_prose == prose
+    assert len({c.id for c in got}) == len(got)
+
+
+@pytest.mark.parametrize("junk", ["", '\n{\n  "type": "tool results above"\n}'])
+def test_an_untooled_model_calling_past_the_limit_gets_agentnb_s_answer_as_a_native_one_does(junk: str) -> None:
+    # the run's answer was the model's JSON call ("{"name": "add", ...}"), where a native model's
+    # run ends with agentnb's note and the tool results
+    call_text = json.dumps({"name": "add", "arguments": {"a": 1, "b": 2}}) + junk
+    untooled = Agent(FunctionProvider(lambda m, t: call_text, native_tools=False), [add], max_tool_calls=1)
+    native = Agent(FunctionProvider(lambda m, t: ToolCall("c", "add", {"a": 1, "b": 2})), [add], max_tool_calls=1)
+    for stream in (False, True):
+        got, want = untooled.run("1+2?", stream=stream), native.run("1+2?", stream=stream)
+        assert got.stop_reason == want.stop_reason == "limit"
+        assert got.output == want.output and got.output.startswith("[agentnb]") and "add(a=1, b=2) -> 3" in got.output
+        assert not any(isinstance(e, TextDelta) and "{" in e.text for e in got.events)  # no call shown as text

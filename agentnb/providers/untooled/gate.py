@@ -60,10 +60,26 @@ class ProseGate:
         return out.rstrip() if self.started else out.strip()
 
 
-def stray_calls(text: str, new_id: Callable[[], str]) -> tuple[ToolCall, ...]:
-    """The calls a reply consists of when no tools were offered, else ``()``."""
+def stray_calls(text: str, new_id: Callable[[], str]) -> tuple[str | None, tuple[ToolCall, ...]]:
+    """The calls a reply starts with when no tools were offered, and the prose after them.
+
+    A reply that is nothing but a call, or a call followed by more JSON (a small model writing
+    on, e.g. ``{"type": "tool results above"}``), is ``(None, calls)``; a call followed by prose
+    keeps that prose; any other reply is ``(text, ())``.
+
+    >>> ids = iter(range(1, 99))
+    >>> stray_calls('{"name": "add", "arguments": {"a": 1}}\\n{"type": "x"}', lambda: f"c{next(ids)}")
+    (None, (ToolCall(id='c1', name='add', arguments={'a': 1}, raw_arguments=None, parse_error=None),))
+    >>> stray_calls('{"name": "add", "arguments": {}} It is 3.', lambda: f"c{next(ids)}")[0]
+    'It is 3.'
+    >>> stray_calls("It is 3.", lambda: "c")
+    ('It is 3.', ())
+    """
     stripped = text.strip()
     if not stripped or stripped[0] not in "{[":
-        return ()
-    _, calls = parse_reply(stripped, [], strict=True, new_id=new_id)
-    return calls if calls and all(c.name and c.arguments is not None for c in calls) else ()
+        return text or None, ()
+
+    prose, calls = parse_reply(stripped, [], strict=True, new_id=new_id)
+    if not calls or not all(c.name and c.arguments is not None for c in calls):
+        return text, ()
+    return prose, calls

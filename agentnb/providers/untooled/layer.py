@@ -255,7 +255,8 @@ class UnTooled(Provider):
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
         inner = self.inner_request(request)
         offered = [t.name for t in request.tools] if request.tool_choice != "none" else []
-        gate = ProseGate() if offered else None
+        # nothing offered: a reply may still be a call (after the limit), held back the same way
+        gate = ProseGate() if offered or request.output is None else None
         result: Completion | None = None
         pieces: list[str] = []
         async for item in self.inner.stream(inner):
@@ -278,11 +279,18 @@ class UnTooled(Provider):
             )
             events = (*events, OutputMode(0, how[0], f"{request.output.name}: {how[1]}"))
         if not offered:
-            # A reply that is nothing but a call (a model imitating its earlier turns after the
-            # limit) is reported as one, so the loop can ask once more for a text answer. With
-            # an output_type the reply is JSON on purpose: it is the answer.
-            stray = () if request.output is not None else stray_calls(text, lambda: f"call_{next(self._ids)}")
-            yield Completion(text or None, stray, result.usage, result.finish_reason, events)
+            # A reply that starts with a call (a model imitating its earlier turns after the
+            # limit) is reported as one, so the loop can ask once more for a text answer, and the
+            # call is not shown as text. With an output_type the reply is JSON on purpose: it is
+            # the answer.
+            stray: tuple[ToolCall, ...] = ()
+            prose: str | None = text or None
+            if request.output is None:
+                prose, stray = stray_calls(text, self._new_id)
+            shown = (prose or "") if stray else gate.rest() if gate is not None else ""
+            if shown:
+                yield TextChunk(shown)
+            yield Completion(prose, stray, result.usage, result.finish_reason, events)
             return
         choice = request.tool_choice
         calls: tuple[ToolCall, ...]

@@ -1,9 +1,10 @@
 """Finding tool calls in a text model's reply.
 
-Accepted, in order: a reply that *is* JSON (``{...}`` or an array of calls), a fenced code
-block holding a call, and a call after a short preamble ("Sure, here it is: {...}"). JSON may
-also be written as a Python dict (single quotes, ``True``/``None``), with trailing commas, or
-cut off before its closing brackets. Prose that merely contains braces is left alone: after a
+Accepted, in order: a reply that *is* JSON (``{...}`` or an array of calls), calls written one
+after another (``{...}\\n{...}``; JSON after them that is not a call, such as the result a small
+model expects, is dropped), a fenced code block holding a call, and a call after a short
+preamble ("Sure, here it is: {...}"). JSON may also be written as a Python dict (single
+quotes, ``True``/``None``), with trailing commas, or cut off before its closing brackets. Prose that merely contains braces is left alone: after a
 preamble, only an object shaped like a call (``name`` plus ``arguments``) counts.
 
 A reply that starts like a call but cannot be read becomes a :class:`ToolCall` with
@@ -37,6 +38,9 @@ _FENCE = re.compile(r"```[\w-]*[ \t]*\n?(.*?)(?:```|\Z)", re.S)
 _NAME = re.compile(r"""["']name["']\s*:\s*["']([\w-]{1,64})["']""")
 # No nested quantifiers over the same characters: linear time on long runs of spaces.
 _JUNK = re.compile(r"[\s`]*(?:<\|\w+\|>[\s`]*)?")
+_SPACE = re.compile(r"\s*")
+#: Calls read one after another in a reply at most (more are left unread).
+_MAX_SEQUENCE = 16
 _ARG_KEYS = ("arguments", "parameters", "args", "params", "input")
 _NAME_KEYS = ("name", "function", "tool", "tool_name", "function_name")
 FORMAT_HINT = 'Write exactly one JSON object: {"name": "<function name>", "arguments": {...}}.'
@@ -69,6 +73,10 @@ def parse_reply(
         calls = _as_calls(value, tool_names, default_tool, ids) if err is None else None
         if calls:
             return None, calls
+        if err is not None:  # a call, then more: calls written one after another, or on
+            found = _call_sequence(stripped, tool_names, ids)
+            if found is not None:
+                return found
         if stripped[0] == "{" or _NAME.search(stripped):
             return None, (_broken(stripped, value, err, ids),)
     if strict:
@@ -90,6 +98,39 @@ def parse_reply(
             if calls:
                 return stripped[:start].strip() or None, calls
     return stripped, ()
+
+
+def _call_sequence(
+    text: str, names: Sequence[str], ids: Callable[[], str]
+) -> tuple[str | None, tuple[ToolCall, ...]] | None:
+    """Calls written one JSON value after another (``{call}\\n{call}``), with what follows them.
+
+    A JSON value after the calls that is not one (a small model writing on, e.g. the result it
+    expects) is dropped; prose after them is kept. None unless the reply starts with a call, and
+    when a call after them cannot be read (that is reported, not dropped).
+    """
+    if too_deep(text):
+        return None
+    decoder = json.JSONDecoder(strict=False)
+    calls: list[ToolCall] = []
+    pos = 0
+    while pos < len(text) and text[pos] in "{[" and len(calls) <= _MAX_SEQUENCE:
+        try:
+            value, end = decoder.raw_decode(text, pos)
+        except (ValueError, RecursionError):
+            if calls and _NAME.search(text, pos, pos + MAX_PREAMBLE):  # a call cut off or broken
+                return None
+            break
+        if _call_shaped(value):
+            calls.extend(_as_calls(value, names, None, ids) or ())
+        elif not calls:  # the reply does not start with a call
+            return None
+        space = _SPACE.match(text, end)
+        pos = space.end() if space else end
+    if not calls or any(c.arguments is None for c in calls):
+        return None
+    rest = text[pos:].strip()
+    return (None if not rest or _only_junk(rest) or rest[0] in "{[" else rest), tuple(calls)
 
 
 def load_json(text: str, *, prefix_only: bool = False) -> tuple[Any, str | None]:
