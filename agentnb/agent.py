@@ -27,6 +27,7 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import Any, Literal
 
+from agentnb.agent_options import check_approval_names, check_options
 from agentnb.approval import ApprovalGate, check_requires_approval
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished
@@ -134,8 +135,14 @@ class Agent:
         # so) has them offered from the next model call on (agentnb.toolset).
         self._toolset = ToolSet(tools)
         self.tools: dict[str, Tool] = self._toolset.current
-        if not isinstance(max_tool_calls, int) or max_tool_calls < 0:
-            raise UserError(f"max_tool_calls must be a whole number >= 0, not {max_tool_calls!r}")
+        check_options(
+            max_tool_calls=max_tool_calls,
+            tool_timeout=tool_timeout,
+            settings=settings,
+            system=system,
+            max_result_chars=max_result_chars,
+            max_output_retries=max_output_retries,
+        )
         self.limits = check_limits(limits)
         if self.limits is not None and self.limits.tool_calls is not None:
             if max_tool_calls not in (DEFAULT_MAX_TOOL_CALLS, self.limits.tool_calls):
@@ -152,16 +159,13 @@ class Agent:
         self.stream_default = stream
         self.tool_timeout = tool_timeout
         self.settings = dict(settings or {})
-        if max_result_chars is not None and (not isinstance(max_result_chars, int) or max_result_chars < 1):
-            raise UserError(f"max_result_chars must be a whole number >= 1 or None, not {max_result_chars!r}")
         self.max_result_chars = max_result_chars
-        if not isinstance(max_output_retries, int) or max_output_retries < 0:
-            raise UserError(f"max_output_retries must be a whole number >= 0, not {max_output_retries!r}")
         self.output_spec = output_spec_of(output_type) if output_type is not None else None
         self.max_output_retries = max_output_retries
         self.name = name
         self.watchers: tuple[Any, ...] = watchers_of(instrument)
         self.requires_approval = check_requires_approval(requires_approval)
+        check_approval_names(self.requires_approval, self.tools, bool(self._toolset.sources))
         ApprovalGate((), approver)  # a wrong approver is reported now
         self.approver = approver
 

@@ -94,6 +94,15 @@ def test_async_policy_and_invalid_edit_is_not_run() -> None:
     assert result.stop_reason == "answer"
 
 
+def test_a_tool_name_for_approval_that_the_agent_lacks_is_an_error() -> None:
+    # a typo let the tool it meant run without approval, silently
+    log: list = []
+    with pytest.raises(UserError, match=r"does not have: 'name' \(its tools: "):
+        Agent(ScriptedProvider(["x"]), tools=make_tools(log), requires_approval=["name"])
+    agent = Agent(ScriptedProvider(["x"]), tools=make_tools(log), requires_approval="named")  # one name
+    assert agent.requires_approval == frozenset({"named"})
+
+
 def test_bad_approver_and_bad_decision_are_user_errors() -> None:
     with pytest.raises(UserError, match="approver must be"):
         Agent(ScriptedProvider(["x"]), approver=42)
