@@ -419,3 +419,22 @@ def test_the_progress_widget_counts_rows_escapes_names_and_its_stop_button_stops
     assert ev.stopped and 1 <= len(ev.rows) < 30
     assert widget.stop_button.disabled and widget.bar.value == len(ev.rows)
     assert "&lt;b&gt;bold&lt;/b&gt;" in widget.lines.value and "<b>bold" not in widget.lines.value
+
+
+def test_a_scorer_that_raises_is_counted_in_the_summary_and_a_bad_pattern_or_log_path_fails_first(
+    tmp_path: Path,
+) -> None:
+    def broken(case: Any, result: Any) -> bool:
+        raise ValueError("a bug in the scorer")
+
+    agent = Agent(FunctionProvider(lambda m, t: "4"))
+    ev = agentnb.evaluate(agent, [{"input": "2 + 2", "expected": "4"}], scorers=[broken, exact()], progress=False)
+    assert ev.table.loc[0, "scorer_errors"] == {"broken": "ValueError: a bug in the scorer"}
+    # the summary read "0/1 passed  errors 0", as if the agent had failed the case
+    assert "scorer errors 1" in repr(ev) and "scorer errors 1" in ev._repr_html_()
+    with pytest.raises(UserError, match="is not a regular expression"):
+        regex("(")  # was: every row's score None, "0/n passed  errors 0"
+    (tmp_path / "runs").mkdir()
+    for path, says in [(tmp_path / "runs", "is a folder"), (tmp_path / "no" / "runs.jsonl", "does not exist")]:
+        with pytest.raises(UserError, match=says):  # was: IsADirectoryError after the executor started
+            agentnb.evaluate(agent, [{"input": "x"}], log=path, progress=False)

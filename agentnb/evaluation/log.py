@@ -59,6 +59,23 @@ def _ends_with_newline(path: str) -> bool:
         return f.read(1) == b"\n"
 
 
+def check_log_path(path: str | os.PathLike[str]) -> None:
+    """A log path that cannot be a file here is a UserError before any case runs.
+
+    >>> check_log_path("/")
+    Traceback (most recent call last):
+    agentnb.errors.UserError: log='/' is a folder: give a file path such as 'runs.jsonl'
+    """
+    from agentnb.errors import UserError
+
+    text = os.fspath(path)
+    if os.path.isdir(text):
+        raise UserError(f"log={text!r} is a folder: give a file path such as 'runs.jsonl'")
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise UserError(f"log={text!r}: the folder {folder!r} does not exist")
+
+
 def read_log(path: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], int]]:
     """(row, byte offset) for every readable line; unreadable lines are skipped with a warning."""
     path = os.fspath(path)

@@ -27,7 +27,7 @@ from typing import Any
 from agentnb.errors import UserError
 from agentnb.evaluation.cases import Case, load_cases
 from agentnb.evaluation.executors import make_executor
-from agentnb.evaluation.log import EvalLog, _fallback, read_log
+from agentnb.evaluation.log import EvalLog, _fallback, check_log_path, read_log
 from agentnb.evaluation.results import Evaluation
 from agentnb.evaluation.scorers import Scorer, apply, as_scorers
 
@@ -89,6 +89,8 @@ async def aevaluate(
         raise UserError(f"repeats must be a whole number >= 1, not {repeats!r}")
     if timeout is not None and not timeout > 0:
         raise UserError(f"timeout must be a number of seconds > 0 or None, not {timeout!r}")
+    if log is not None:
+        check_log_path(log)
     ev = Evaluation(list(agents), [s.name for s in checks], log=log, output_types=_output_types(agents, run_options))
     work = [(i, c, name, r) for i, c in enumerate(cases) for name in agents for r in range(repeats)]
     wanted = {_key(c, name, r) for _, c, name, r in work}

@@ -127,6 +127,11 @@ def contains(expected: Any = None, *, ignore_case: bool = True, name: str = "con
 
 def regex(pattern: str | None = None, *, name: str = "regex") -> Scorer:
     """The pattern (or the expected value as a pattern) matches somewhere in the output."""
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise UserError(f"regex({pattern!r}) is not a regular expression: {exc}") from None
 
     def score(case: Any, result: Any) -> bool:
         return re.search(str(_expected(case, pattern)), result.output) is not None
