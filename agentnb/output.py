@@ -242,7 +242,27 @@ def output_spec(output_type: Any) -> OutputSpec | None:
             f"output_type {output_type!r} is a string; pass the type itself (or a JSON Schema dict). "
             "In the magics, --output-type names a variable holding it"
         )
+    if _not_a_type(output_type):
+        what = "a function" if callable(output_type) else f"a {type(output_type).__name__} value"
+        raise UserError(
+            f"output_type must be a type (int, list[City], a pydantic model...) or a JSON Schema dict, not {what}: "
+            f"{output_type!r:.60}"
+        )
     return OutputSpec(output_type)
+
+
+def _not_a_type(value: Any) -> bool:
+    """A value where a type was meant: a function, an instance of a model or dataclass, a number..."""
+    import dataclasses
+    import inspect
+
+    if isinstance(value, type):
+        return False
+    if inspect.isfunction(value) or inspect.ismethod(value) or inspect.isbuiltin(value):
+        return True
+    if dataclasses.is_dataclass(value) or hasattr(type(value), "model_fields"):  # an instance, not the class
+        return True
+    return isinstance(value, (bool, int, float, complex, bytes, list, tuple, set, frozenset))
 
 
 def output_step(

@@ -357,3 +357,16 @@ def test_anthropic_answers_through_a_final_answer_tool(streaming: bool) -> None:
     assert first["tools"][1]["input_schema"]["required"] == ["name", "population"]
     mode = next(e for e in result.events if isinstance(e, OutputMode))
     assert mode.mode == "tool"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [lambda text: text, Item(name="pen", qty=2), City("Paris", 2), 3, [int]],
+    ids=["function", "model-instance", "dataclass-instance", "number", "list-of-a-type"],
+)
+def test_a_value_where_a_type_was_meant_is_a_clear_error(value: object) -> None:
+    # a lambda gave "invalid_output" at the end of every run; a model instance "unhashable type"
+    with pytest.raises(UserError, match="output_type must be a type"):
+        Agent(ScriptedProvider(["1"]), output_type=value)
+    with pytest.raises(UserError, match="output_type must be a type"):
+        Agent(ScriptedProvider(["1"])).run("go", output_type=value)
