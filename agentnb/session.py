@@ -50,6 +50,14 @@ class Agent(Protocol):
 SESSION_VERSION = 1
 
 
+def _no_history(options: dict[str, Any]) -> None:
+    if "history" in options:
+        raise UserError(
+            "a session's runs continue its own conversation: history= is not taken here "
+            "(agent.run(prompt, history=...) runs on a history of its own)"
+        )
+
+
 def estimate_tokens(message: Message) -> int:
     """A rough token count (4 characters a token) when no tokenizer is given."""
     text = getattr(message, "content", "") or ""
@@ -161,16 +169,19 @@ class Session:
     # -- runs ---------------------------------------------------------------------------------
     async def arun(self, prompt: Any, **options: Any) -> RunResult:
         """:meth:`agentnb.Agent.arun` continuing this conversation (same options)."""
+        _no_history(options)
         history, link = self.prepare()
         return self.record(history, await self.agent.arun(prompt, history=history, _link=link, **options))
 
     def run(self, prompt: Any, **options: Any) -> RunResult:
         """:meth:`agentnb.Agent.run` continuing this conversation (same options)."""
+        _no_history(options)
         history, link = self.prepare()
         return self.record(history, self.agent.run(prompt, history=history, _link=link, **options))
 
     async def stream(self, prompt: Any, **options: Any) -> AsyncIterator[Event | RunResult]:
         """:meth:`agentnb.Agent.stream` continuing this conversation; the last item is the result."""
+        _no_history(options)
         history, link = self.prepare()
         async for item in self.agent.stream(prompt, history=history, _link=link, **options):
             if isinstance(item, RunResult):

@@ -129,3 +129,11 @@ def test_a_damaged_session_file_is_a_clear_error(tmp_path: Any, content: bytes, 
 def test_bounds_are_checked() -> None:
     with pytest.raises(UserError, match="max_messages"):
         Agent(ScriptedProvider([])).session(max_messages=0)
+
+
+def test_a_session_run_given_a_history_says_the_session_has_its_own() -> None:
+    # was: TypeError "got multiple values for keyword argument 'history'"
+    chat = Agent(ScriptedProvider(["x"])).session()
+    with pytest.raises(UserError, match="continue its own conversation"):
+        chat.run("hi", history=[])
+    assert chat.turns == 0 and chat.run("hi").output == "x"
