@@ -302,10 +302,13 @@ def test_a_server_that_sends_garbage_or_nothing_fails_to_start_clearly(flag):
     args = [str(HERE / "garbage_server.py")] + ([flag] if flag else [])
     server = MCPServer.stdio(sys.executable, *args, name="junk", startup_timeout=4)
     start = time.monotonic()
-    with pytest.raises(MCPError, match="junk"):
+    with pytest.raises(MCPError, match="junk") as info:
         server.tools()
     assert time.monotonic() - start < 20
     assert not server.started
+    if not flag:  # said at once, with what it wrote (it was "did not start within 4 s")
+        assert "not an MCP message 'this is not json-rpc {{{'" in str(info.value), info.value
+        assert "within" not in str(info.value)
 
 
 def test_a_server_that_crashes_at_start_is_an_error_quoting_its_stderr():

@@ -31,16 +31,39 @@ async def list_all(client: Any) -> list[Any]:
     return listing
 
 
-def message_handler(on_change: Callable[[], None]) -> Any:
-    """A client ``message_handler`` that calls ``on_change`` on a tools ``list_changed``."""
+def message_handler(on_change: Callable[[], None], on_error: Callable[[Exception], None] | None = None) -> Any:
+    """A client ``message_handler`` that calls ``on_change`` on a tools ``list_changed``, and
+    ``on_error`` with what the transport could not read (a line on stdout that is not JSON-RPC)."""
     from mcp_types import ToolListChangedNotification
 
     async def handle(message: Any) -> None:
         if isinstance(message, ToolListChangedNotification):
             on_change()
+        elif isinstance(message, Exception) and on_error is not None:
+            on_error(message)
         await asyncio.sleep(0)
 
     return handle
+
+
+def unreadable(exc: Exception) -> str:
+    """What a server wrote that is not a protocol message, said for the person who wrote it.
+
+    >>> unreadable(ValueError("Invalid JSON"))
+    'it wrote what is not an MCP message (ValueError: Invalid JSON); a stdio server may write only protocol messages to stdout (log to stderr)'
+    """
+    errors = getattr(exc, "errors", None)
+    try:
+        first = errors()[0] if callable(errors) else None
+    except Exception:  # not pydantic's
+        first = None
+    what = (
+        f"{str(first['input'])[:80]!r}"
+        if isinstance(first, dict) and "input" in first
+        else f"{type(exc).__name__}: {str(exc)[:80]}"
+    )
+    what = what if first else f"({what})"
+    return f"it wrote what is not an MCP message {what}; a stdio server may write only protocol messages to stdout (log to stderr)"
 
 
 def follow(client: Any, on_change: Callable[[], None]) -> asyncio.Task[None] | None:

@@ -20,7 +20,7 @@ from typing import Any
 from agentnb.errors import AgentnbError, MissingDependencyError, UserError
 from agentnb.mcp import runtime as rt
 from agentnb.mcp.convert import MCPToolError, build_tool, result_text, tool_name
-from agentnb.mcp.follow import follow, list_all, message_handler
+from agentnb.mcp.follow import follow, list_all, message_handler, unreadable
 from agentnb.mcp.transports import http_transport, stdio_transport
 from agentnb.tools import Tool, ToolContext
 
@@ -154,6 +154,8 @@ class MCPServer:
             except concurrent.futures.TimeoutError:
                 future.cancel()
                 why = f"did not start within {self.startup_timeout:g} s"
+            except MCPError as exc:  # said by agentnb (what the server wrote)
+                why = f"failed to start: {exc}"
             except Exception as exc:
                 why = f"failed to start: {_describe(exc)}"
             else:
@@ -212,7 +214,12 @@ class MCPServer:
         from mcp import Client
 
         listener: asyncio.Task[None] | None = None
-        handler = message_handler(self._tools_changed)
+
+        def broken(exc: Exception) -> None:  # before it is up, a server that writes junk fails at once
+            if not ready.done():
+                ready.set_exception(MCPError(unreadable(exc)))
+
+        handler = message_handler(self._tools_changed, broken)
         try:
             async with Client(self._transport(self), cache=None, message_handler=handler, mode=self._mode) as client:
                 self._stale = False
