@@ -344,3 +344,20 @@ def test_a_schema_that_forbids_the_tools_field_is_a_switch():
     assert ["tools" in b for b in sent] == [True, False, False]
     switch = next(e for e in r.events if isinstance(e, RouteSwitched))
     assert "body.tools: Extra inputs are not permitted" in switch.reason
+
+
+def test_a_local_server_by_name_and_local_with_a_name() -> None:
+    # "ollama:MODEL" and its siblings are the OpenAI-compatible provider at the server's default
+    # address; base_url= moves it (here: a real scripted server on 127.0.0.1)
+    assert get_provider("vllm:qwen").base_url == "http://localhost:8000/v1"  # type: ignore[attr-defined]
+    assert get_provider("LMStudio:m").base_url == "http://localhost:1234/v1"  # type: ignore[attr-defined]
+    with ScriptedServer(rejects_tools=OLLAMA) as server:
+        server.script(text('{"name": "add", "arguments": {"a": 2, "b": 3}}'), text('{"answer": "5"}'))
+        result = Agent(get_provider("ollama:gemma:2b", base_url=server.url), [add]).run("2 + 3?")
+    assert result.output == "5" and server.requests[0].body["model"] == "gemma:2b"
+    with pytest.raises(UserError, match="'local' is the embedded model and takes no name"):
+        get_provider("local:smollm2")  # was: TypeError "local_provider() takes 0 positional arguments"
+    with pytest.raises(UserError, match="or a server: ollama, lmstudio"):
+        get_provider("kobold:m")
+    with pytest.raises(UserError, match="there is no file or folder at '/no/such/model'"):
+        get_provider("hf:/no/such/model")  # was: "Repo id must be in the form 'repo_name' ..."

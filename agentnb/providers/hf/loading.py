@@ -97,12 +97,14 @@ def load_model(
 ) -> tuple[Any, Any]:
     """Load ``(model, tokenizer)`` from a model id, a local folder or a ``.gguf`` file."""
     _require_hf(f"loading {source!r}")
+    path = Path(source).expanduser()
+    if source.startswith(("/", "./", "../", "~", ".\\")) and not path.exists():  # a path, not a hub id
+        raise UserError(f"cannot load the model {source!r}: there is no file or folder at {str(path)!r}")
     if (gguf_file or source.endswith(".gguf")) and importlib.util.find_spec("gguf") is None:
         raise MissingDependencyError("loading a GGUF model", "hf")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = Path(source).expanduser()
     if source.endswith(".gguf") and path.is_file():
         source, gguf_file = str(path.parent), path.name
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
