@@ -19,6 +19,7 @@ from agentnb.agent import DEFAULT_MAX_TOOL_CALLS, Agent
 from agentnb.errors import UserError
 from agentnb.printer import TextPrinter
 from agentnb.providers import get_provider
+from agentnb.providers.spec import check_tool_calling
 from agentnb.tools import Tool
 from agentnb.untrusted import untrusted_terminal
 
@@ -75,8 +76,7 @@ def _provider_options(args: argparse.Namespace) -> dict[str, Any]:
     if getattr(args, "base_url", None):
         options["base_url"] = args.base_url
     if getattr(args, "tool_calling", None):
-        if not str(args.provider).startswith("openai:"):
-            raise UserError("--tool-calling applies to 'openai:MODEL' providers")
+        check_tool_calling(str(args.provider))
         options["tool_calling"] = args.tool_calling
     return options
 

@@ -65,7 +65,7 @@ def test_usage_errors_are_one_line() -> None:
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
         "agentnb: error: unknown provider spec 'gpt4'; use one of 'openai:MODEL', 'openai-responses:MODEL', "
-        "'anthropic:MODEL', 'hf:MODEL', 'transformers:MODEL', 'local'"
+        "'anthropic:MODEL', 'hf:MODEL', 'transformers:MODEL', 'local', or a server: ollama, lmstudio, llamacpp, koboldcpp, vllm, sglang"
     ]
     out = agentnb("run", "hi", "--tools", "agentnb.demo_tools:nope")
     assert out.returncode == 2 and "agentnb.demo_tools:nope is not an agentnb tool" in out.stderr

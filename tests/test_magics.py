@@ -198,6 +198,8 @@ def test_provider_spec_strings_are_built_and_cached(ip: Any) -> None:
             "%%agent takes options on its first line and the prompt in the cell; not 'stray text'",
         ),
         ("-p nowhere hi", None, "unknown provider 'nowhere': no Provider variable of that name in the notebook"),
+        ("-p ollama hi", None, "provider spec 'ollama' names no model; write 'ollama:MODEL'"),
+        ("-p local --tool-calling untooled hi", None, "--tool-calling applies to 'openai:MODEL' (or a server's)"),
         ("-p bogus:model hi", None, "unknown provider spec 'bogus:model'"),
         ("-p model -m gpt hi", None, "--model/--base-url need a provider spec"),
     ],
@@ -371,3 +373,14 @@ def test_cells_carry_one_session_and_new_starts_another(ip: Any) -> None:
     third = ip.user_ns["_agent_result"].events[0]
     assert third.turn == 1 and third.conversation_id != session.id
     assert [m.content for m in provider.requests[2].messages] == ["Hello"]
+
+
+def test_a_server_by_name_with_its_options(ip: Any) -> None:
+    from agentnb.testing import ScriptedServer
+    from agentnb.testing.server import text
+
+    with ScriptedServer() as server:
+        server.script(text("hello from the server"))
+        ip.run_cell(f"%agent -p ollama:m --tool-calling untooled --base-url {server.url} --out r hi")
+        assert ip.user_ns["r"].output == "hello from the server"  # --tool-calling was refused for it
+    assert server.requests[0].body["model"] == "m"

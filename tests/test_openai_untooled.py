@@ -239,7 +239,10 @@ def test_cli_takes_tool_calling():
             text=True,
             env=env,
         )
-        assert local.returncode == 2 and "--tool-calling applies to 'openai:MODEL' providers" in local.stderr
+        assert (
+            local.returncode == 2
+            and "--tool-calling applies to 'openai:MODEL' (or a server's) providers" in local.stderr
+        )
 
 
 def test_magics_take_tool_calling():
@@ -260,7 +263,7 @@ def test_magics_take_tool_calling():
             assert isinstance(p, OpenAIProvider) and p.route == "untooled"
             with pytest.raises(UsageError, match="auto, native or untooled"):
                 shell.run_line_magic("agent_config", "--tool-calling sometimes")
-            with pytest.raises(UsageError, match="applies to 'openai:MODEL' providers"):
+            with pytest.raises(UsageError, match=r"applies to 'openai:MODEL' \(or a server's\) providers"):
                 shell.run_line_magic("agent_config", "-p local --tool-calling native")
     finally:
         m.defaults, m._providers = MagicOptions(), {}

@@ -12,6 +12,7 @@ from typing import Any
 from agentnb.errors import UserError
 from agentnb.notebook.config import MagicOptions
 from agentnb.providers import SPEC_KINDS, Provider, get_provider
+from agentnb.providers.spec import SERVERS, check_tool_calling
 from agentnb.tools import Tool, tool
 
 __all__ = ["DEFAULT_PROVIDER", "NamespaceLookup"]
@@ -47,13 +48,12 @@ class NamespaceLookup:
             return self._providers[key]
         options: dict[str, Any] = {"base_url": opts.base_url} if opts.base_url else {}
         if opts.tool_calling:
-            if not spec.strip().lower().startswith("openai:"):
-                raise UserError(f"--tool-calling applies to 'openai:MODEL' providers, not {spec!r}")
+            check_tool_calling(spec)
             options["tool_calling"] = opts.tool_calling
         try:
             provider = get_provider(spec, **options)
         except UserError:
-            if value is None and name.isidentifier() and name not in SPEC_KINDS:
+            if value is None and name.isidentifier() and name.lower() not in (*SPEC_KINDS, *SERVERS):
                 raise UserError(
                     f"unknown provider {name!r}: no Provider variable of that name in the notebook, and not a spec "
                     "such as 'openai:MODEL' or 'local'"

@@ -40,6 +40,18 @@ SERVERS: dict[str, str] = {
 }
 
 
+def check_tool_calling(spec: str) -> None:
+    """``--tool-calling`` (magics, CLI) is an option of the OpenAI-compatible providers only.
+
+    >>> check_tool_calling("ollama:qwen2.5")
+    >>> check_tool_calling("local")
+    Traceback (most recent call last):
+    agentnb.errors.UserError: --tool-calling applies to 'openai:MODEL' (or a server's) providers, not 'local'
+    """
+    if spec.strip().partition(":")[0].lower() not in ("openai", *SERVERS):
+        raise UserError(f"--tool-calling applies to 'openai:MODEL' (or a server's) providers, not {spec!r}")
+
+
 def parse_spec(spec: str) -> tuple[str, str | None]:
     """Split ``"kind:model"`` into its parts; ``"local"`` has no model part."""
     kind, _, model = spec.strip().partition(":")
