@@ -77,9 +77,11 @@ async def execute(
         p.result = render_result(value, ctx)
     except StopRun:  # a Stop inside the tool (an inner agent's debugger): the run stops
         raise
-    except (Exception, SystemExit) as exc:  # a failing tool is data for the model, not a crash
+    # A failing tool is data for the model, not a crash; so is sys.exit() or a stray GeneratorExit
+    # in it (the run's generator is never closed while it awaits a tool, so that one is the tool's).
+    except (Exception, SystemExit, GeneratorExit) as exc:
         if isinstance(exc, Escaped):  # a BaseException from a tool thread
-            if not isinstance(exc.inner, SystemExit):
+            if not isinstance(exc.inner, (SystemExit, GeneratorExit)):
                 raise exc.inner from None
             exc = exc.inner
         if (

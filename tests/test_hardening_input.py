@@ -257,6 +257,18 @@ def quits_in_thread() -> str:
 
 
 @tool
+def stray_generator_exit() -> str:
+    """Raises GeneratorExit (it escaped the run before, losing everything)."""
+    raise GeneratorExit
+
+
+@tool(timeout=5)
+def stray_generator_exit_in_thread() -> str:
+    """Raises GeneratorExit on a thread."""
+    raise GeneratorExit
+
+
+@tool
 def own_timeout() -> str:
     """Raises TimeoutError itself (no timeout configured)."""
     raise TimeoutError("upstream timed out")
@@ -269,6 +281,8 @@ def own_timeout() -> str:
         (quits, "SystemExit: 3"),
         (quits_in_thread, "SystemExit: 4"),
         (own_timeout, "TimeoutError: upstream timed out"),
+        (stray_generator_exit, "GeneratorExit"),
+        (stray_generator_exit_in_thread, "GeneratorExit"),
     ],
 )
 def test_strange_tool_failures_are_tool_errors(t: object, expected: str) -> None:
