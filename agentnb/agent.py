@@ -270,11 +270,7 @@ class Agent:
             state.stop_reason = "cancelled"
             # The interrupted step keeps what it did: the model's turn, finished results, and
             # a note for each call that did not run; tool_calls counts the calls handled.
-            late = settle_stopped_step(state, cfg.max_result_chars)
-            state.events.extend(late)
-            if watch is not None:
-                for event in late:
-                    watch(event)
+            late = _settle(state, cfg.max_result_chars, watch)
             if _sink is not None:
                 with contextlib.suppress(StopRun):  # the callback that stopped the run sees them
                     for event in late:
@@ -288,11 +284,7 @@ class Agent:
             error = exc
             # an error mid-step (an on_event callback that raised after a tool ran) keeps what
             # the step did, as a stop does
-            late = settle_stopped_step(state, cfg.max_result_chars)
-            state.events.extend(late)
-            if watch is not None:
-                for event in late:
-                    watch(event)
+            _settle(state, cfg.max_result_chars, watch)
             for note in getattr(exc, "events", ()):  # what the provider did before it failed (retries)
                 note = dataclasses.replace(note, depth=state.events[-1].depth)
                 state.events.append(note)
@@ -442,3 +434,14 @@ class Agent:
         from agentnb.session import Session
 
         return Session(self, **options)
+
+
+def _settle(state: Any, max_result_chars: int | None, watch: Any) -> list[Event]:
+    """Keep what an interrupted step did (:func:`~agentnb.stopped.settle_stopped_step`); the
+    events that still had to be reported are recorded and watched, and returned."""
+    late = settle_stopped_step(state, max_result_chars)
+    state.events.extend(late)
+    if watch is not None:
+        for event in late:
+            watch(event)
+    return late

@@ -57,12 +57,10 @@ def unreadable(exc: Exception) -> str:
         first = errors()[0] if callable(errors) else None
     except Exception:  # not pydantic's
         first = None
-    what = (
-        f"{str(first['input'])[:80]!r}"
-        if isinstance(first, dict) and "input" in first
-        else f"{type(exc).__name__}: {str(exc)[:80]}"
-    )
-    what = what if first else f"({what})"
+    if isinstance(first, dict) and "input" in first:
+        what = repr(str(first["input"])[:80])
+    else:
+        what = f"({type(exc).__name__}: {str(exc)[:80]})"
     return f"it wrote what is not an MCP message {what}; a stdio server may write only protocol messages to stdout (log to stderr)"
 
 

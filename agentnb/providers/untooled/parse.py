@@ -4,8 +4,9 @@ Accepted, in order: a reply that *is* JSON (``{...}`` or an array of calls), cal
 after another (``{...}\\n{...}``; JSON after them that is not a call, such as the result a small
 model expects, is dropped), a fenced code block holding a call, and a call after a short
 preamble ("Sure, here it is: {...}"). JSON may also be written as a Python dict (single
-quotes, ``True``/``None``), with trailing commas, or cut off before its closing brackets. Prose that merely contains braces is left alone: after a
-preamble, only an object shaped like a call (``name`` plus ``arguments``) counts.
+quotes, ``True``/``None``), with trailing commas, or cut off before its closing brackets.
+Prose that merely contains braces is left alone: after a preamble, only an object shaped like a
+call (``name`` plus ``arguments``) counts.
 
 A reply that starts like a call but cannot be read becomes a :class:`ToolCall` with
 ``arguments=None`` and a ``parse_error`` written for the model, never a silent drop.
@@ -114,7 +115,7 @@ def _call_sequence(
     decoder = json.JSONDecoder(strict=False)
     calls: list[ToolCall] = []
     pos = 0
-    while pos < len(text) and text[pos] in "{[" and len(calls) <= _MAX_SEQUENCE:
+    while pos < len(text) and text[pos] in "{[" and len(calls) < _MAX_SEQUENCE:
         try:
             value, end = decoder.raw_decode(text, pos)
         except (ValueError, RecursionError):
@@ -125,8 +126,7 @@ def _call_sequence(
             calls.extend(_as_calls(value, names, None, ids) or ())
         elif not calls:  # the reply does not start with a call
             return None
-        space = _SPACE.match(text, end)
-        pos = space.end() if space else end
+        pos = _SPACE.match(text, end).end()  # type: ignore[union-attr] # r"\s*" always matches
     if not calls or any(c.arguments is None for c in calls):
         return None
     rest = text[pos:].strip()
