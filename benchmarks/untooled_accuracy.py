@@ -8,7 +8,9 @@ Variants, each one model call per request (greedy decoding):
 
 Task sets (benchmarks/data/): ``tasks`` (agent requests over a dozen tools, some needing no tool) and
 ``fc`` (leaderboard-style cases: one request, 1-4 candidate functions, one expected call) and ``more``
-(more such cases, with a ``no_tool`` category of requests no offered function fits). Requests
+(more such cases, with a ``no_tool`` category of requests no offered function fits) and ``sibling``
+(issue 26's siblings of "What is 37*91?", written after the rules were fitted; not in the
+default sets, and its halves are only labels). Requests
 are asked with ``tool_choice="auto"``: the model itself decides between calling and answering.
 ``--required`` asks the fc cases with ``tool_choice="required"`` as well (the leaderboard setting);
 ``--fc-choices required`` asks only that. ``--split even`` / ``odd`` takes every other case of each
@@ -77,7 +79,8 @@ def requests(sets: list[str], limit: int | None, choices: list[str], split: str 
             for t in data["tasks"][SPLITS[split]][:limit]
         ]
         _halves(out, split)
-    for name, loader in (("fc", scoring.load_fc_cases), ("more", scoring.load_more_cases)):
+    loaders = (("fc", scoring.load_fc_cases), ("more", scoring.load_more_cases), ("sibling", scoring.load_sibling_cases))
+    for name, loader in loaders:
         if name not in sets:
             continue
         cases = loader()[SPLITS[split]][:limit]
@@ -135,7 +138,7 @@ def run_untooled(layer: UnTooled, item: dict[str, Any], tools: list[Tool]) -> di
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--limit", type=int, default=None, help="first N requests of each set")
-    parser.add_argument("--sets", default="tasks,fc,more", help="comma-separated: tasks, fc, more")
+    parser.add_argument("--sets", default="tasks,fc,more", help="comma-separated: tasks, fc, more, sibling")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated: " + ", ".join(VARIANTS))
     parser.add_argument("--required", action="store_true", help="also ask the fc cases with tool_choice=required")
     parser.add_argument(

@@ -36,7 +36,10 @@ out, and no change on benchmarks/data/sibling_cases.json), the probe naming the 
 (114-118 of 134 called held out, 65-66 of 75 text), other wordings of the system prompt (the
 call share of arithmetic stayed at chit-chat's, about 5e-5), the tool's arguments in the ranking
 prompt ("Arguments: a (number, required); ..."; refitted, 118/134 and 65/75 held out, the same
-12/15 and 12/15 on the siblings). ``benchmarks/call_decision.py --refit`` refits.
+12/15 and 12/15 on the siblings), a reminder at the end of the user's turn ("If one of the
+functions does this, reply with the JSON call; ..."): it raised the call share of every
+request alike, and the share's AUC on the siblings fell from 0.74 to 0.67-0.68.
+``benchmarks/call_decision.py --refit`` refits.
 
 >>> d = decide(share=0.02, fits={"get_weather": 0.9, "add": -0.2})
 >>> d.action, d.tool_ranking[0][0]
