@@ -33,12 +33,12 @@ from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished
 from agentnb.limits import UsageLimits, check_limits
 from agentnb.loop import RunState, StepController, run_loop
-from agentnb.messages import Message, SystemMessage, coerce_messages
+from agentnb.messages import Message
 from agentnb.observe import RunLink, watchers_for
 from agentnb.providers import Provider, get_provider
 from agentnb.result import RunResult
-from agentnb.runinfo import discard, loop_config, output_spec_of, result_of, run_started, watchers_of
-from agentnb.stopped import settle_stopped_step
+from agentnb.runinfo import discard, loop_config, output_spec_of, result_of, run_started, start_messages, watchers_of
+from agentnb.stopped import settle
 from agentnb.sync import BLOCKING_CELL, run_sync  # noqa: F401 - BLOCKING_CELL: the name others import
 from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS
 from agentnb.tools import Tool
@@ -179,19 +179,7 @@ class Agent:
 
     def messages_for(self, prompt: Prompt, history: RunResult | Sequence[Message] | None = None) -> list[Message]:
         """The conversation a run starts from: history (or the system prompt), then the prompt."""
-        new = coerce_messages(prompt if isinstance(prompt, (str, dict, list, tuple)) else [prompt])
-        if isinstance(history, (str, bytes)):  # list("...") would be one message per character
-            raise TypeError(
-                "history= takes a RunResult or a list of messages, not a string: "
-                "pass [{'role': 'user', 'content': ...}, {'role': 'assistant', 'content': ...}]"
-            )
-        if history is not None:
-            given: Any = [history] if isinstance(history, dict) else history
-            old = list(given.messages) if isinstance(given, RunResult) else coerce_messages(list(given))
-            return old + new
-        if self.system and not (new and isinstance(new[0], SystemMessage)):
-            return [SystemMessage(self.system), *new]
-        return new
+        return start_messages(prompt, history, self.system)
 
     async def stream(
         self,
@@ -270,7 +258,7 @@ class Agent:
             state.stop_reason = "cancelled"
             # The interrupted step keeps what it did: the model's turn, finished results, and
             # a note for each call that did not run; tool_calls counts the calls handled.
-            late = _settle(state, cfg.max_result_chars, watch)
+            late = settle(state, cfg.max_result_chars, watch)
             if _sink is not None:
                 with contextlib.suppress(StopRun):  # the callback that stopped the run sees them
                     for event in late:
@@ -284,7 +272,7 @@ class Agent:
             error = exc
             # an error mid-step (an on_event callback that raised after a tool ran) keeps what
             # the step did, as a stop does
-            _settle(state, cfg.max_result_chars, watch)
+            settle(state, cfg.max_result_chars, watch)
             for note in getattr(exc, "events", ()):  # what the provider did before it failed (retries)
                 note = dataclasses.replace(note, depth=state.events[-1].depth)
                 state.events.append(note)
@@ -434,14 +422,3 @@ class Agent:
         from agentnb.session import Session
 
         return Session(self, **options)
-
-
-def _settle(state: Any, max_result_chars: int | None, watch: Any) -> list[Event]:
-    """Keep what an interrupted step did (:func:`~agentnb.stopped.settle_stopped_step`); the
-    events that still had to be reported are recorded and watched, and returned."""
-    late = settle_stopped_step(state, max_result_chars)
-    state.events.extend(late)
-    if watch is not None:
-        for event in late:
-            watch(event)
-    return late

@@ -13,7 +13,7 @@ from agentnb.approval import ApprovalGate
 from agentnb.events import Event, RunFinished, RunStarted
 from agentnb.limits import check_limits
 from agentnb.loop_types import ATTACHMENT_NOTE, LoopConfig, RunState
-from agentnb.messages import Message, SystemMessage, UserMessage
+from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
 from agentnb.observe import RunLink, vendor_of
 from agentnb.providers import Provider
 from agentnb.result import RunResult
@@ -187,3 +187,27 @@ def output_spec_of(output_type: Any) -> Any:
     from agentnb.output import output_spec
 
     return output_spec(output_type)
+
+
+def start_messages(prompt: Any, history: RunResult | Sequence[Message] | None, system: str | None) -> list[Message]:
+    """The conversation a run starts from: ``history`` (or ``system`` as the system prompt), then
+    ``prompt`` (:meth:`Agent.messages_for <agentnb.Agent.messages_for>`).
+
+    >>> [m.role for m in start_messages("hi", None, "Be brief.")]
+    ['system', 'user']
+    >>> [m.content for m in start_messages("again", [{"role": "user", "content": "hi"}], "Be brief.")]
+    ['hi', 'again']
+    """
+    new = coerce_messages(prompt if isinstance(prompt, (str, dict, list, tuple)) else [prompt])
+    if isinstance(history, (str, bytes)):  # list("...") would be one message per character
+        raise TypeError(
+            "history= takes a RunResult or a list of messages, not a string: "
+            "pass [{'role': 'user', 'content': ...}, {'role': 'assistant', 'content': ...}]"
+        )
+    if history is not None:
+        given: Any = [history] if isinstance(history, dict) else history
+        old = list(given.messages) if isinstance(given, RunResult) else coerce_messages(list(given))
+        return old + new
+    if system and not (new and isinstance(new[0], SystemMessage)):
+        return [SystemMessage(system), *new]
+    return new

@@ -22,6 +22,8 @@ valid to continue.
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentnb.dedupe import repeat_message
 from agentnb.events import Event
 from agentnb.loop_types import ATTACHMENT_NOTE, RunState
@@ -78,4 +80,15 @@ def settle_stopped_step(state: RunState, max_result_chars: int | None) -> list[E
         state.messages.extend(messages)
     state.tool_calls = state.kept_tool_calls + handled
     state.kept_tool_calls = state.tool_calls
+    return late
+
+
+def settle(state: RunState, max_result_chars: int | None, watch: Any) -> list[Event]:
+    """Keep what an interrupted step did (:func:`settle_stopped_step`); the events that still
+    had to be reported are recorded, shown to ``watch`` (when given) and returned."""
+    late = settle_stopped_step(state, max_result_chars)
+    state.events.extend(late)
+    if watch is not None:
+        for event in late:
+            watch(event)
     return late
