@@ -79,7 +79,11 @@ def requests(sets: list[str], limit: int | None, choices: list[str], split: str 
             for t in data["tasks"][SPLITS[split]][:limit]
         ]
         _halves(out, split)
-    loaders = (("fc", scoring.load_fc_cases), ("more", scoring.load_more_cases), ("sibling", scoring.load_sibling_cases))
+    loaders = (
+        ("fc", scoring.load_fc_cases),
+        ("more", scoring.load_more_cases),
+        ("sibling", scoring.load_sibling_cases),
+    )
     for name, loader in loaders:
         if name not in sets:
             continue
@@ -216,7 +220,7 @@ def main() -> None:
             print_summary(f"{variant:11s} {name:11s}", summary)
             for half in ("even", "odd"):
                 part = [r for r in rows if r["half"] == half]
-                if args.split == "all" and part:
+                if args.split == "all" and part and not name.startswith("sibling"):  # its halves are labels only
                     print_summary(f"{'':11s} {name + ' ' + half:15s}"[:23], scoring.summarise(part))
     print(f"(threads: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f})")
     if args.json:
