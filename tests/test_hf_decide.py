@@ -65,3 +65,13 @@ def test_the_model_is_asked_only_where_its_answer_could_change_the_verdict() -> 
 def test_a_plain_number_for_agree_is_always_used() -> None:
     # a measured value costs nothing more: it counts even far from the line
     assert decide(0.5, {"t": 2.0}, agree=1.0).score > decide(0.5, {"t": 2.0}).score
+
+
+def test_an_answer_beside_a_fitting_tool_says_how_to_make_it_call() -> None:
+    """Issue 26: "What is 37*91?" beside multiply was answered in text with no hint of what to do."""
+    near = decide(6.7e-5, {"multiply": 0.22, "add": -0.1}, agree=0.44)
+    assert near.action == "answer" and near.reason.endswith('; tool_choice="required" makes it call a tool')
+    unfit = decide(9e-6, {"get_weather": -1.76})
+    assert unfit.action == "answer" and "required" not in unfit.reason
+    called = decide(0.02, {"get_weather": 0.9})
+    assert called.action == "call" and "required" not in called.reason

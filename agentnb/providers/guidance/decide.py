@@ -46,6 +46,8 @@ request alike, and the share's AUC on the siblings fell from 0.74 to 0.67-0.68.
 ('call', 'get_weather')
 >>> decide(share=0.0005, fits={"get_weather": -0.3}).action
 'answer'
+>>> decide(share=0.00005, fits={"multiply": 0.2}).reason.endswith('tool_choice="required" makes it call a tool')
+True
 >>> decide(share=0.02, fits={"bmi": 0.6}, missing_numbers=True, agree=-0.5).action
 'answer'
 >>> lacks_numbers({"properties": {"kg": {"type": "number"}}, "required": ["kg"]}, "Is BMI useful?")
@@ -134,6 +136,8 @@ def decide(
         )
     cmp = ">=" if action == "call" else "<"
     reason = f"{', '.join(parts)}: score {score:+.2f} {cmp} {threshold:g}"
+    if action == "answer" and best > 0:  # a tool fits: say how to make the model use it
+        reason += '; tool_choice="required" makes it call a tool'
     return Verdict(action, round(score, 3), threshold, share, ranking, reason)
 
 
