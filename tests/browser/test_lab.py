@@ -226,9 +226,24 @@ def _edit_with_a_mistake_first(page: Any, dbg: Any) -> None:
     )
     assert fits == [True, True, True], fits
     editor.fill('{"a": 2, "b": "x"}')
-    dbg.locator(".widget-button.mod-primary", has_text="Run with these arguments").click()
+    run = dbg.locator(".widget-button.mod-primary", has_text="Run with these arguments")
+    run.click()
     problem = dbg.locator(".anb-debugger-problem")
-    problem.locator("span", has_text="invalid arguments").wait_for(timeout=10_000)
+    invalid = problem.locator("span", has_text="invalid arguments")
+    try:
+        invalid.wait_for(timeout=10_000)
+    except Exception:
+        # As in test_approval_lab._pending: a click can land while JupyterLab lays the page out
+        # again (Run All still queueing cells) and reach no button (seen once in ~10 full runs
+        # on a fresh clone, never alone). Click once more, in the DOM, and say so.
+        print("'Run with these arguments' had no effect after 10 s: clicked again (in the DOM)")
+        run.dispatch_event("click")
+        try:
+            invalid.wait_for(timeout=30_000)
+        except Exception:
+            raise AssertionError(
+                f"no 'invalid arguments' problem; the debugger reads:\n{dbg.inner_text()[-1500:]}"
+            ) from None
     # The problem stands beside the "paused before ..." line, which is still there.
     assert "paused before tool call add(a=2, b=3)" in dbg.locator(".anb-debugger-where").inner_text()
     assert "'x' is not of type 'integer'" in problem.inner_text()
