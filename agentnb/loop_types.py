@@ -107,6 +107,6 @@ class RunState:
     value: Any = None
     output_retries: int = 0
     #: The step in progress (its model turn and tool calls) until its messages are committed;
-    #: a stop mid-step keeps what it did (agentnb.endings.settle_stopped_step).
+    #: a stop mid-step keeps what it did (agentnb.stopped.settle).
     step: OpenStep | None = None
     limit: str | None = None  # the limit that ended the run, when one did
