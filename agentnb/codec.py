@@ -43,10 +43,39 @@ def _checked(kind: type) -> Decoder:
     return read
 
 
+def read_usage(d: Any) -> Usage:
+    """A :class:`Usage` from its JSON form: whole token counts and a cost in dollars (or none).
+
+    >>> read_usage({"input_tokens": 10, "output_tokens": 2, "cost": 0.0})
+    Usage(input_tokens=10, output_tokens=2, cost=0.0)
+    >>> read_usage({"input_tokens": "<b>"})
+    Traceback (most recent call last):
+    ...
+    ValueError: input_tokens: expected int, not str '<b>'
+    """
+    if not isinstance(d, dict):
+        raise ValueError(f"usage must be a JSON object, not {type(d).__name__}")
+    unknown = set(d) - set(_USAGE)
+    if unknown:
+        raise ValueError(f"usage has unknown fields {sorted(unknown)}")
+    out = {}
+    for key, value in d.items():
+        try:
+            out[key] = _USAGE[key](value)
+        except ValueError as exc:
+            raise ValueError(f"{key}: {exc}") from None
+    return Usage(**out)
+
+
+_USAGE: dict[str, Decoder] = {
+    "input_tokens": _checked(int),
+    "output_tokens": _checked(int),
+    "cost": lambda v: None if v is None else _checked(float)(v),
+}
 _KNOWN: dict[Any, Decoder] = {
     Image: Image.from_dict,
     ToolCall: ToolCall.from_dict,
-    Usage: lambda d: Usage(**{k: _checked(int)(v) for k, v in d.items()}),
+    Usage: read_usage,
 }
 _cache: dict[type, dict[str, Decoder]] = {}
 
@@ -73,6 +102,8 @@ def decoder_for(hint: Any) -> Decoder:
         return _checked(hint)
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
+    if origin is dict or hint is dict:  # model data: kept as written, but an object it must be
+        return _checked(dict)
     if origin is typing.Literal:
         allowed = args
 
@@ -120,15 +151,21 @@ def decoders(cls: type) -> dict[str, Decoder]:
     return found
 
 
-def decode_v1(value: Any) -> Any:
-    """Transcript version 1 tagged values (``{"__image__": ...}``); read for old files only."""
-    if isinstance(value, dict):
-        if "__image__" in value:
-            return Image.from_dict(value["__image__"])
-        if "__tool_call__" in value:
-            return ToolCall.from_dict(value["__tool_call__"])
-        if "__usage__" in value:
-            return Usage(**value["__usage__"])
+_V1_TAGS = ("__image__", "__tool_call__", "__usage__")
+
+
+def untag_v1(value: Any) -> Any:
+    """A transcript version 1 value in version 2's plain form: ``{"__image__": {...}}`` becomes
+    ``{...}``. The value is then read by its field's type like any other (old files are
+    type-checked too; a field typed ``dict`` keeps what the model wrote).
+
+    >>> untag_v1([{"__usage__": {"input_tokens": 1}}, "x"])
+    [{'input_tokens': 1}, 'x']
+    """
+    if isinstance(value, dict) and len(value) == 1:
+        ((key, inner),) = value.items()
+        if key in _V1_TAGS:
+            return inner
     if isinstance(value, list):
-        return tuple(decode_v1(v) for v in value)
+        return [untag_v1(v) for v in value]
     return value

@@ -62,7 +62,7 @@ class Image:
 
     @classmethod
     def from_dict(cls, d: dict[str, str]) -> Image:
-        return cls(base64.b64decode(d["data"]), d["mime"])
+        return cls(base64.b64decode(typed(d, "data", str)), typed(d, "mime", str))
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,13 @@ class ToolCall:
 
     @classmethod
     def from_dict(cls, d: dict[str, JSON]) -> ToolCall:
-        return cls(d["id"], d["name"], d.get("arguments"), d.get("raw_arguments"), d.get("parse_error"))
+        return cls(
+            typed(d, "id", str),
+            typed(d, "name", str),
+            typed(d, "arguments", (dict, type(None)), None),
+            typed(d, "raw_arguments", (str, type(None)), None),
+            typed(d, "parse_error", (str, type(None)), None),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,10 +265,15 @@ def message_from_dict(d: dict[str, JSON]) -> Message:
         return UserMessage(text, images + tuple(Image.from_dict(i) for i in d.get("images", ())))
     if role == "assistant":
         calls = tuple(_call_from_dict(c) for c in d.get("tool_calls") or ())
-        return AssistantMessage(d.get("content") and text, calls, reasoning=tuple(d.get("reasoning", ())))
+        reasoning = typed(d, "reasoning", list, [])
+        if not all(isinstance(r, dict) for r in reasoning):
+            raise ValueError("'reasoning' must be a list of JSON objects")
+        return AssistantMessage(d.get("content") and text, calls, reasoning=tuple(reasoning))
     if "tool_call_id" not in d:
         raise ValueError("a tool message needs 'tool_call_id' (the id of the call it answers)")
-    return ToolMessage(d["tool_call_id"], d.get("name", ""), text, d.get("is_error", False))
+    return ToolMessage(
+        typed(d, "tool_call_id", str), typed(d, "name", str, ""), text, typed(d, "is_error", bool, False)
+    )
 
 
 def _content(content: Any) -> tuple[str, tuple[Image, ...]]:
@@ -292,13 +303,41 @@ def _content(content: Any) -> tuple[str, tuple[Image, ...]]:
 def _call_from_dict(c: dict[str, Any]) -> ToolCall:
     if "function" not in c:  # agentnb's own shape
         return ToolCall.from_dict(c)
-    f = c["function"]
+    f = typed(c, "function", dict)
     raw = f.get("arguments")
     try:
         arguments = json.loads(raw) if isinstance(raw, str) else raw
     except ValueError as exc:
-        return ToolCall(c.get("id", ""), f["name"], None, raw, f"arguments are not valid JSON: {exc}")
-    return ToolCall(c.get("id", ""), f["name"], arguments if isinstance(arguments, dict) else None, None)
+        return ToolCall(
+            typed(c, "id", str, ""), typed(f, "name", str), None, raw, f"arguments are not valid JSON: {exc}"
+        )
+    return ToolCall(
+        typed(c, "id", str, ""), typed(f, "name", str), arguments if isinstance(arguments, dict) else None, None
+    )
+
+
+_MISSING: Any = object()
+
+
+def typed(d: dict[str, Any], key: str, kinds: type | tuple[type, ...], default: Any = _MISSING) -> Any:
+    """``d[key]`` if it has one of the types ``kinds`` (a file or a server is untrusted), else a
+    ``ValueError`` naming the field; ``default`` when the key is absent (required without one).
+
+    >>> typed({"name": 3}, "name", str)
+    Traceback (most recent call last):
+    ...
+    ValueError: 'name' must be str, not int
+    """
+    if key not in d:
+        if default is _MISSING:
+            raise KeyError(key)
+        return default
+    value = d[key]
+    kinds = kinds if isinstance(kinds, tuple) else (kinds,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        names = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+        raise ValueError(f"{key!r} must be {names}, not {type(value).__name__}")
+    return value
 
 
 def coerce_messages(value: str | Message | dict | list | tuple) -> list[Message]:

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentnb.errors import TranscriptError
 from agentnb.events import Event, StopReason
 from agentnb.fastinit import fast_init
 from agentnb.messages import Message, Usage
@@ -114,11 +115,16 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], output_type: Any = None) -> RunResult:
-        """Rebuild a result from :meth:`to_dict` output; a ``ValueError`` says what is wrong.
+        """Rebuild a result from :meth:`to_dict` output; a :class:`~agentnb.errors.TranscriptError`
+        (a ``ValueError``) names the field that is wrong.
 
         ``output_type`` turns the stored ``value`` back into an instance of it.
         """
-        return cls(**_typed(transcript_fields(d), output_type))
+        try:
+            fields = transcript_fields(d)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise TranscriptError(f"not a readable transcript: {exc}") from None
+        return cls(**_typed(fields, output_type))
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the transcript (messages + events) as JSON.

@@ -19,9 +19,10 @@ import os
 import secrets
 from typing import Any
 
+from agentnb.codec import read_usage, untag_v1
 from agentnb.errors import TranscriptError
 from agentnb.events import event_from_dict
-from agentnb.messages import Usage, message_from_dict
+from agentnb.messages import message_from_dict, typed
 
 TRANSCRIPT_VERSION = 2
 _READABLE = (1, TRANSCRIPT_VERSION)
@@ -111,19 +112,18 @@ def transcript_fields(data: Any) -> dict[str, Any]:
     if data["stop_reason"] not in _STOP_REASONS:
         raise ValueError(f"unknown stop_reason {data['stop_reason']!r}")
     usage = data.get("usage") or {}
-    tool_calls = data.get("tool_calls", 0)
-    if not isinstance(tool_calls, int):
-        raise ValueError(f"'tool_calls' must be a whole number, not {tool_calls!r}")
+    tool_calls = typed(data, "tool_calls", int, 0)
+    duration = typed(data, "duration", (int, float, type(None)), 0.0)
     return {
         "output": data["output"],
         "messages": tuple(_each("messages", data["messages"], message_from_dict)),
         "events": tuple(_each("events", data["events"], lambda e: event_from_dict(e, version))),
-        "usage": _at("usage", lambda: Usage(**usage)),
+        "usage": _at("usage", lambda: read_usage(untag_v1(usage) if version < 2 else usage)),
         "stop_reason": data["stop_reason"],
         "tool_calls": tool_calls,
-        "duration": float(data.get("duration") or 0.0),
-        "error": data.get("error"),
-        "partial_output": str(data.get("partial_output") or ""),
+        "duration": float(duration or 0.0),
+        "error": typed(data, "error", (str, type(None)), None),
+        "partial_output": typed(data, "partial_output", (str, type(None)), None) or "",
         "value": data.get("value"),  # JSON data; RunResult.load(path, output_type=T) rebuilds T
     }
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
-from agentnb.codec import decode_v1, decoders
+from agentnb.codec import decoders, untag_v1
 from agentnb.events.base import DedupAction, StopReason, event_to_dict
 from agentnb.events.control import (
     ApprovalDecided,
@@ -151,15 +151,24 @@ def event_from_dict(d: dict[str, Any], version: int = 2) -> Event:
     cls = EVENT_TYPES.get(d.get("kind"))  # type: ignore[arg-type]
     if cls is None:
         raise ValueError(f"unknown event kind {d.get('kind')!r}")
-    if version < 2:
-        kwargs = {k: decode_v1(v) for k, v in d.items() if k != "kind"}
-    else:
-        read = decoders(cls)
-        unknown = set(d) - set(read)
-        if unknown:
-            raise ValueError(f"{d['kind']} event has unknown fields {sorted(unknown)}")
-        kwargs = {k: read[k](v) for k, v in d.items() if k != "kind"}
+    read = decoders(cls)
+    unknown = set(d) - set(read) - {"kind"}
+    if unknown:
+        raise ValueError(f"{d['kind']} event has unknown fields {sorted(unknown)}")
+    kwargs = {}
+    for k, v in d.items():  # every version is type-checked: views show these values
+        if k != "kind":
+            try:
+                kwargs[k] = read[k](untag_v1(v) if version < 2 else v)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise ValueError(f"{d['kind']}.{k}: {_why(exc)}") from None
     return cls(**kwargs)  # type: ignore[no-any-return]
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing field {exc.args[0]!r}" if exc.args else "a field is missing"
+    return str(exc) or type(exc).__name__
 
 
 # A sub-agent's event is an event again (and so on down): read it back as one.

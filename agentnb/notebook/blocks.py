@@ -69,7 +69,7 @@ def context_html(started: RunStarted, earlier: Sequence[Message] = ()) -> str:
     rows.append(f"<dt>tools</dt><dd>{escape(', '.join(started.tools) or '(none)')}</dd>")
     first = (started.prompt or "").strip().splitlines()[0] if (started.prompt or "").strip() else ""
     short = first if len(first) <= 80 else first[:79] + "…"
-    turn = f"Turn {started.turn} · " if started.turn > 1 else ""
+    turn = f"Turn {escape(started.turn)} · " if started.turn > 1 else ""
     out = [
         f'<details class="anb-ctx"><summary>{turn}Prompt: {escape(short)} · system prompt, provider, model</summary>'
         f"<dl>{''.join(rows)}</dl></details>"

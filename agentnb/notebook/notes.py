@@ -63,7 +63,7 @@ def note_html(n: object) -> str:
     if isinstance(n, LimitReached):
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">tool-call limit reached</span> '
-            f'<span class="anb-m">{n.tool_calls}/{n.max_tool_calls}: the model must answer in text now</span></div>'
+            f'<span class="anb-m">{escape(n.tool_calls)}/{escape(n.max_tool_calls)}: the model must answer in text now</span></div>'
         )
     if isinstance(n, ReasoningSummary):
         return (
@@ -97,7 +97,7 @@ def note_html(n: object) -> str:
         return (
             f'<div class="anb-block anb-note"><span class="anb-ok">call steered</span> '
             f'<span class="anb-m"><code>{escape(n.name)}</code> decoded token by token on {escape(n.provider)} '
-            f"in {n.requests} request{plural}; {escape(changed)}</span></div>"
+            f"in {escape(n.requests)} request{plural}; {escape(changed)}</span></div>"
         )
     if isinstance(n, GuidanceSkipped):
         return skipped_html(n)
