@@ -116,12 +116,18 @@ def decoder_for(hint: Any) -> Decoder:
     if origin is tuple:
         if not args or (len(args) == 2 and args[1] is Ellipsis):  # tuple[X, ...]: one type throughout
             inner = decoder_for(args[0]) if args else _identity
-            return lambda v: tuple(inner(x) for x in v) if isinstance(v, list) else v
+
+            def each_item(v: Any) -> Any:
+                if not isinstance(v, list):
+                    raise ValueError(f"expected a list, not {type(v).__name__} {v!r:.60}")
+                return tuple(inner(x) for x in v)
+
+            return each_item
         each = [decoder_for(a) for a in args]  # tuple[str, float]: a type per position
 
         def fixed(v: Any) -> Any:
             if not isinstance(v, list):
-                return v
+                raise ValueError(f"expected a list, not {type(v).__name__} {v!r:.60}")
             if len(v) != len(each):
                 raise ValueError(f"expected {len(each)} items, not {len(v)}")
             return tuple(read(x) for read, x in zip(each, v, strict=True))
