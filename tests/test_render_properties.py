@@ -234,11 +234,11 @@ def test_the_debugger_is_inert(s: str) -> None:
     async def main() -> list[str]:
         dbg = Debugger(Agent(ScriptedProvider([call("echo", text=s), s]), tools=[echo])).start(s)
         seen: list[str] = []
-        while (pause := await dbg.next_pause()) is not None:
+        while await dbg.next_pause() is not None:
             seen += _widget_htmls(dbg.view)
             dbg.step()
         await dbg.wait()
-        return seen + [dbg.view.static_html()]
+        return [*seen, dbg.view.static_html()]
 
     assert_inert(asyncio.run(main()), shows=s, live=True)
 
