@@ -22,7 +22,7 @@ import re
 from typing import Any
 
 from agentnb.notebook.blocks import COPY_BUTTON, STYLE
-from agentnb.result import RunResult
+from agentnb.run.result import RunResult
 from agentnb.untrusted import NO_MATH
 
 #: The output-metadata key the snapshot is stored under.

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentnb.events import Event, StopReason
-from agentnb.fastinit import fast_init
 from agentnb.messages import Message, Usage
-from agentnb.transcript import TRANSCRIPT_VERSION, read_transcript, transcript_fields, write_atomic
+from agentnb.messages.fastinit import fast_init
+from agentnb.run.transcript import TRANSCRIPT_VERSION, read_transcript, transcript_fields, write_atomic
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,7 @@ class RunResult:
 
     @property
     def cost(self) -> float | None:
-        """What the run's model calls cost in US dollars (None: unknown); see :mod:`agentnb.cost`."""
+        """What the run's model calls cost in US dollars (None: unknown); see :mod:`agentnb.control.cost`."""
         return self.usage.cost if self.usage.total_tokens else 0.0
 
     def raise_for_error(self) -> RunResult:

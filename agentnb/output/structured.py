@@ -33,7 +33,7 @@ from typing import Any
 from agentnb.errors import UserError
 from agentnb.events import OutputValidated
 from agentnb.messages import UserMessage
-from agentnb.schema import inline_refs
+from agentnb.tools.schema import inline_refs
 
 #: The key a non-object value is wrapped in where an API needs a JSON object.
 WRAP_KEY = "value"
@@ -135,8 +135,8 @@ class OutputSpec:
             self._adapter = TypeAdapter(tp)
             return inline_refs(self._adapter.json_schema())
         except Exception as exc:  # pydantic refuses some types (typing.TypedDict before 3.12)
-            from agentnb.schema import schema_for
-            from agentnb.schema_values import converter_for
+            from agentnb.tools.schema import schema_for
+            from agentnb.tools.schema_values import converter_for
 
             problems: list[str] = []
             schema = schema_for(tp, problems, "output_type")
@@ -201,7 +201,7 @@ class OutputSpec:
         if self._adapter is not None:
             return self._adapter.dump_python(value, mode="json")
         if self._convert is not None:
-            from agentnb.rendering import render_value
+            from agentnb.tools.rendering import render_value
 
             return json.loads(render_value(value))  # dataclasses, enums... as JSON data
         return value

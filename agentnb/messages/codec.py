@@ -26,7 +26,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from agentnb.messages import Image, ToolCall, Usage
+from agentnb.messages.types import Image, ToolCall, Usage
 
 Decoder = Callable[[Any], Any]
 

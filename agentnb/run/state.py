@@ -1,6 +1,6 @@
 """What a run is configured with, what it has produced so far, and what may pause it.
 
-:class:`LoopConfig` and :class:`RunState` are :func:`agentnb.loop.run_loop`'s input and its
+:class:`LoopConfig` and :class:`RunState` are :func:`agentnb.run.loop.run_loop`'s input and its
 accumulating result; a :class:`StepController` (the debugger) pauses it before each model call
 and each tool call and answers with a :class:`ToolDecision`.
 """
@@ -11,15 +11,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from agentnb.endings import OpenStep
+from agentnb.control.limits import Ledger
 from agentnb.events import Event, StopReason
-from agentnb.limits import Ledger
 from agentnb.messages import Message, ToolCall, Usage
-from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS
+from agentnb.run.endings import OpenStep
+from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS
 
 if TYPE_CHECKING:
-    from agentnb.approval import ApprovalGate
-    from agentnb.limits import UsageLimits
+    from agentnb.control.approval import ApprovalGate
+    from agentnb.control.limits import UsageLimits
     from agentnb.output import OutputSpec
     from agentnb.providers.base import Provider, Request
     from agentnb.tools import Tool
@@ -85,7 +85,7 @@ class LoopConfig:
     max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
     #: Which calls need a decision before they run, and who decides (None: no call does).
     approval: ApprovalGate | None = None
-    #: Budgets besides the tool-call limit (None: none; see :mod:`agentnb.limits`).
+    #: Budgets besides the tool-call limit (None: none; see :mod:`agentnb.control.limits`).
     limits: UsageLimits | None = None
     #: Tools anew when a tool source changed them (an MCP server's list_changed), else None.
     refresh: Callable[[], dict[str, Tool] | None] | None = None
@@ -107,6 +107,6 @@ class RunState:
     value: Any = None
     output_retries: int = 0
     #: The step in progress (its model turn and tool calls) until its messages are committed;
-    #: a stop mid-step keeps what it did (agentnb.stopped.settle).
+    #: a stop mid-step keeps what it did (agentnb.run.stopped.settle).
     step: OpenStep | None = None
     limit: str | None = None  # the limit that ended the run, when one did

@@ -24,11 +24,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentnb.docstrings import parse_docstring
-from agentnb.schema import nullable, schema_for
-from agentnb.schema_values import converter_for, json_default, jsonable, none_passes, refused_default
-from agentnb.toolcontext import ToolContext
-from agentnb.toolkinds import callable_parts
+from agentnb.tools.context import ToolContext
+from agentnb.tools.docstrings import parse_docstring
+from agentnb.tools.kinds import callable_parts
+from agentnb.tools.schema import nullable, schema_for
+from agentnb.tools.schema_values import converter_for, json_default, jsonable, none_passes, refused_default
 
 #: What to do about a default its type refuses.
 _FIT = "annotate the type the default has (a union, if both are meant), or change the default"

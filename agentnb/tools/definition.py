@@ -24,11 +24,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, overload, runtime_checkable
 
 from agentnb.errors import ToolDefinitionError
-from agentnb.rendering import render_value
-from agentnb.toolcontext import ToolContext, ToolExample
-from agentnb.toolkinds import collecting, is_async_callable, refusal, yields
-from agentnb.toolsig import read_signature, signature_text
-from agentnb.validate import conversion_errors, describe_error
+from agentnb.tools.context import ToolContext, ToolExample
+from agentnb.tools.kinds import collecting, is_async_callable, refusal, yields
+from agentnb.tools.rendering import render_value
+from agentnb.tools.signature import read_signature, signature_text
+from agentnb.tools.validate import conversion_errors, describe_error
 
 __all__ = ["Tool", "ToolContext", "ToolExample", "ToolSource", "coerce_tools", "render_result", "tool"]
 
@@ -136,7 +136,7 @@ class Tool:
         self.is_async = fn is not None and (kind == "async" or is_async_callable(fn))
         self.direct_output = direct_output
         self.allow_repeat = allow_repeat
-        #: A call of this tool never runs without a decision (see :mod:`agentnb.approval`).
+        #: A call of this tool never runs without a decision (see :mod:`agentnb.control.approval`).
         self.requires_approval = requires_approval
         self.timeout = timeout
         #: Bound on the characters of a result the model reads (None: the agent's bound).
@@ -155,7 +155,7 @@ class Tool:
         self._converters = dict(converters or {})
         #: Python defaults to pass for omitted arguments (a ``Field(...)`` default is not a value).
         self._fills: dict[str, Any] = {}
-        self._fast: Any = _UNCOMPILED  # compiled on first use (agentnb.validate)
+        self._fast: Any = _UNCOMPILED  # compiled on first use (agentnb.tools.validate)
         self.examples = tuple(self._coerce_examples(examples, problems))
         if problems:
             raise ToolDefinitionError(name, problems)
@@ -222,7 +222,7 @@ class Tool:
         """Every way ``arguments`` breaks the schema, as sentences for the model; ``[]`` if valid."""
         fast = self._fast
         if fast is _UNCOMPILED:
-            from agentnb.validate import fast_validator
+            from agentnb.tools.validate import fast_validator
 
             fast = self._fast = fast_validator(self.parameters)
         if fast is not None and fast(arguments):
@@ -278,7 +278,7 @@ def _empty_object() -> dict[str, Any]:
 
 
 def render_result(value: Any, ctx: ToolContext | None = None) -> str:
-    """A tool's return value as the text the model reads (see :mod:`agentnb.rendering`).
+    """A tool's return value as the text the model reads (see :mod:`agentnb.tools.rendering`).
 
     Images, PIL images and matplotlib figures are attached to ``ctx`` for the model to see;
     numpy values become numbers, arrays and DataFrames a bounded table.
@@ -314,7 +314,7 @@ def tool(fn: Any = None, /, **options: Any) -> Any:
     Use bare (``@tool``) or with options (``@tool(direct_output=True, timeout=5)``).
     An OpenAI-format dict is accepted too: ``tool({"type": "function", ...}, fn=handler)``.
     Options: ``name``, ``description``, ``direct_output``, ``allow_repeat``,
-    ``requires_approval`` (no call runs without a decision: :mod:`agentnb.approval`), ``timeout``
+    ``requires_approval`` (no call runs without a decision: :mod:`agentnb.control.approval`), ``timeout``
     (seconds), ``max_result_chars`` (how much of a result the model reads; default: the
     agent's), ``examples`` (``[(query, arguments), ...]``).
 

@@ -26,7 +26,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
-from agentnb.toolrun import SYNC_TOOLS_IN_THREAD
+from agentnb.tools.running import SYNC_TOOLS_IN_THREAD
 
 T = TypeVar("T")
 

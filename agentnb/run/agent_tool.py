@@ -3,7 +3,7 @@
 The tool takes one argument, ``prompt``, runs the inner agent on it and returns its answer.
 It is flagged ``nested``: the loop gives it a context whose ``caller`` passes each inner
 event on, live, into the calling run's stream (wrapped in
-:class:`~agentnb.events.SubAgentEvent`, see :mod:`agentnb.loop_nested`), with the calling
+:class:`~agentnb.events.SubAgentEvent`, see :mod:`agentnb.run.nested`), with the calling
 run's step controller and its ledger (the inner run spends the caller's budgets). A Stop
 inside the inner run (its debugger, a cancellation) stops the outer too.
 
@@ -27,11 +27,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentnb.errors import StopRun, UserError
 from agentnb.messages import AssistantMessage, Message, SystemMessage, ToolMessage
-from agentnb.observe import RunLink
 from agentnb.tools import Tool, ToolContext
+from agentnb.tracing.observe import RunLink
 
 if TYPE_CHECKING:
-    from agentnb.result import RunResult
+    from agentnb.run.result import RunResult
 
 
 class Agent(Protocol):

@@ -28,9 +28,9 @@ from typing import Any, Protocol
 from agentnb.errors import TranscriptError, UserError
 from agentnb.events import Event, HistoryTrimmed
 from agentnb.messages import Message, SystemMessage, message_from_dict
-from agentnb.observe import RunLink
-from agentnb.result import RunResult
-from agentnb.transcript import write_atomic
+from agentnb.run.result import RunResult
+from agentnb.run.transcript import write_atomic
+from agentnb.tracing.observe import RunLink
 
 
 class Agent(Protocol):
@@ -192,7 +192,7 @@ class Session:
     def to_dict(self) -> dict[str, Any]:
         return {
             "version": SESSION_VERSION,
-            "kind": "agentnb.session",
+            "kind": "agentnb.run.session",
             "id": self.id,
             "turn_starts": list(self.starts),
             "messages": [m.to_dict() for m in self.messages],
@@ -217,13 +217,13 @@ class Session:
         >>> again.id == chat.id, again.run("Who am I?").output, again.turns
         (True, 'You are Ada.', 2)
         """
-        from agentnb.transcript import read_json
+        from agentnb.run.transcript import read_json
 
         where = os.fspath(path)
         data = read_json(where)
         try:
-            if not isinstance(data, dict) or data.get("kind") != "agentnb.session":
-                raise ValueError('not a saved session (no "kind": "agentnb.session")')
+            if not isinstance(data, dict) or data.get("kind") != "agentnb.run.session":
+                raise ValueError('not a saved session (no "kind": "agentnb.run.session")')
             if data.get("version") != SESSION_VERSION:
                 raise ValueError(f"session version {data.get('version')!r} is not supported")
             messages = [message_from_dict(m) for m in data["messages"]]

@@ -1,7 +1,7 @@
 """Transcripts on disk: an atomic write, and a read that says what is wrong.
 
-A transcript is the JSON form of a :class:`~agentnb.result.RunResult` (``version`` 2: event
-values carry no type tags, see :mod:`agentnb.codec`; version 1 files still load).
+A transcript is the JSON form of a :class:`~agentnb.run.result.RunResult` (``version`` 2: event
+values carry no type tags, see :mod:`agentnb.messages.codec`; version 1 files still load).
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "run.json")
@@ -69,7 +69,7 @@ def transcript_bytes(data: Any) -> bytes:
 
 
 def read_transcript(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """The :class:`~agentnb.result.RunResult` fields stored in the transcript at ``path``."""
+    """The :class:`~agentnb.run.result.RunResult` fields stored in the transcript at ``path``."""
     where = os.fspath(path)
     data = read_json(where)
     try:

@@ -26,7 +26,7 @@ class Caller:
     """The run a nested tool call belongs to, as that call's :class:`ToolContext` sees it.
 
     ``emit``: passes one inner event into the calling run's stream; ``controller``: its step
-    controller (the debugger), or None; ``ledger``: its :class:`~agentnb.limits.Ledger` (its
+    controller (the debugger), or None; ``ledger``: its :class:`~agentnb.control.limits.Ledger` (its
     limits hold in the inner run); ``messages``: its conversation so far, ending with the
     assistant turn that made the call (what a handoff passes on).
     """

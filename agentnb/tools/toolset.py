@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from agentnb.errors import ToolDefinitionError
-from agentnb.tools import Tool, ToolSource, coerce_tools
+from agentnb.tools.definition import Tool, ToolSource, coerce_tools
 
 
 class ToolSet:

@@ -36,7 +36,7 @@ _MAX_RESULT_CHARS = 300
 class OpenStep:
     """A step whose messages are not committed yet: the model's turn and the plan per call.
 
-    A stop mid-step settles it (:func:`agentnb.stopped.settle_stopped_step`).
+    A stop mid-step settles it (:func:`agentnb.run.stopped.settle_stopped_step`).
     """
 
     depth: int

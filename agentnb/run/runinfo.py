@@ -1,6 +1,6 @@
 """What a run says about itself: its first event, its result, the text a Stop interrupted.
 
-Helpers of :class:`agentnb.agent.Agent`; each is computed once per run, never per event.
+Helpers of :class:`agentnb.run.agent.Agent`; each is computed once per run, never per event.
 """
 
 from __future__ import annotations
@@ -9,14 +9,14 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from agentnb.approval import ApprovalGate
+from agentnb.control.approval import ApprovalGate
+from agentnb.control.limits import check_limits
 from agentnb.events import Event, RunFinished, RunStarted
-from agentnb.limits import check_limits
-from agentnb.loop_types import ATTACHMENT_NOTE, LoopConfig, RunState
 from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
-from agentnb.observe import RunLink, vendor_of
 from agentnb.providers import Provider
-from agentnb.result import RunResult
+from agentnb.run.result import RunResult
+from agentnb.run.state import ATTACHMENT_NOTE, LoopConfig, RunState
+from agentnb.tracing.observe import RunLink, vendor_of
 
 
 def watchers_of(instrument: Any) -> tuple[Any, ...]:

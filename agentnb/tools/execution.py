@@ -16,9 +16,9 @@ from typing import Any
 from agentnb.errors import StopRun
 from agentnb.events import ToolFinished
 from agentnb.messages import ToolCall
-from agentnb.toolcontext import ToolContext
-from agentnb.toolrun import Escaped, call_in_thread, exception_text
-from agentnb.tools import Tool, render_result
+from agentnb.tools.context import ToolContext
+from agentnb.tools.definition import Tool, render_result
+from agentnb.tools.running import Escaped, call_in_thread, exception_text
 
 
 @dataclass(slots=True)

@@ -69,7 +69,7 @@ class RunLink:
     an agent tool's, whose events its outer run passes on (so it is not watched alone);
     ``turn``: the run's turn in its conversation; ``notes``: events to emit right after
     ``run_started`` (a session's :class:`~agentnb.events.HistoryTrimmed`); ``ledger``: the
-    calling run's :class:`~agentnb.limits.Ledger` (an agent tool's run spends its budgets).
+    calling run's :class:`~agentnb.control.limits.Ledger` (an agent tool's run spends its budgets).
     """
 
     conversation_id: str | None = None

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentnb.dedupe import repeat_message
 from agentnb.events import Event
-from agentnb.loop_types import ATTACHMENT_NOTE, RunState
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, UserMessage
-from agentnb.toolexec import Execution, finished_event, result_limit
-from agentnb.toolrun import clip
+from agentnb.run.state import ATTACHMENT_NOTE, RunState
+from agentnb.tools.dedupe import repeat_message
+from agentnb.tools.execution import Execution, finished_event, result_limit
+from agentnb.tools.running import clip
 
 
 def settle_stopped_step(state: RunState, max_result_chars: int | None) -> list[Event]:

@@ -1,6 +1,6 @@
 """What a tool may receive besides its arguments: few-shot examples, and the call's context.
 
-Kept apart from :mod:`agentnb.tools` so that the signature reader (:mod:`agentnb.toolsig`) can
+Kept apart from :mod:`agentnb.tools.definition` so that the signature reader (:mod:`agentnb.tools.signature`) can
 recognise a ``ToolContext`` parameter without importing the tool type.
 """
 
@@ -19,7 +19,7 @@ class ToolExample:
     The UnTooled prompt shows examples to text-only models; they are checked against the
     schema when the tool is built.
 
-    >>> from agentnb.tools import tool
+    >>> from agentnb.tools.definition import tool
     >>> @tool(examples=[ToolExample("weather in Oslo?", {"city": "Oslo"})])
     ... def weather(city: str) -> str:
     ...     '''Current weather for a city.'''
@@ -39,7 +39,7 @@ class ToolContext:
 
     >>> from agentnb import Agent
     >>> from agentnb.testing import ScriptedProvider, call
-    >>> from agentnb.tools import tool
+    >>> from agentnb.tools.definition import tool
     >>> @tool
     ... def report(ctx: ToolContext) -> str:
     ...     '''Write the report and end the run with it.'''
@@ -61,7 +61,7 @@ class ToolContext:
         #: kept on the ``ToolFinished`` event and in the transcript; the model reads the text.
         self.structured: Any = None
         #: For a tool that runs an agent (:meth:`agentnb.Agent.as_tool`): the calling run (a
-        #: :class:`agentnb.loop_nested.Caller`: its event stream, controller, ledger and
+        #: :class:`agentnb.run.nested.Caller`: its event stream, controller, ledger and
         #: conversation). None for ordinary tools and for calls made outside a run.
         self.caller: Any = None
 

@@ -1,4 +1,4 @@
-"""JSON Schema from Python type hints and docstrings (used by :mod:`agentnb.tools`).
+"""JSON Schema from Python type hints and docstrings (used by :mod:`agentnb.tools.definition`).
 
 Every problem found is collected into a list instead of raised one at a time, so a bad tool
 definition is reported in one error.
@@ -18,8 +18,8 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, get_args, get_origin, get_type_hints
 
-from agentnb.docstrings import parse_docstring
-from agentnb.schema_values import json_default, jsonable, refused_default, textual, uses_pydantic
+from agentnb.tools.docstrings import parse_docstring
+from agentnb.tools.schema_values import json_default, jsonable, refused_default, textual, uses_pydantic
 
 try:  # typing_extensions TypedDicts are also recognised when present
     from typing import is_typeddict

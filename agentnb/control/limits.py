@@ -13,7 +13,7 @@ no tools and must answer in text. ``stop_reason`` is ``"limit"`` and the
 
 * ``requests``: model requests in the run; the last one allowed is made without tools.
 * ``input_tokens`` / ``output_tokens`` / ``total_tokens`` / ``cost`` (in US dollars, priced
-  by :mod:`agentnb.cost`) / ``seconds`` (wall time since the run started): checked before each
+  by :mod:`agentnb.control.cost`) / ``seconds`` (wall time since the run started): checked before each
   model request. Usage is only known after a request, so the final text request (one request)
   can go past a token, cost or time budget; bound ``requests`` too for a hard count. A ``cost``
   budget with a model whose price is unknown counts as reached (it cannot be kept).

@@ -19,10 +19,9 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import Any, Literal
 
-from agentnb.approval import denied_message
-from agentnb.cost import priced
-from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
-from agentnb.endings import OpenStep, no_answer_text, out_of_requests
+from agentnb.control.approval import denied_message
+from agentnb.control.cost import priced
+from agentnb.control.limits import Ledger
 from agentnb.errors import ModelBehaviorError, StopRun
 from agentnb.events import (
     ApprovalDecided,
@@ -46,15 +45,16 @@ from agentnb.events import (
     UnknownTool,
     ValidationResult,
 )
-from agentnb.history import MessageView
-from agentnb.limits import Ledger
-from agentnb.live import may_retry, one, with_notes
-from agentnb.loop_nested import nested_calls
-from agentnb.loop_types import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, ToolDecision
 from agentnb.messages import AssistantMessage, Image, Message, ToolCall, ToolMessage, UserMessage
 from agentnb.providers.base import Completion, Request, TextChunk
-from agentnb.toolexec import Execution, execute, execute_all, finished_event, result_limit
-from agentnb.toolrun import (
+from agentnb.providers.live import may_retry, one, with_notes
+from agentnb.run.endings import OpenStep, no_answer_text, out_of_requests
+from agentnb.run.history import MessageView
+from agentnb.run.nested import nested_calls
+from agentnb.run.state import ATTACHMENT_NOTE, LoopConfig, RunState, StepController, ToolDecision
+from agentnb.tools.dedupe import Deduplicator, fingerprint, repeat_message
+from agentnb.tools.execution import Execution, execute, execute_all, finished_event, result_limit
+from agentnb.tools.running import (
     SYNC_TOOLS_IN_THREAD,
     clip,
     invalid_message,
@@ -123,7 +123,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                 yield StepDecision(depth, "model", "stop")
                 raise
         start = perf_counter()
-        if cfg.stream or live:  # live: retries come out as they wait (agentnb.live)
+        if cfg.stream or live:  # live: retries come out as they wait (agentnb.providers.live)
             completion = None
             source = cfg.provider.stream(request) if cfg.stream else one(cfg.provider.complete, request)
             async with aclosing(with_notes(source) if live else source) as chunks:  # type: ignore[type-var]

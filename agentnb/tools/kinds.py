@@ -48,7 +48,7 @@ def refusal(value: Any, *, named: bool = False) -> str | None:
     >>> refusal(len) is None
     True
     """
-    agent = sys.modules.get("agentnb.agent")
+    agent = sys.modules.get("agentnb.run.agent")
     if agent is not None and isinstance(getattr(value, "__self__", value), agent.Agent):
         what = "an Agent" if isinstance(value, agent.Agent) else f"an Agent's {value.__name__} method"
         return (

@@ -1,5 +1,5 @@
 r"""Parameter descriptions from docstrings: Google (``Args:``) and NumPy (``Parameters``) styles
-(used by :mod:`agentnb.tools` to describe a function's parameters to the model).
+(used by :mod:`agentnb.tools.definition` to describe a function's parameters to the model).
 
 >>> parse_docstring("Say hi.\n\nArgs:\n    name: who to greet")
 ('Say hi.', {'name': 'who to greet'})

@@ -2,7 +2,7 @@
 
 Messages are frozen dataclasses tagged by ``role``, so consumers can ``match`` on them:
 
->>> from agentnb.messages import UserMessage, message_from_dict
+>>> from agentnb.messages.types import UserMessage, message_from_dict
 >>> m = UserMessage("hi")
 >>> message_from_dict(m.to_dict()) == m
 True
@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
-from agentnb.fastinit import fast_init
+from agentnb.messages.fastinit import fast_init
 
 JSON: TypeAlias = Any
 
@@ -195,7 +195,7 @@ class ToolMessage:
 class Usage:
     """Token counts and their price; they add up across model calls.
 
-    ``cost`` is the price in US dollars (:mod:`agentnb.cost`), ``None`` when unknown: a sum
+    ``cost`` is the price in US dollars (:mod:`agentnb.control.cost`), ``None`` when unknown: a sum
     with an unknown part is unknown, never a wrong number (a usage with no tokens adds nothing).
 
     >>> total = Usage(10, 2) + Usage(5, 1)

@@ -68,7 +68,7 @@ def _dumps(value: Any) -> str:
     try:
         return json.dumps(value, ensure_ascii=False, default=_json_default)
     except Exception:  # unserialisable, circular, too deep, or a __str__ that raises
-        from agentnb.toolrun import safe_repr
+        from agentnb.tools.running import safe_repr
 
         return safe_repr(value)
 

@@ -27,22 +27,30 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import Any, Literal
 
-from agentnb.agent_options import check_approval_names, check_options
-from agentnb.approval import ApprovalGate, check_requires_approval
+from agentnb.control.approval import ApprovalGate, check_requires_approval
+from agentnb.control.limits import UsageLimits, check_limits
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished
-from agentnb.limits import UsageLimits, check_limits
-from agentnb.loop import RunState, StepController, run_loop
 from agentnb.messages import Message
-from agentnb.observe import RunLink, watchers_for
 from agentnb.providers import Provider, get_provider
-from agentnb.result import RunResult
-from agentnb.runinfo import discard, loop_config, output_spec_of, result_of, run_started, start_messages, watchers_of
-from agentnb.stopped import settle
-from agentnb.sync import BLOCKING_CELL, run_sync  # noqa: F401 - BLOCKING_CELL: the name others import
-from agentnb.toolrun import DEFAULT_MAX_RESULT_CHARS
+from agentnb.run.loop import RunState, StepController, run_loop
+from agentnb.run.options import check_approval_names, check_options
+from agentnb.run.result import RunResult
+from agentnb.run.runinfo import (
+    discard,
+    loop_config,
+    output_spec_of,
+    result_of,
+    run_started,
+    start_messages,
+    watchers_of,
+)
+from agentnb.run.stopped import settle
+from agentnb.run.sync import BLOCKING_CELL, run_sync  # noqa: F401 - BLOCKING_CELL: the name others import
 from agentnb.tools import Tool
-from agentnb.toolset import ToolSet
+from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS
+from agentnb.tools.toolset import ToolSet
+from agentnb.tracing.observe import RunLink, watchers_for
 
 #: The one default for the tool-call limit: ``Agent(...).max_tool_calls`` unless given, e.g.
 #: ``Agent("local").max_tool_calls == DEFAULT_MAX_TOOL_CALLS == 10`` (see the module docstring).
@@ -81,16 +89,16 @@ class Agent:
             widget keep the whole result.
         name: the agent's name (in events, spans, and as a tool's default name).
         instrument: watch this agent's runs: ``True`` for OpenTelemetry spans through the global
-            tracer provider, a ``TracerProvider``, or watchers (see :mod:`agentnb.observe`);
+            tracer provider, a ``TracerProvider``, or watchers (see :mod:`agentnb.tracing.observe`);
             :func:`agentnb.instrument` does it for every agent.
         requires_approval: tool names whose calls need a decision before they run, or True
             for every tool (tools marked ``@tool(requires_approval=True)`` always do).
         approver: who decides on those calls: a policy ``(call) -> Approve() | Deny(reason) |
             Edit(arguments)`` (sync or async), or an object with ``decide_approval(call)``
-            (the trace widget). Without one, such calls are denied. See :mod:`agentnb.approval`.
+            (the trace widget). Without one, such calls are denied. See :mod:`agentnb.control.approval`.
         limits: budgets per run (:class:`~agentnb.UsageLimits`: requests, tokens, cost, seconds);
             its ``tool_calls`` is ``max_tool_calls`` (give one or the other). A run's own
-            ``limits=`` replaces these. See :mod:`agentnb.limits`.
+            ``limits=`` replaces these. See :mod:`agentnb.control.limits`.
 
     >>> from agentnb import tool
     >>> from agentnb.testing import ScriptedProvider, call
@@ -132,7 +140,7 @@ class Agent:
 
             self.provider = UnTooled(self.provider)
         # MCP servers among the tools are followed: a server that changes its tools (and says
-        # so) has them offered from the next model call on (agentnb.toolset).
+        # so) has them offered from the next model call on (agentnb.tools.toolset).
         self._toolset = ToolSet(tools)
         self.tools: dict[str, Tool] = self._toolset.current
         check_options(
@@ -206,7 +214,7 @@ class Agent:
         ``output_type`` overrides the agent's for this run; so does ``approver`` (who decides
         on calls that need approval; by default the agent's, else an ``on_event`` consumer
         that can decide, such as the trace widget). ``limits`` replaces the agent's budgets
-        for this run (:mod:`agentnb.limits`).
+        for this run (:mod:`agentnb.control.limits`).
         """
         # _sink (arun's): events go to this callback instead of being yielded; only the result
         # is yielded. One generator hop less per event, and the same code path.
@@ -396,7 +404,7 @@ class Agent:
         The inner run's events appear in the calling run's stream (as
         :class:`~agentnb.events.SubAgentEvent`), its usage and tool calls count toward the
         calling run's, it gets the calling run's step controller, and a Stop stops both.
-        See :mod:`agentnb.agent_tool`.
+        See :mod:`agentnb.run.agent_tool`.
 
         >>> from agentnb.testing import ScriptedProvider, call
         >>> researcher = Agent(ScriptedProvider(["Paris is the capital."]), name="researcher")
@@ -406,12 +414,12 @@ class Agent:
         >>> r.output, [e.event.kind for e in r.events if e.kind == "sub_agent"][:2]
         ('Paris.', ['run_started', 'model_request'])
         """
-        from agentnb.agent_tool import agent_tool
+        from agentnb.run.agent_tool import agent_tool
 
         return agent_tool(self, name, description)
 
     def session(self, **options: Any) -> Any:
-        """A :class:`~agentnb.session.Session`: a conversation with this agent over many runs.
+        """A :class:`~agentnb.run.session.Session`: a conversation with this agent over many runs.
 
         >>> from agentnb.testing import ScriptedProvider
         >>> chat = Agent(ScriptedProvider(["Hi Ada.", "You are Ada."])).session()
@@ -419,6 +427,6 @@ class Agent:
         >>> chat.run("Who am I?").output, chat.turns
         ('You are Ada.', 2)
         """
-        from agentnb.session import Session
+        from agentnb.run.session import Session
 
         return Session(self, **options)
