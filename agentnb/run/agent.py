@@ -20,8 +20,6 @@ True
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
 from time import perf_counter
@@ -30,9 +28,10 @@ from typing import Any, Literal
 from agentnb.control.approval import ApprovalGate, check_requires_approval
 from agentnb.control.limits import UsageLimits, check_limits
 from agentnb.errors import StopRun, UserError
-from agentnb.events import Event, RunFinished
+from agentnb.events import Event
 from agentnb.messages import Message
 from agentnb.providers import Provider, get_provider
+from agentnb.run.delivery import deliver_end, failed, finished, opening_stops, stopped
 from agentnb.run.loop import RunState, StepController, run_loop
 from agentnb.run.options import check_approval_names, check_options
 from agentnb.run.result import RunResult
@@ -40,12 +39,10 @@ from agentnb.run.runinfo import (
     discard,
     loop_config,
     output_spec_of,
-    result_of,
     run_started,
     start_messages,
     watchers_of,
 )
-from agentnb.run.stopped import settle
 from agentnb.run.sync import BLOCKING_CELL, run_sync  # noqa: F401 - BLOCKING_CELL: the name others import
 from agentnb.tools import Tool
 from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS
@@ -204,9 +201,8 @@ class Agent:
     ) -> AsyncIterator[Event | RunResult]:
         """Run, yielding every event as it happens; the last item is the :class:`RunResult`.
 
-        The provider streams (text deltas arrive as events) unless ``stream=False``
-        (``None`` means the default, True).
-        A KeyboardInterrupt or a controller's ``StopRun`` ends the run with
+        The provider streams (text deltas arrive as events) unless ``stream=False`` (``None``:
+        the default, True). A KeyboardInterrupt or a controller's ``StopRun`` ends the run with
         ``stop_reason="cancelled"``; the transcript keeps every completed step. Cancelling the
         consuming task raises ``asyncio.CancelledError`` as asyncio expects, once the
         transcript is safe: the cancelled :class:`RunResult` is on the exception's
@@ -216,39 +212,25 @@ class Agent:
         that can decide, such as the trace widget). ``limits`` replaces the agent's budgets
         for this run (:mod:`agentnb.control.limits`).
         """
-        # _sink (arun's): events go to this callback instead of being yielded; only the result
-        # is yielded. One generator hop less per event, and the same code path.
+        # _sink (arun's) takes the events; only the result is yielded (one generator hop less).
         state = RunState(self.messages_for(prompt, history))
-        refresh = self._toolset.refresh if self._toolset.sources else None
-        if refresh is not None:  # a source changed its tools since the last run (or during it)
-            refresh()
-            self.tools = self._toolset.current
+        refresh = self._refreshed_tools()
         cfg = loop_config(self, stream, controller, output_type, approver, limits, _sink, _link, refresh)
-        output, max_calls = cfg.output, cfg.max_tool_calls
         start = perf_counter()
-        error: BaseException | None = None
-        first = run_started(self, state.messages, history, max_calls, _link)
+        first = run_started(self, state.messages, history, cfg.max_tool_calls, _link)
         state.events.append(first)
         watch = watchers_for(self.watchers, first, _link)  # None: nobody watches (no cost)
         stop_at_start = False  # a StopRun from the callback at run_started: no model call
-        if _sink is None:
-            yield first
-        else:
-            try:
-                _sink(first)
-            except StopRun:
-                stop_at_start = True
-        for note in _link.notes if _link is not None else ():  # a session's, after run_started
-            state.events.append(note)
-            if watch is not None:
-                watch(note)
+        for event in (first, *(_link.notes if _link is not None else ())):  # a session's notes follow
+            if event is not first:
+                state.events.append(event)
+                if watch is not None:
+                    watch(event)
             if _sink is None:
-                yield note
+                yield event
             elif not stop_at_start:
-                try:
-                    _sink(note)
-                except StopRun:
-                    stop_at_start = True
+                stop_at_start = opening_stops(_sink, event)
+        error: BaseException | None = None
         cancelled: asyncio.CancelledError | None = None
         try:
             if stop_at_start:
@@ -263,59 +245,35 @@ class Agent:
                     else:
                         _sink(event)
         except (asyncio.CancelledError, KeyboardInterrupt, StopRun) as exc:
-            state.stop_reason = "cancelled"
-            # The interrupted step keeps what it did: the model's turn, finished results, and
-            # a note for each call that did not run; tool_calls counts the calls handled.
-            late = settle(state, cfg.max_result_chars, watch)
-            if _sink is not None:
-                with contextlib.suppress(StopRun):  # the callback that stopped the run sees them
-                    for event in late:
-                        _sink(event)
-            if isinstance(exc, asyncio.CancelledError):
-                cancelled = exc
+            cancelled = stopped(state, cfg.max_result_chars, watch, _sink, exc)
         except UserError:
             raise
         except Exception as exc:  # provider failures end the run but keep the transcript
-            state.stop_reason = "error"
             error = exc
-            # an error mid-step (an on_event callback that raised after a tool ran) keeps what
-            # the step did, as a stop does
-            settle(state, cfg.max_result_chars, watch)
-            for note in getattr(exc, "events", ()):  # what the provider did before it failed (retries)
-                note = dataclasses.replace(note, depth=state.events[-1].depth)
-                state.events.append(note)
+            for note in failed(state, cfg.max_result_chars, watch, exc):
                 if _sink is None:
                     yield note
                 else:
                     _sink(note)
-            if exc.__suppress_context__:  # "raise ... from None": the hidden SDK error can hold
-                exc.__context__ = None  # the API key; result.exception must not keep it
         if refresh is not None:  # the tools as the run left them
             self.tools = self._toolset.current
-        depth = state.events[-1].depth
-        reason = state.stop_reason or "cancelled"
-        message = f"{type(error).__name__}: {error}" if error is not None else None
-        end = RunFinished(depth, reason, state.tool_calls, state.usage, perf_counter() - start, message)
-        state.events.append(end)
-        if watch is not None:
-            watch(end)
-        result = result_of(state, end, error, output)
+        end, result = finished(state, start, error, cfg.output, watch)
         if cancelled is not None:  # the transcript is safe: now let asyncio's cancellation go on
             cancelled.run_result = result  # type: ignore[attr-defined]
             raise cancelled
         if _sink is None:
             yield end
         else:
-            try:
-                _sink(end)
-            except StopRun:  # the run is over: a stop asked for now changes nothing
-                pass
-            except Exception as exc:  # the callback failed on the last event: the result is kept
-                exc.run_result = result  # type: ignore[attr-defined]
-                if hasattr(exc, "add_note"):  # Python >= 3.11
-                    exc.add_note("agentnb: the run had finished; its RunResult is this exception's run_result")
-                raise
+            deliver_end(_sink, end, result)
         yield result
+
+    def _refreshed_tools(self) -> Callable[[], dict[str, Tool] | None] | None:
+        """The tools' refresh, run once now; None when no source of them can change them."""
+        refresh = self._toolset.refresh if self._toolset.sources else None
+        if refresh is not None:  # a source changed its tools since the last run (or during it)
+            refresh()
+            self.tools = self._toolset.current
+        return refresh
 
     async def arun(
         self,

@@ -1,7 +1,8 @@
 """What a run is configured with, what it has produced so far, and what may pause it.
 
 :class:`LoopConfig` and :class:`RunState` are :func:`agentnb.run.loop.run_loop`'s input and its
-accumulating result; a :class:`StepController` (the debugger) pauses it before each model call
+accumulating result; :class:`LoopState` is what the loop's phases (:mod:`agentnb.run.phases`)
+hand each other; a :class:`StepController` (the debugger) pauses it before each model call
 and each tool call and answers with a :class:`ToolDecision`.
 """
 
@@ -13,16 +14,19 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentnb.control.limits import Ledger
 from agentnb.events import Event, StopReason
-from agentnb.messages import Message, ToolCall, Usage
+from agentnb.messages import Message, ToolCall, ToolMessage, Usage
+from agentnb.providers.live import may_retry
 from agentnb.run.endings import OpenStep
-from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS
+from agentnb.tools.dedupe import Deduplicator
+from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
 
 if TYPE_CHECKING:
     from agentnb.control.approval import ApprovalGate
     from agentnb.control.limits import UsageLimits
     from agentnb.output import OutputSpec
-    from agentnb.providers.base import Provider, Request
+    from agentnb.providers.base import Completion, Provider, Request
     from agentnb.tools import Tool
+    from agentnb.tools.execution import Execution
 
 #: The user message that carries a step's tool images to the model.
 ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
@@ -110,3 +114,58 @@ class RunState:
     #: a stop mid-step keeps what it did (agentnb.run.stopped.settle).
     step: OpenStep | None = None
     limit: str | None = None  # the limit that ended the run, when one did
+
+
+class LoopState:
+    """What the loop's phases hand each other: the tools offered, the budgets, the open step.
+
+    One per run, made by :func:`agentnb.run.loop.run_loop`; ``depth`` is the model call the
+    run is at, ``completion`` the model's reply in this step and ``plans`` what becomes of each
+    of its calls (a :class:`~agentnb.messages.ToolMessage` answer, an execution, or the index of
+    an earlier call of the same step that it repeats). ``over`` ends the run.
+    """
+
+    __slots__ = (
+        "cfg",
+        "state",
+        "tools",
+        "all_tools",
+        "names",
+        "dedup",
+        "ledger",
+        "live",
+        "threaded",
+        "depth",
+        "choice",
+        "asked_again",
+        "offer",
+        "limited",
+        "completion",
+        "plans",
+        "in_turn",
+        "over",
+    )
+
+    def __init__(self, cfg: LoopConfig, state: RunState) -> None:
+        self.cfg, self.state = cfg, state
+        self.tools: dict[str, Tool] = cfg.tools
+        self.all_tools: tuple[Tool, ...] = tuple(cfg.tools.values())
+        self.names: tuple[str, ...] = tuple(cfg.tools)
+        self.dedup = Deduplicator()
+        self.ledger = Ledger(cfg.limits, cfg.max_tool_calls, cfg.above)
+        self.live = may_retry(cfg.provider)  # its retries come out as they wait (agentnb.providers.live)
+        self.threaded = SYNC_TOOLS_IN_THREAD.get()
+        self.depth = 0
+        self.choice = cfg.tool_choice
+        self.asked_again = False  # a call where none is offered gets one more chance to answer in text
+        self.offer = False  # tools were offered in this step's request
+        self.limited = False  # a limit kept them back
+        self.completion: Completion | None = None
+        self.plans: list[ToolMessage | Execution | int] = []
+        self.in_turn: dict[str, int] = {}  # fingerprint -> the plan of its first call in this step
+        self.over = False
+
+    @property
+    def calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls of this step's reply."""
+        return self.completion.tool_calls if self.completion is not None else ()
