@@ -15,9 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agentnb.agent import DEFAULT_MAX_TOOL_CALLS, Agent
-from agentnb.agent_tool import handoff
-from agentnb.approval import Approve, Deny, Edit
+from agentnb.control.approval import Approve, Deny, Edit
+from agentnb.control.limits import UsageLimits
 from agentnb.errors import (
     AgentnbError,
     AuthenticationError,
@@ -31,8 +30,6 @@ from agentnb.errors import (
     ToolDefinitionError,
     UserError,
 )
-from agentnb.limits import UsageLimits
-from agentnb.loop import StepController, ToolDecision
 from agentnb.messages import (
     AssistantMessage,
     Image,
@@ -44,8 +41,11 @@ from agentnb.messages import (
 )
 from agentnb.printer import TextPrinter
 from agentnb.providers import Provider, get_provider
-from agentnb.result import RunResult
-from agentnb.session import Session
+from agentnb.run.agent import DEFAULT_MAX_TOOL_CALLS, Agent
+from agentnb.run.agent_tool import handoff
+from agentnb.run.loop import StepController, ToolDecision
+from agentnb.run.result import RunResult
+from agentnb.run.session import Session
 from agentnb.tools import Tool, ToolContext, ToolExample, tool
 from agentnb.tracing import instrument, uninstrument
 from agentnb.version import __version__ as __version__

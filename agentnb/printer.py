@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from agentnb.cost import format_cost
+from agentnb.control.cost import format_cost
 from agentnb.events import (
     ApprovalDecided,
     ApprovalRequested,

@@ -12,11 +12,11 @@ import pytest
 from agentnb import Agent, load_transcript, tool
 from agentnb.errors import TranscriptError
 from agentnb.events import ToolFinished, ValidationResult
-from agentnb.jsonsafe import MAX_DEPTH
 from agentnb.messages import ToolCall
+from agentnb.messages.jsonsafe import MAX_DEPTH
 from agentnb.providers.base import parse_arguments
 from agentnb.providers.untooled.parse import parse_reply
-from agentnb.result import RunResult
+from agentnb.run.result import RunResult
 from agentnb.testing import ScriptedProvider, Streamed, call, tool_chunks
 
 

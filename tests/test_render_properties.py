@@ -31,7 +31,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from agentnb import Agent, RunResult, evaluate, tool  # noqa: E402
-from agentnb.approval import Deny  # noqa: E402
+from agentnb.control.approval import Deny  # noqa: E402
 from agentnb.errors import UserError  # noqa: E402
 from agentnb.evaluation.report import evaluation_html  # noqa: E402
 from agentnb.messages import ToolCall  # noqa: E402

@@ -38,7 +38,7 @@ PAYLOADS = [
     # issue 36: text that an HTML rewrite after escaping turned into attributes (quotes, var())
     "style=\"var(--a,b) open ontoggle=document.title='PWN24' x",
     f'style="var(--a,b);x:1" style=background-image:url(http://{EVIL}/PWN25.png) y "',
-    "\" onmouseover=\"document.title='PWN26'\" x=\"&quot; style=&quot;var(--b,c)&quot;",
+    '" onmouseover="document.title=\'PWN26\'" x="&quot; style=&quot;var(--b,c)&quot;',
     f"'style='color:var(--c,d);background:url(http://{EVIL}/PWN27.png)' open ontoggle=document.title='PWN27' '",
 ]
 ALL = "\n\n".join(PAYLOADS)

@@ -1,6 +1,6 @@
 """Executors: where the runs happen. ``local``: this process's event loop; ``ray``: Ray actors.
 
-Both take (agent name, case, timeout) and give back a :class:`~agentnb.result.RunResult`
+Both take (agent name, case, timeout) and give back a :class:`~agentnb.run.result.RunResult`
 and whether the run timed out; the driver alone scores, logs and shows rows, so both give the
 same rows. A Ray worker builds its agents once (they travel pickled when the workers start) and
 runs many cases at once on its own event loop (an async actor).
@@ -14,8 +14,8 @@ from typing import Any
 
 from agentnb.errors import UserError
 from agentnb.messages import Usage
-from agentnb.result import RunResult
-from agentnb.toolrun import SYNC_TOOLS_IN_THREAD
+from agentnb.run.result import RunResult
+from agentnb.tools.running import SYNC_TOOLS_IN_THREAD
 
 #: Seconds a run gets to end cleanly once stopped (a timeout or Stop) before it is left behind.
 GRACE = 5.0

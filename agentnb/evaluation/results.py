@@ -189,7 +189,7 @@ class Evaluation:
         )  # fmt: skip
 
     def run(self, i: int) -> Any:
-        """The whole :class:`~agentnb.result.RunResult` of ``table`` row ``i`` (from memory or the log)."""
+        """The whole :class:`~agentnb.run.result.RunResult` of ``table`` row ``i`` (from memory or the log)."""
         rows = self._ordered()
         if not -len(rows) <= i < len(rows):
             raise UserError(f"row {i} is out of range: the table has {len(rows)} rows")
@@ -199,7 +199,7 @@ class Evaluation:
             return self._results[key]
         if key in self._offsets and self.log is not None:
             from agentnb.evaluation.log import load_transcript_at
-            from agentnb.result import RunResult
+            from agentnb.run.result import RunResult
 
             data = load_transcript_at(self.log, self._offsets[key])
             if data is not None:

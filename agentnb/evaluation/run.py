@@ -163,7 +163,7 @@ def evaluate(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> E
     >>> ev.summary()["pass_rate"].tolist()
     [1.0]
     """
-    from agentnb.sync import run_sync
+    from agentnb.run.sync import run_sync
 
     # Views are made here, in the caller's thread: in Jupyter the runs go to a worker thread,
     # and a widget must be displayed from the cell's own thread to land in its output.
@@ -252,7 +252,7 @@ def _key(case: Case, agent: str, repeat: int) -> str:
 
 
 def _agents(agent: Any) -> dict[str, Any]:
-    from agentnb.agent import Agent
+    from agentnb.run.agent import Agent
 
     agents = dict(agent) if isinstance(agent, dict) else {"agent": agent}
     if not agents:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
-from agentnb.codec import decoders, untag_v1
 from agentnb.events.base import DedupAction, StopReason, event_to_dict
 from agentnb.events.control import (
     ApprovalDecided,
@@ -55,7 +54,8 @@ from agentnb.events.run import (
     UnknownTool,
     ValidationResult,
 )
-from agentnb.fastinit import fast_init
+from agentnb.messages.codec import decoders, untag_v1
+from agentnb.messages.fastinit import fast_init
 
 __all__ = [
     "EVENT_TYPES",

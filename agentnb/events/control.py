@@ -11,7 +11,7 @@ from agentnb.events.base import _EventBase
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequested(_EventBase):
-    """A call needs a decision before it runs (see :mod:`agentnb.approval`); the run waits."""
+    """A call needs a decision before it runs (see :mod:`agentnb.control.approval`); the run waits."""
 
     depth: int
     call_id: str

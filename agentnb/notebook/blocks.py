@@ -17,7 +17,7 @@ from typing import Any
 
 from agentnb.events import RunStarted
 from agentnb.messages import AssistantMessage, Message, ToolMessage, UserMessage
-from agentnb.transcript import transcript_bytes
+from agentnb.run.transcript import transcript_bytes
 from agentnb.untrusted import untrusted_html as escape
 
 _COPY_JS = (
@@ -91,7 +91,7 @@ def context_html(started: RunStarted, earlier: Sequence[Message] = ()) -> str:
 
 def _turns(messages: Sequence[Message]) -> list[tuple[str, str, str | None]]:
     """(prompt, what happened, answer) for each earlier user prompt."""
-    from agentnb.loop import ATTACHMENT_NOTE
+    from agentnb.run.loop import ATTACHMENT_NOTE
 
     turns: list[tuple[str, str, str | None]] = []
     calls = 0

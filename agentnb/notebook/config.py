@@ -147,7 +147,7 @@ def check_out(name: str, ns: dict[str, Any]) -> None:
     import keyword
 
     from agentnb.notebook.pending import PendingResult
-    from agentnb.result import RunResult
+    from agentnb.run.result import RunResult
 
     if keyword.iskeyword(name):
         raise UserError(f"--out {name} is a Python keyword: the result could not be read; choose another name")

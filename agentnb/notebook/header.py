@@ -9,7 +9,7 @@ True
 
 from __future__ import annotations
 
-from agentnb.cost import format_cost
+from agentnb.control.cost import format_cost
 from agentnb.notebook.state import TraceState
 from agentnb.printer import plural
 from agentnb.untrusted import untrusted_html as escape
@@ -24,7 +24,7 @@ _STOP_TEXT = {
 }
 
 
-#: A budget of :class:`~agentnb.limits.UsageLimits` as the header names it.
+#: A budget of :class:`~agentnb.control.limits.UsageLimits` as the header names it.
 _LIMIT_NAMES = {"requests": "request", "input_tokens": "input-token", "output_tokens": "output-token",
                 "total_tokens": "token", "seconds": "time"}  # fmt: skip
 

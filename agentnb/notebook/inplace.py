@@ -9,7 +9,7 @@ Two ways a cell can wait for a run while the trace widget waits for Approve / De
   second edit of the same text field would never arrive. :func:`acknowledge` publishes that
   status for an update of the panel's fields.
 * ``agent.run()``: the run goes on a worker thread and the cell's thread waits
-  (:mod:`agentnb.sync`). While a call waits for approval, the run lends that thread
+  (:mod:`agentnb.run.sync`). While a call waits for approval, the run lends that thread
   :func:`serve_comms`: it reads the kernel's shell messages itself, hands widget messages
   (``comm_*``) to their handlers as ipykernel would, and keeps every other message (the next
   cell's ``execute_request``...) to give back to the kernel, in order, when it stops. Nothing is
@@ -48,7 +48,7 @@ def current_kernel() -> Any:
 def held_cell(name: str) -> Iterator[None]:
     """While the block runs (a call of tool ``name`` waits for a click), the cell that
     ``agent.run()`` holds serves the widget's messages; a kernel that cannot is a UserError."""
-    from agentnb.sync import BLOCKING_CELL
+    from agentnb.run.sync import BLOCKING_CELL
 
     cell = BLOCKING_CELL.get()
     kernel = current_kernel() if cell is not None else None
@@ -68,7 +68,7 @@ def held_cell(name: str) -> Iterator[None]:
 
 
 def comm_server(kernel: Any) -> Callable[[Callable[[], bool]], None] | None:
-    """A job for :meth:`agentnb.sync.BlockingCell.lend` that serves ``kernel``'s widget
+    """A job for :meth:`agentnb.run.sync.BlockingCell.lend` that serves ``kernel``'s widget
     messages on the cell's thread until ``stop()``; None where this kernel cannot be served."""
     manager = getattr(getattr(kernel, "shell_channel_thread", None), "manager", None)
     if manager is not None:  # ipykernel 7 with a shell channel thread: main-shell messages

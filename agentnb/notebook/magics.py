@@ -30,15 +30,15 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
-from agentnb.agent import Agent
 from agentnb.errors import UserError
 from agentnb.messages import Message
 from agentnb.notebook.config import MagicOptions, check_out, interpolate, parse_line, type_from_text
 from agentnb.notebook.lookup import DEFAULT_PROVIDER, NamespaceLookup
 from agentnb.notebook.runner import RunHandle, drive, run_blocking
 from agentnb.providers import Provider
-from agentnb.result import RunResult
-from agentnb.session import Session
+from agentnb.run.agent import Agent
+from agentnb.run.result import RunResult
+from agentnb.run.session import Session
 
 __all__ = ["DEBUGGER_VAR", "DEFAULT_PROVIDER", "RESULT_VAR", "AgentMagics", "load_ipython_extension"]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentnb.notebook.blocks import COPY_BUTTON, STYLE
-from agentnb.result import RunResult
+from agentnb.run.result import RunResult
 from agentnb.untrusted import NO_MATH, static_view
 
 #: The output-metadata key the snapshot is stored under.

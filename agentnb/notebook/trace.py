@@ -42,7 +42,7 @@ from agentnb.notebook.snapshot import static_html as trace_static_html
 from agentnb.notebook.state import Pause, TraceState
 from agentnb.notebook.text import summary_line, trace_text
 from agentnb.notebook.trace_controls import TraceControls
-from agentnb.result import RunResult
+from agentnb.run.result import RunResult
 
 
 class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):

@@ -15,9 +15,9 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from agentnb.fastinit import fast_init
-from agentnb.jsonsafe import depth_error, too_deep
 from agentnb.messages import Message, ToolCall, Usage
+from agentnb.messages.fastinit import fast_init
+from agentnb.messages.jsonsafe import depth_error, too_deep
 
 if TYPE_CHECKING:
     from agentnb.output import OutputSpec
@@ -122,7 +122,7 @@ class Provider(ABC):
     supports_streaming: bool = False
     #: True when the backend honours :attr:`Request.constraint` (constrained decoding).
     supports_constraints: bool = False
-    #: Pricing (:mod:`agentnb.cost`): models run in this process cost 0; ``price_provider`` is
+    #: Pricing (:mod:`agentnb.control.cost`): models run in this process cost 0; ``price_provider`` is
     #: the genai-prices provider id of the backend's own API; ``price_as`` (set it on an
     #: instance) prices a proxy or local server as that provider's model of the same name.
     in_process: bool = False

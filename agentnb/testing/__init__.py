@@ -84,7 +84,7 @@ def tool_chunks(index: int, name: str, arguments: str, pieces: int = 3, id: str 
 
 
 class _Recording(Provider):
-    # Not priced (agentnb.cost): a fake's usage has no price unless it says so (Usage(cost=...)).
+    # Not priced (agentnb.control.cost): a fake's usage has no price unless it says so (Usage(cost=...)).
     __test__ = False
     supports_streaming = True
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agentnb import observe
+from agentnb.tracing import observe
 
 
 def instrument(

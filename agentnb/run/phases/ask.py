@@ -1,0 +1,118 @@
+"""The ask phase: is a request left in the budgets, what the model is offered, and its reply."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from contextlib import aclosing
+from time import perf_counter
+
+from agentnb.control.cost import priced
+from agentnb.errors import ModelBehaviorError, StopRun
+from agentnb.events import (
+    Event,
+    FinalAnswer,
+    LimitReached,
+    ModelRequest,
+    ModelResponse,
+    RequestRetried,
+    StepDecision,
+    TextDelta,
+    ToolCallDelta,
+)
+from agentnb.providers.base import Completion, Request, TextChunk
+from agentnb.providers.live import one, with_notes
+from agentnb.run.endings import OpenStep, out_of_requests
+from agentnb.run.history import MessageView
+from agentnb.run.state import LoopState
+
+
+async def ask(run: LoopState) -> AsyncIterator[Event]:
+    """Decide whether a request is left and what the model is offered; send it; take the reply."""
+    cfg, state = run.cfg, run.state
+    if cfg.refresh is not None and (fresh := cfg.refresh()) is not None:
+        run.tools, run.all_tools, run.names = fresh, tuple(fresh.values()), tuple(fresh)
+    if run.ledger.budgets:  # this run's limits, and those of the runs that called it
+        async for event in budgets(run):
+            yield event
+        if run.over:
+            return
+    run.ledger.add_request()  # now, before any wait: a parallel run sees it at once
+    run.limited = run.ledger.calls_left() <= 0 or state.limit is not None
+    run.offer = offer = bool(run.tools) and not run.limited and run.choice != "none"
+    request = Request(
+        MessageView(state.messages),
+        run.all_tools if offer else (),
+        run.choice if offer else "none",
+        cfg.settings,
+        None,
+        cfg.output,
+    )
+    yield ModelRequest(run.depth, len(request.messages), run.names if offer else (), request.tool_choice)
+    if cfg.controller is not None:
+        try:
+            await cfg.controller.before_model(run.depth, request)
+        except StopRun:  # announced above, never sent: say so, so no view counts it
+            yield StepDecision(run.depth, "model", "stop")
+            raise
+    start = perf_counter()
+    if cfg.stream or run.live:  # live: retries come out as they wait (agentnb.providers.live)
+        async for event in receive(run, request):
+            yield event
+        completion = run.completion
+        assert completion is not None  # receive() raises otherwise
+    else:
+        completion = run.completion = await cfg.provider.complete(request)
+    used = completion.usage
+    if used.input_tokens or used.output_tokens:
+        used = priced(cfg.provider, used)
+        state.usage += used
+        run.ledger.add_usage(used)
+    state.step = OpenStep(run.depth, completion)
+    for note in completion.events:  # the provider's own decisions, at this depth
+        yield dataclasses.replace(note, depth=run.depth)
+    yield ModelResponse(
+        run.depth,
+        completion.text,
+        completion.tool_calls,
+        used,
+        perf_counter() - start,
+        finish_reason=completion.finish_reason,
+        model=completion.model,
+    )
+    # A named or required choice forces the first call only (as the OpenAI Agents SDK
+    # resets it): forcing every turn would loop until the limit.
+    run.choice = "auto" if run.choice != "none" else run.choice
+
+
+async def budgets(run: LoopState) -> AsyncIterator[Event]:
+    """Decide whether a budget was reached (said once) and whether a request is left (else end)."""
+    cfg, state, ledger = run.cfg, run.state, run.ledger
+    if state.limit is None and (hit := ledger.reached()) is not None:
+        state.limit, value, amount = hit
+        yield LimitReached(run.depth, cfg.max_tool_calls, state.tool_calls, limit=hit[0], value=value, used=amount)
+    if ledger.spent():  # no request left: the run ends with the text it has
+        state.stop_reason = "limit"
+        state.limit = state.limit or "requests"
+        state.output, who = out_of_requests(state.output, state.messages, ledger.requests)
+        yield FinalAnswer(run.depth, state.output, by=who)
+        run.over = True
+
+
+async def receive(run: LoopState, request: Request) -> AsyncIterator[Event]:
+    """Take a streamed (or live) reply: its pieces as events, the completion into ``run``."""
+    cfg, depth = run.cfg, run.depth
+    run.completion = None
+    source = cfg.provider.stream(request) if cfg.stream else one(cfg.provider.complete, request)
+    async with aclosing(with_notes(source) if run.live else source) as chunks:  # type: ignore[type-var]
+        async for item in chunks:
+            if isinstance(item, Completion):
+                run.completion = item
+            elif isinstance(item, TextChunk):
+                yield TextDelta(depth, item.text)
+            elif isinstance(item, RequestRetried):
+                yield dataclasses.replace(item, depth=depth)
+            else:
+                yield ToolCallDelta(depth, item.index, item.name, item.arguments)
+    if run.completion is None:
+        raise ModelBehaviorError(f"{cfg.provider!r} ended its stream without a completion")
