@@ -15,7 +15,8 @@ text. Calls beyond the budget in the same turn are answered "not executed".
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import aclosing
 from typing import Any
 
 from agentnb.events import Event
@@ -31,7 +32,17 @@ from agentnb.run.phases import (
     pending_calls,
     schedule,
 )
-from agentnb.run.state import ATTACHMENT_NOTE, LoopConfig, LoopState, RunState, StepController, ToolDecision
+from agentnb.run.state import (
+    ATTACHMENT_NOTE,
+    Item,
+    LoopConfig,
+    LoopState,
+    Relay,
+    RunState,
+    StepController,
+    ToolDecision,
+    Wait,
+)
 
 __all__ = [
     "ANSWER_NOW",
@@ -42,37 +53,63 @@ __all__ = [
     "StepController",
     "ToolDecision",
     "run_loop",
+    "steps",
 ]
 
 
-async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
-    """Drive one run to its end, yielding every event; results accumulate in ``state``."""
-    run = LoopState(cfg, state)
+def steps(run: LoopState) -> Iterator[Item]:
+    """The phases of each step, in order, until one of them ends the run: the loop's body."""
     while True:
-        async for event in ask(run):  # a request left? what is offered; the model's reply
-            yield event
+        yield from ask(run)  # a request left? what is offered; the model's reply
         if run.over:
             return
         if not run.offer or not run.calls:
-            async for event in end(run):  # the answer, or one more request
-                yield event
+            yield from end(run)  # the answer, or one more request
             if run.over:
                 return
             continue
         for call in pending_calls(run):  # each call in order, until a phase settles it
             for phase in (decide, deduplicate, approve):
-                async for event in phase(run, call):
-                    yield event
+                yield from phase(run, call)
                 if call.plan is not None:
                     break
             schedule(run, call)
-        async for event in execute(run):  # the scheduled calls run
-            yield event
-        async for event in append(run):  # what the model reads next; a direct output ends here
-            yield event
+        yield from execute(run)  # the scheduled calls run
+        yield from append(run)  # what the model reads next; a direct output ends here
         if run.over:
             return
         run.depth += 1
+
+
+async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
+    """Drive one run to its end, yielding every event; results accumulate in ``state``.
+
+    The phases (:func:`steps`) are plain generators: an event they yield goes to the caller, a
+    :class:`~agentnb.run.state.Wait` is awaited here (what it raises is thrown back into the
+    phase that waited), a :class:`~agentnb.run.state.Relay`'s events are passed on as they come.
+    """
+    phases = steps(LoopState(cfg, state))
+    following = phases.__next__
+    try:
+        item = following()
+        while True:
+            if type(item) is Wait:
+                try:
+                    item.result = await item.awaitable
+                except BaseException as exc:  # the phase may answer it (a stop: say so first)
+                    item = phases.throw(exc)
+                    continue
+            elif type(item) is Relay:
+                async with aclosing(item.source) as source:  # type: ignore[type-var]
+                    async for event in source:
+                        yield event
+            else:
+                yield item  # type: ignore[misc]
+            item = following()
+    except StopIteration:  # the phases ended the run
+        return
+    finally:
+        phases.close()
 
 
 EventCallback = Callable[[Event], Any]

@@ -8,9 +8,9 @@ and each tool call and answers with a :class:`ToolDecision`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from agentnb.control.limits import Ledger
 from agentnb.events import Event, StopReason
@@ -143,6 +143,8 @@ class LoopState:
         "completion",
         "plans",
         "in_turn",
+        "execs",
+        "nested",
         "over",
     )
 
@@ -163,9 +165,35 @@ class LoopState:
         self.completion: Completion | None = None
         self.plans: list[ToolMessage | Execution | int] = []
         self.in_turn: dict[str, int] = {}  # fingerprint -> the plan of its first call in this step
+        self.execs: list[Execution] = []  # the plans that run, in order
+        self.nested = False  # one of them runs an agent
         self.over = False
 
     @property
     def calls(self) -> tuple[ToolCall, ...]:
         """The tool calls of this step's reply."""
         return self.completion.tool_calls if self.completion is not None else ()
+
+
+class Wait:
+    """Yielded by a phase: the loop awaits ``awaitable`` (the model, a tool, a person) and puts
+    its value in ``result``; an exception it raises is thrown into the phase at the yield."""
+
+    __slots__ = ("awaitable", "result")
+
+    def __init__(self, awaitable: Awaitable[Any]) -> None:
+        self.awaitable = awaitable
+        self.result: Any = None
+
+
+class Relay:
+    """Yielded by a phase: the loop yields every event of ``source`` as it comes (a stream)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: AsyncIterator[Event]) -> None:
+        self.source = source
+
+
+#: What a phase yields: an event for the caller, or something the loop must wait for.
+Item: TypeAlias = Event | Wait | Relay

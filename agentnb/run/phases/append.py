@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 
 from agentnb.events import AttachmentAdded, DirectOutput, Event, FinalAnswer, LimitReached
 from agentnb.messages import AssistantMessage, Image, Message, ToolMessage, UserMessage
@@ -12,7 +12,7 @@ from agentnb.tools.execution import Execution, result_limit
 from agentnb.tools.running import clip
 
 
-async def append(run: LoopState) -> AsyncIterator[Event]:
+def append(run: LoopState) -> Iterator[Event]:
     """Decide what the model reads next (results clipped, images attached) and whether a result is the answer."""
     state, depth, limit_chars, plans = run.state, run.depth, run.cfg.max_result_chars, run.plans
     completion = run.completion

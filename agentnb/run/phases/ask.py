@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
 from time import perf_counter
 
@@ -24,17 +24,16 @@ from agentnb.providers.base import Completion, Request, TextChunk
 from agentnb.providers.live import one, with_notes
 from agentnb.run.endings import OpenStep, out_of_requests
 from agentnb.run.history import MessageView
-from agentnb.run.state import LoopState
+from agentnb.run.state import Item, LoopState, Relay, Wait
 
 
-async def ask(run: LoopState) -> AsyncIterator[Event]:
+def ask(run: LoopState) -> Iterator[Item]:
     """Decide whether a request is left and what the model is offered; send it; take the reply."""
     cfg, state = run.cfg, run.state
     if cfg.refresh is not None and (fresh := cfg.refresh()) is not None:
         run.tools, run.all_tools, run.names = fresh, tuple(fresh.values()), tuple(fresh)
     if run.ledger.budgets:  # this run's limits, and those of the runs that called it
-        async for event in budgets(run):
-            yield event
+        yield from budgets(run)
         if run.over:
             return
     run.ledger.add_request()  # now, before any wait: a parallel run sees it at once
@@ -51,18 +50,18 @@ async def ask(run: LoopState) -> AsyncIterator[Event]:
     yield ModelRequest(run.depth, len(request.messages), run.names if offer else (), request.tool_choice)
     if cfg.controller is not None:
         try:
-            await cfg.controller.before_model(run.depth, request)
+            yield Wait(cfg.controller.before_model(run.depth, request))
         except StopRun:  # announced above, never sent: say so, so no view counts it
             yield StepDecision(run.depth, "model", "stop")
             raise
     start = perf_counter()
     if cfg.stream or run.live:  # live: retries come out as they wait (agentnb.providers.live)
-        async for event in receive(run, request):
-            yield event
+        yield Relay(receive(run, request))
         completion = run.completion
         assert completion is not None  # receive() raises otherwise
     else:
-        completion = run.completion = await cfg.provider.complete(request)
+        yield (reply := Wait(cfg.provider.complete(request)))
+        completion = run.completion = reply.result
     used = completion.usage
     if used.input_tokens or used.output_tokens:
         used = priced(cfg.provider, used)
@@ -85,7 +84,7 @@ async def ask(run: LoopState) -> AsyncIterator[Event]:
     run.choice = "auto" if run.choice != "none" else run.choice
 
 
-async def budgets(run: LoopState) -> AsyncIterator[Event]:
+def budgets(run: LoopState) -> Iterator[Event]:
     """Decide whether a budget was reached (said once) and whether a request is left (else end)."""
     cfg, state, ledger = run.cfg, run.state, run.ledger
     if state.limit is None and (hit := ledger.reached()) is not None:

@@ -7,7 +7,7 @@ execution for a call that came through.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from typing import Any
 
 from agentnb.control.approval import denied_message
@@ -23,7 +23,7 @@ from agentnb.events import (
     ValidationResult,
 )
 from agentnb.messages import ToolCall, ToolMessage
-from agentnb.run.state import LoopState
+from agentnb.run.state import Item, LoopState, Wait
 from agentnb.tools.dedupe import fingerprint, repeat_message
 from agentnb.tools.execution import Execution
 from agentnb.tools.running import invalid_message, unknown_message
@@ -46,12 +46,12 @@ class Pending:
 def pending_calls(run: LoopState) -> list[Pending]:
     """Open the step's plans: one per call of the reply, filled in by the phases."""
     assert run.completion is not None and run.state.step is not None
-    run.plans, run.in_turn = [], {}
+    run.plans, run.in_turn, run.execs, run.nested = [], {}, [], False
     run.state.step.plans, run.state.step.budget = run.plans, run.ledger.calls_left()
     return [Pending(i, call) for i, call in enumerate(run.completion.tool_calls)]
 
 
-async def decide(run: LoopState, p: Pending) -> AsyncIterator[Event]:
+def decide(run: LoopState, p: Pending) -> Iterator[Item]:
     """Decide whether the call may run: within the limit, a known tool, the controller's word, valid arguments."""
     state, step, call = run.state, run.state.step, p.call
     assert step is not None
@@ -69,7 +69,8 @@ async def decide(run: LoopState, p: Pending) -> AsyncIterator[Event]:
         return
     controller = run.cfg.controller
     if controller is not None:
-        decision = await controller.before_tool(run.depth, call)
+        yield (asked := Wait(controller.before_tool(run.depth, call)))
+        decision = asked.result
         if decision.action == "skip":
             yield StepDecision(run.depth, "tool", "skip", call.id)
             p.plan = ToolMessage(call.id, call.name, "The user skipped this call; it was not run.", True)
@@ -86,7 +87,7 @@ async def decide(run: LoopState, p: Pending) -> AsyncIterator[Event]:
     p.fp = fingerprint(call.name, {**tool.defaults, **arguments} if tool.defaults else arguments)
 
 
-async def deduplicate(run: LoopState, p: Pending) -> AsyncIterator[Event]:
+def deduplicate(run: LoopState, p: Pending) -> Iterator[Event]:
     """Decide whether the call repeats an earlier one (then it is answered from that one's result)."""
     call = p.call
     p.earlier = earlier = run.dedup.lookup(p.fp)
@@ -99,13 +100,14 @@ async def deduplicate(run: LoopState, p: Pending) -> AsyncIterator[Event]:
         p.plan = run.in_turn[p.fp]
 
 
-async def approve(run: LoopState, p: Pending) -> AsyncIterator[Event]:
+def approve(run: LoopState, p: Pending) -> Iterator[Item]:
     """Decide, for a tool that needs approval, whether it runs, runs with edited arguments, or not."""
     gate, call, tool = run.cfg.approval, p.call, p.tool
     if gate is None or not gate.needs(tool):  # no decision, no execution
         return
     yield ApprovalRequested(run.depth, call.id, call.name, p.arguments, gate.by)
-    answer = await gate.decide(ToolCall(call.id, call.name, p.arguments), tool)
+    yield (asked := Wait(gate.decide(ToolCall(call.id, call.name, p.arguments), tool)))
+    answer = asked.result
     if answer.action == "deny":
         reason = str(answer.reason)
         yield ApprovalDecided(run.depth, call.id, call.name, "deny", gate.by, reason)
@@ -130,4 +132,8 @@ def schedule(run: LoopState, p: Pending) -> None:
         return
     assert p.arguments is not None
     run.in_turn.setdefault(p.fp, len(run.plans))
-    run.plans.append(Execution(len(run.plans), p.call, p.tool, p.arguments, p.fp))
+    execution = Execution(len(run.plans), p.call, p.tool, p.arguments, p.fp)
+    run.plans.append(execution)
+    run.execs.append(execution)
+    if getattr(p.tool, "nested", False):
+        run.nested = True

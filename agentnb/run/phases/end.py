@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from typing import Literal
 
 from agentnb.events import Event, FinalAnswer
@@ -16,7 +16,7 @@ ANSWER_NOW = (
 )
 
 
-async def end(run: LoopState) -> AsyncIterator[Event]:
+def end(run: LoopState) -> Iterator[Event]:
     """Decide whether the reply ends the run (its text, validated if typed) or the model is asked again."""
     cfg, state, completion = run.cfg, run.state, run.completion
     assert completion is not None  # the ask phase took a reply
