@@ -24,6 +24,8 @@ def summary_lines(ev: Any) -> list[str]:
         rate = "n/a" if rec["n"] == 0 else f"{rec['pass_rate']:.0%} [{rec['ci_low']:.0%}, {rec['ci_high']:.0%}]"
         p50, p95 = rec["latency_p50"], rec["latency_p95"]
         lat = "" if math.isnan(p50) else f"  latency p50 {p50:.2f} s p95 {p95:.2f} s"
+        if rec.get("queue_wait_p50"):  # runs waited for a busy in-process model: apart from their time
+            lat += f" (queue wait p50 {rec['queue_wait_p50']:.2f} s)"
         # a scorer that raised scores nothing: say so, or its rows read as plain failures
         failed = f"  scorer errors {rec['scorer_errors']} (table column scorer_errors)" if rec["scorer_errors"] else ""
         lines.append(
@@ -36,10 +38,10 @@ def summary_lines(ev: Any) -> list[str]:
 def summary_text(ev: Any) -> str:
     head = f"Evaluation: {len(ev.rows)} rows, {len(ev.agents)} agent(s), scorers {ev.scorers}"
     if ev.stopped:
-        head += " (stopped: the rest can be resumed from the log)" if ev.log else " (stopped)"
+        head += f" ({stopped_note(ev)})"
     lines = [head, *("  " + line for line in summary_lines(ev))]
     if len(ev.agents) >= 2:
-        lines.append("  " + untrusted_terminal(repr(ev.compare())))
+        lines.append("  " + untrusted_terminal(ev.compare().verdict()))
     return "\n".join(lines)
 
 
@@ -54,9 +56,16 @@ def summary_html(ev: Any) -> str:
     rows = "".join(f"<li>{untrusted_html(line)}</li>" for line in summary_lines(ev))
     extra = ""
     if len(ev.agents) >= 2:
-        extra = f"<p>{untrusted_html(repr(ev.compare()))}</p>"
-    state = " (stopped)" if ev.stopped else ""
-    return f"<b>Evaluation{state}</b>: {len(ev.rows)} rows<ul>{rows}</ul>{extra}"
+        extra = f"<p>{untrusted_html(ev.compare().verdict())}</p>"
+    state = f" ({untrusted_html(stopped_note(ev))})" if ev.stopped else ""
+    return f"<b>Evaluation</b>{state}: {len(ev.rows)} rows<ul>{rows}</ul>{extra}"
+
+
+def stopped_note(ev: Any) -> str:
+    """What a stopped evaluation's views say: what is left, and how to finish it."""
+    if ev.log:
+        return "stopped: run the same call again to resume from the log; the logged cases are not run twice"
+    return "stopped: evaluate with log=... to be able to resume"
 
 
 def table_html(ev: Any, sort_by: str | None = None, ascending: bool = True, limit: int = MAX_ROWS) -> str:
@@ -82,6 +91,8 @@ def table_html(ev: Any, sort_by: str | None = None, ascending: bool = True, limi
         "error",
         "latency",
     ]
+    if any(r.get("queue_wait") for r in ev.rows):
+        cols.append("queue_wait")
     if max(r.get("repeat", 0) for r in ev.rows) > 0:
         cols.insert(3, "repeat")
     head = "".join(f"<th>{untrusted_html(c)}</th>" for c in cols)
@@ -99,7 +110,7 @@ def _sortable(col: Any) -> Any:
 
 
 def _fmt(v: Any, column: str = "") -> Any:
-    if column == "latency" and isinstance(v, float):
+    if column in ("latency", "queue_wait") and isinstance(v, float):
         return f"{v:.2f} s"
     if isinstance(v, float):
         return f"{v:.3g}"
