@@ -1,4 +1,4 @@
-"""Views of a finished evaluation: summary text, an HTML table, a plot, and a widget.
+"""Views of a finished evaluation: summary text, an HTML table and a plot (the widget: :mod:`.view`).
 
 Every text from a model, a tool or the dataset goes through :mod:`agentnb.untrusted`.
 The HTML (``Evaluation._repr_html_``) needs no kernel: it survives saving and nbconvert.
@@ -168,46 +168,3 @@ def _meta_columns(ev: Any, most: int = 2) -> list[str]:
                 values.setdefault(k, set()).add(str(v))
     n_cases = len({r["case"] for r in ev.rows})
     return [k for k, vs in values.items() if 1 < len(vs) <= min(8, max(2, n_cases // 2))][:most]
-
-
-class EvaluationView:
-    """A widget: summary, table (sort by any column; failing rows first) and "open trace" for a row."""
-
-    def __init__(self, ev: Any) -> None:
-        import ipywidgets as widgets
-
-        self.ev = ev
-        columns = ["failing first", "row", "case", "agent", *ev.scorers, "latency", "stop_reason", "output"]
-        self.sort = widgets.Dropdown(options=columns, value="failing first", description="sort by")
-        self.descending = widgets.Checkbox(value=False, description="descending")
-        self.row = widgets.BoundedIntText(value=0, min=0, max=max(0, len(ev.rows) - 1), description="row")
-        self.open = widgets.Button(description="open trace", icon="search")
-        self.html = widgets.HTML()
-        self.trace = widgets.Output()
-        self.sort.observe(lambda _: self.render(), "value")
-        self.descending.observe(lambda _: self.render(), "value")
-        self.open.on_click(lambda _: self.show(self.row.value))
-        controls = widgets.HBox([self.sort, self.descending, self.row, self.open])
-        self.widget = widgets.VBox([widgets.HTML(summary_html(ev)), controls, self.html, self.trace])
-        self.render()
-
-    def render(self) -> None:
-        key = None if self.sort.value == "failing first" else self.sort.value
-        self.html.value = table_html(self.ev, key, ascending=not self.descending.value)
-
-    def show(self, i: int) -> None:
-        self.trace.clear_output()
-        with self.trace:
-            from IPython.display import display
-
-            display(self.ev.trace(i))
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        data = self.widget._repr_mimebundle_(**kwargs)
-        if isinstance(data, tuple):
-            data, meta = data
-        else:
-            meta = {}
-        data = dict(data)
-        data["text/plain"] = summary_text(self.ev)
-        return data, meta

@@ -68,6 +68,42 @@ class Evaluation:
         self._offsets: dict[str, int] = {}
         self._results: dict[str, Any] = {}
 
+    @classmethod
+    def load(cls, log: str | os.PathLike[str]) -> Evaluation:
+        """An evaluation read back from its log alone (after a restart), without its agents.
+
+        Rows, table, summary, comparison and each row's trace, as the evaluation that wrote the
+        log had them (a structured answer comes back as the JSON it was written as). A case
+        logged more than once (resumed) shows once; a case lost to the infrastructure (a dead
+        Ray worker) shows as the error it was, unless a later run of it is in the log.
+
+        >>> import os, tempfile
+        >>> from agentnb import Agent, evaluate
+        >>> from agentnb.testing import ScriptedProvider
+        >>> log = os.path.join(tempfile.mkdtemp(), "runs.jsonl")
+        >>> _ = evaluate(Agent(ScriptedProvider(["4"])), ["2 + 2?"], scorers=["contains"], log=log, progress=False)
+        >>> ev = Evaluation.load(log)
+        >>> ev.agents, ev.scorers, ev.run(0).output
+        (['agent'], ['contains'], '4')
+        """
+        from agentnb.evaluation.log import read_log
+
+        path = os.fspath(log)
+        if not os.path.isfile(path):
+            raise UserError(f"no evaluation log at {path!r}")
+        chosen: dict[str, tuple[dict[str, Any], int]] = {}
+        for row, offset in read_log(path):
+            key = row["key"]
+            if key not in chosen or (chosen[key][0].get("lost") and not row.get("lost")):
+                chosen[key] = (row, offset)
+        agents = list(dict.fromkeys(str(r.get("agent")) for r, _ in chosen.values()))
+        scorers = list(dict.fromkeys(k for r, _ in chosen.values() for k in r.get("scores") or {}))
+        ev = cls(agents, scorers, log=path)
+        for row, offset in chosen.values():
+            ev.add(row, offset=offset)
+        ev.resumed = len(ev.rows)
+        return ev
+
     def add(self, row: dict[str, Any], *, result: Any = None, offset: int | None = None) -> None:
         """Keep a finished row (and its transcript's place: in memory without a log, else its log offset)."""
         self.rows.append(row)
@@ -192,7 +228,7 @@ class Evaluation:
 
     def view(self) -> Any:
         """A widget: the summary, the table (sortable; failing rows first) and a row's trace on demand."""
-        from agentnb.evaluation.report import EvaluationView
+        from agentnb.evaluation.view import EvaluationView
 
         return EvaluationView(self)
 
