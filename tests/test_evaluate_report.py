@@ -255,3 +255,12 @@ def test_the_view_opens_a_trace_above_the_table_and_has_a_static_copy() -> None:
     assert "agentnb-eval" in static and "run it again for the live table" in static
     data, _ = view._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in data and data["text/html"].startswith("<div")
+
+
+def test_a_score_that_does_not_gate_is_recorded_and_leaves_passed_alone() -> None:
+    from agentnb.evaluation import Scorer
+
+    words = Scorer("words", lambda case, result: len(result.output.split()), gate=False)
+    ev = agentnb.evaluate(Agent(passes_for({"q0"})), ["q0", "q1"], scorers=[contains("ok"), words], progress=False)
+    assert list(ev.table["words"]) == [1, 1] and list(ev.table["passed"]) == [True, False]
+    assert ev.summary().loc[0, "mean_words"] == 1.0

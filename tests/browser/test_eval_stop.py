@@ -14,6 +14,7 @@ import pytest
 from lab_harness import open_and_run_all, screenshot
 
 pytestmark = pytest.mark.browser
+expect = pytest.importorskip("playwright.sync_api").expect
 
 NOTEBOOK = "eval_stop.ipynb"
 
@@ -34,8 +35,6 @@ def _output(page: Any, starts: str, timeout_ms: int) -> str:
 
 
 def test_stop_ends_evaluate_aevaluate_and_the_magic(lab: Any, page: Any) -> None:
-    from playwright.sync_api import expect
-
     open_and_run_all(page, lab, NOTEBOOK)
     for n, label in enumerate(["evaluate", "aevaluate", "agent_eval"]):
         page.wait_for_function(_RUNNING_JS, timeout=60_000)
