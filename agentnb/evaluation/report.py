@@ -24,7 +24,7 @@ def summary_lines(ev: Any) -> list[str]:
         rate = "n/a" if rec["n"] == 0 else f"{rec['pass_rate']:.0%} [{rec['ci_low']:.0%}, {rec['ci_high']:.0%}]"
         p50, p95 = rec["latency_p50"], rec["latency_p95"]
         lat = "" if math.isnan(p50) else f"  latency p50 {p50:.2f} s p95 {p95:.2f} s"
-        if rec.get("queue_wait_p50"):  # runs waited for a busy in-process model: apart from their time
+        if rec.get("queue_wait_p50", 0) >= 0.005:  # runs waited for a busy in-process model: apart from their time
             lat += f" (queue wait p50 {rec['queue_wait_p50']:.2f} s)"
         # a scorer that raised scores nothing: say so, or its rows read as plain failures
         failed = f"  scorer errors {rec['scorer_errors']} (table column scorer_errors)" if rec["scorer_errors"] else ""
