@@ -252,6 +252,16 @@ def test_evaluation_views_are_inert(texts: list[str]) -> None:
     views = [evaluation_html(ev), ev._repr_html_()]
     for t in texts:
         assert_inert(views, shows=t[:80])
+    # Two agents with hostile names: the comparison's words, the summary table, the view's static
+    # copy with a trace opened, and the progress widget's last line (issue 39's views).
+    names = [texts[0][:40].replace("|", "/") or "a", "b" + texts[-1][:40].replace("|", "/")]
+    both = {name: Agent(ScriptedProvider([t[:80] for t in texts] * 2)) for name in names}
+    ev2 = evaluate(both, cases, scorers=[lambda case, r: r.output == case.expected], progress=False)
+    view = ev2.view()
+    view.show(0)
+    views = [ev2._repr_html_(), ev2.summary()._repr_html_(), view.static_html()]
+    for t in [*texts, *names]:
+        assert_inert(views, shows=t[:80])
 
 
 @settings(**_PROPERTIES)

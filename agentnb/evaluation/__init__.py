@@ -17,7 +17,8 @@ Parts: :mod:`.cases` (dataset in), :mod:`.scorers`, :mod:`.run` (the driver),
 from __future__ import annotations
 
 from agentnb.evaluation.cases import Case, load_cases
-from agentnb.evaluation.results import Comparison, Evaluation
+from agentnb.evaluation.compare import Comparison
+from agentnb.evaluation.results import Evaluation
 from agentnb.evaluation.run import DEFAULT_CONCURRENCY, Stopper, aevaluate, evaluate
 from agentnb.evaluation.scorers import (
     Scorer,

@@ -8,12 +8,13 @@ Two ways a cell can wait for a run while the trace widget waits for Approve / De
   back a widget's next state update until the previous one was acknowledged that way: the
   second edit of the same text field would never arrive. :func:`acknowledge` publishes that
   status for an update of the panel's fields.
-* ``agent.run()``: the run goes on a worker thread and the cell's thread waits
-  (:mod:`agentnb.run.sync`). While a call waits for approval, the run lends that thread
+* ``agent.run()`` and ``evaluate(...)``: the run goes on a worker thread and the cell's thread waits
+  (:mod:`agentnb.run.sync`). While a call waits for approval (and while an evaluation's progress
+  widget is shown, for its Stop: :func:`lent_cell`), the run lends that thread
   :func:`serve_comms`: it reads the kernel's shell messages itself, hands widget messages
   (``comm_*``) to their handlers as ipykernel would, and keeps every other message (the next
   cell's ``execute_request``...) to give back to the kernel, in order, when it stops. Nothing is
-  read while no call waits.
+  read while nothing waits for a click.
 
 Kernels other than ipykernel 7 (where the shell messages arrive otherwise) cannot be served:
 :func:`comm_server` returns None and the widget says to use ``%agent`` instead.
@@ -65,6 +66,25 @@ def held_cell(name: str) -> Iterator[None]:
         )
     with cell.lend(job):
         yield
+
+
+@contextlib.contextmanager
+def lent_cell() -> Iterator[bool]:
+    """While the block runs, the cell that a sync call holds (``evaluate(...)``, ``%agent_eval``)
+    serves the kernel's widget messages, so a Stop button reaches the work; yields whether it does.
+
+    Nothing to lend (the cell awaits, or no kernel, or a kernel that cannot be served): the block
+    runs as it is, and only a kernel interrupt stops the work.
+    """
+    from agentnb.run.sync import BLOCKING_CELL
+
+    cell = BLOCKING_CELL.get()
+    job = comm_server(current_kernel()) if cell is not None else None
+    if cell is None or job is None:
+        yield False
+        return
+    with cell.lend(job):
+        yield True
 
 
 def comm_server(kernel: Any) -> Callable[[Callable[[], bool]], None] | None:

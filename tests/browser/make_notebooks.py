@@ -226,6 +226,27 @@ stop_model = ScriptedProvider([call("delete_file", path="/tmp/never.txt"), "neve
 stopped = Agent(stop_model, tools=[delete_file]).run("delete /tmp/never.txt", on_event=w2)
 print("stopped run() returned:", stopped.stop_reason, "| ran never.txt:", "/tmp/never.txt" in ran)"""
 
+EVAL_SETUP = """\
+%load_ext agentnb
+from agentnb import Agent
+from agentnb.evaluation import aevaluate, contains, evaluate
+from agentnb.testing import FunctionProvider
+
+slow = Agent(FunctionProvider(lambda messages, tools: "ok", delay=0.25))
+cases = [f"case {i}" for i in range(400)]  # 50 s at 2 in flight: only a Stop ends it sooner"""
+
+EVAL_SYNC = """\
+ev_sync = evaluate(slow, cases, scorers=[contains("ok")], concurrency=2)
+print("evaluate stopped:", ev_sync.stopped, len(ev_sync.rows) < len(cases))"""
+
+EVAL_ASYNC = """\
+ev_async = await aevaluate(slow, cases, scorers=[contains("ok")], concurrency=2)
+print("aevaluate stopped:", ev_async.stopped, len(ev_async.rows) < len(cases))"""
+
+EVAL_MAGIC = """\
+ev_magic = %agent_eval cases slow --scorers contains --concurrency 2
+print("agent_eval stopped:", ev_magic.stopped, len(ev_magic.rows) < len(cases))"""
+
 
 def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
@@ -242,6 +263,7 @@ def main() -> None:
     write("highlighting.ipynb", (HIGHLIGHT_PY, HIGHLIGHT_AGENT))
     write("hostile.ipynb", (HOSTILE, HOSTILE_RUN, HOSTILE_REPLAY))
     write("approval.ipynb", (APPROVAL, APPROVAL_RUN, APPROVAL_AFTER, APPROVAL_SYNC, APPROVAL_SYNC_STOP))
+    write("eval_stop.ipynb", (EVAL_SETUP, EVAL_SYNC, EVAL_ASYNC, EVAL_MAGIC))
 
 
 if __name__ == "__main__":
