@@ -149,6 +149,8 @@ async def propose(reflector: Any, prompt: str, limits: Any, current: str) -> tup
     if result.stop_reason not in ("answer", "limit"):
         why = result.error or f"the reflector's run ended with stop_reason {result.stop_reason!r}"
         return None, f"the reflector failed: {why}", result
+    if result.stop_reason == "limit" and result.limit != "tool_calls":  # its text may be agentnb's note
+        return None, f"the reflector's run reached its usage limit ({result.limit})", result
     text, why = new_text(result.output, current)
     return text, why, result
 

@@ -76,7 +76,11 @@ async def aimprove(
     if budget < least:
         raise UserError(
             f"budget={budget} cannot score even one candidate: the original on the {len(val)} validation cases"
-            + (f" and the test comparison ({len(tests)} cases, twice) need {least} runs" if tests else f" needs {least}")
+            + (
+                f" and the test comparison ({len(tests)} cases, twice) need {least} runs"
+                if tests
+                else f" needs {least}"
+            )
         )
     if not isinstance(minibatch, int) or minibatch < 1:
         raise UserError(f"minibatch must be a whole number >= 1, not {minibatch!r}")

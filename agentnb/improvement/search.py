@@ -166,6 +166,8 @@ class Search:
             return None
         failing = [r for r in prows if not r["passed"]]
         if not failing:
+            if all(self.rows.get((parent, c.id), ({"passed": False},))[0]["passed"] for c in self.train):
+                self.reason = f"candidate {parent} passes every training case: no failure left to learn from"
             return "the parents pass their training minibatches"
         text, why = await self._reflect(n, parent, component, failing)
         rec: dict[str, Any] = {"parent": parent, "component": component, "minibatch": batch, "step": n}
