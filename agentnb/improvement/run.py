@@ -203,7 +203,12 @@ def _refuse_overlap(held: list[Case], training: list[Case], what: str) -> None:
 
 def _unique_ids(cases: list[Case], what: str) -> None:
     seen: set[str] = set()
-    dup = next((c.id for c in cases if c.id in seen or seen.add(c.id)), None)
+    dup = None
+    for c in cases:
+        if c.id in seen:
+            dup = c.id
+            break
+        seen.add(c.id)
     if dup is not None:
         raise UserError(f"the case id {dup!r} appears twice in the {what}: ids name cases in the log; make them unique")
 
