@@ -35,8 +35,9 @@ def front(scores: dict[str, dict[str, float]]) -> dict[str, int]:
         top = max(s.get(case, 0.0) for s in scores.values())
         leaders[case] = {cid for cid, s in scores.items() if s.get(case, 0.0) == top}
     alive = set(scores)
+    rank = {cid: i for i, cid in enumerate(scores)}
     # The weakest first: a candidate goes when every front it is on keeps another live candidate.
-    order = sorted(scores, key=lambda cid: (mean(scores[cid]), -list(scores).index(cid)))
+    order = sorted(scores, key=lambda cid: (mean(scores[cid]), -rank[cid]))
     for cid in order:
         mine = [lead for lead in leaders.values() if cid in lead]
         if mine and all(len(lead & alive) > 1 for lead in mine):
@@ -54,7 +55,8 @@ def pick(scores: dict[str, dict[str, float]], rng: random.Random) -> str:
 
 def best(scores: dict[str, dict[str, float]]) -> str:
     """The candidate with the best mean validation score; ties go to the earliest."""
-    return max(scores, key=lambda cid: (mean(scores[cid]), -list(scores).index(cid)))
+    rank = {cid: i for i, cid in enumerate(scores)}
+    return max(scores, key=lambda cid: (mean(scores[cid]), -rank[cid]))
 
 
 class Batches:
