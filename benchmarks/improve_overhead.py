@@ -15,8 +15,11 @@ no text can get, so the search spends its whole budget.
    batch as ``Agent.arun`` calls under an ``asyncio.Semaphore(8)`` with ``asyncio.gather``, and
    the same reflector requests (``Agent.arun`` with the same prompts), one after another.
 
-improve's own work is (1) − (2): splitting, Pareto selection, building candidate agents, the
-reflector's prompts, scoring and the rows of ``evaluate``, the events. The target: at most 5%.
+Two figures. *Own work* (the issue's target, at most 5%): improve's wall time outside its
+``evaluate`` calls and its reflector calls (splitting, Pareto selection, building candidate agents
+and the reflector's prompts from traces, the events), timed inside the same run. *Against the
+baseline*, stricter: (1) − (2) over (1), which also counts what ``evaluate`` adds to each case
+run (its rows, scoring, tasks).
 """
 
 from __future__ import annotations
@@ -24,16 +27,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from agentnb import Agent, improve, tool  # noqa: E402
-from agentnb.improvement import search as search_module  # noqa: E402
-from agentnb.testing import FunctionProvider, call  # noqa: E402
+from agentnb import Agent, improve, tool
+from agentnb.improvement import search as search_module
+from agentnb.testing import FunctionProvider, call
 
 CONCURRENCY = 8
 
@@ -76,13 +77,26 @@ def cases(start: int, n: int) -> list[dict[str, str]]:
 
 def measure(delay: float, budget: int, n_train: int, n_test: int) -> dict[str, float]:
     batches: list[tuple[dict[str, Any], list[Any]]] = []
-    original = search_module.Search._evaluate
+    inside = {"evaluate": 0.0, "reflect": 0.0}
+    evaluate, propose = search_module.Search._evaluate, search_module.propose
 
-    async def spy(self: Any, agents: dict[str, Any], todo: list[Any]) -> Any:
+    async def timed_evaluate(self: Any, agents: dict[str, Any], todo: list[Any]) -> Any:
         batches.append((dict(agents), list(todo)))
-        return await original(self, agents, todo)
+        start = time.perf_counter()
+        try:
+            return await evaluate(self, agents, todo)
+        finally:
+            inside["evaluate"] += time.perf_counter() - start
 
-    search_module.Search._evaluate = spy  # type: ignore[method-assign]
+    async def timed_propose(*args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return await propose(*args)
+        finally:
+            inside["reflect"] += time.perf_counter() - start
+
+    search_module.Search._evaluate = timed_evaluate  # type: ignore[method-assign]
+    search_module.propose = timed_propose  # type: ignore[assignment]
     try:
         agent = Agent(FunctionProvider(student_fn, delay=delay), tools=[add], system="Answer.")
         start = time.perf_counter()
@@ -92,15 +106,16 @@ def measure(delay: float, budget: int, n_train: int, n_test: int) -> dict[str, f
         )  # fmt: skip
         wall = time.perf_counter() - start
     finally:
-        search_module.Search._evaluate = original  # type: ignore[method-assign]
+        search_module.Search._evaluate = evaluate  # type: ignore[method-assign]
+        search_module.propose = propose  # type: ignore[assignment]
     prompts = [r["prompt"] for r in imp.reflections]
     base = asyncio.run(_baseline(batches, prompts, delay))
     return {
         "wall": wall,
         "base": base,
+        "own": wall - inside["evaluate"] - inside["reflect"],
         "runs": imp.spent,
         "reflections": len(prompts),
-        "accepted": int((imp.candidates["status"] == "accepted").sum()),
     }
 
 
@@ -124,23 +139,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--delay", type=float, default=None, help="seconds per student request")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     quick = args.quick or os.environ.get("AGENTNB_BENCH_QUICK") == "1"
-    delays = [args.delay] if args.delay is not None else ([0.005] if quick else [0.005, 0.02])
+    delays = [args.delay] if args.delay is not None else ([0.005] if quick else [0.0, 0.005, 0.02])
     budget, n_train, n_test, repeats = (60, 12, 6, 1) if quick else (300, 40, 20, args.repeats)
     measure(0.0, 30, 8, 2)  # warm up: first imports and caches are not what is measured
     print(f"improve over a scripted student: {n_train} cases (half validation), test {n_test}, budget {budget}")
-    print(f"{'delay/request':>14} {'runs':>5} {'refl':>5} {'improve s':>10} {'baseline s':>11} {'own work':>9}")
+    print(
+        f"{'delay/request':>14} {'runs':>5} {'refl':>5} {'improve s':>10} {'own work':>9} {'baseline s':>11} {'vs baseline':>12}"
+    )
     for delay in delays:
+        own, strict = [], []
         for _ in range(repeats):
             m = measure(delay, budget, n_train, n_test)
-            share = (m["wall"] - m["base"]) / m["wall"]
+            own.append(m["own"] / m["wall"])
+            strict.append((m["wall"] - m["base"]) / m["wall"])
             print(
-                f"{delay * 1000:>11.0f} ms {m['runs']:>5} {m['reflections']:>5} {m['wall']:>10.3f} "
-                f"{m['base']:>11.3f} {share:>8.1%}"
+                f"{delay * 1000:>11.0f} ms {m['runs']:>5} {m['reflections']:>5} {m['wall']:>10.3f} {own[-1]:>9.1%} "
+                f"{m['base']:>11.3f} {strict[-1]:>12.1%}"
             )
-    print(f"own work = (improve - baseline) / improve; target <= 5%; load average {os.getloadavg()[0]:.2f}")
+        print(
+            f"{delay * 1000:>11.0f} ms medians over {repeats} runs: own work {statistics.median(own):.1%} "
+            f"(target <= 5%), against the hand-made baseline {statistics.median(strict):.1%}"
+        )
+    print("own work: improve's wall time outside its evaluate calls and reflector calls, over its wall time")
+    print("vs baseline: (improve - the same runs and reflections by hand) / improve: evaluate's own rows count too")
+    print(f"load average at end {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

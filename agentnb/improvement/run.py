@@ -82,6 +82,8 @@ async def aimprove(
                 else f" needs {least}"
             )
         )
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        raise UserError(f"concurrency must be a whole number >= 1, not {concurrency!r}")
     if not isinstance(minibatch, int) or minibatch < 1:
         raise UserError(f"minibatch must be a whole number >= 1, not {minibatch!r}")
     if log is not None:

@@ -112,10 +112,11 @@ class Search:
 
     async def _evaluate(self, agents: dict[str, Any], cases: list[Case]) -> Any:
         feed = _Feed(self)
+        options = dict(self.eval_options)
+        options["concurrency"] = max(1, min(options["concurrency"], len(cases) * len(agents)))  # no idle workers
         ev = await aevaluate(
-            agents, as_dataset(cases), self.scorers, log=self.log, progress=[feed], stopper=self.stopper,
-            **self.eval_options,
-        )  # fmt: skip
+            agents, as_dataset(cases), self.scorers, log=self.log, progress=[feed], stopper=self.stopper, **options
+        )
         order = sorted(range(len(ev.rows)), key=lambda k: (ev.rows[k]["index"], ev.agents.index(ev.rows[k]["agent"])))
         for pos, k in enumerate(order):
             row = ev.rows[k]
