@@ -28,7 +28,6 @@ import argparse
 import asyncio
 import os
 import statistics
-import sys
 import time
 from typing import Any
 
