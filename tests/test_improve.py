@@ -264,3 +264,45 @@ def test_views_escape_untrusted_text() -> None:
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     out = stream.getvalue()
     assert f"runs {imp.spent}/30" in out and "Improvement" in out and "accepted" in out
+
+
+def test_the_live_widget_shows_candidates_escaped_and_its_stop_keeps_the_best_so_far() -> None:
+    from agentnb.improvement.views import ImproveWidget
+
+    widget = ImproveWidget()
+    evil = "<img src=x onerror=alert(1)> use add"
+    asked = 0
+
+    def reflect(messages, tools):  # type: ignore[no-untyped-def]
+        nonlocal asked
+        asked += 1
+        if asked == 2:
+            widget.stop_button.click()  # as a user would, while the search runs
+        return f"```\n{evil} ({asked})\n```"
+
+    hard = TRAIN + [{"input": f"What is {i}+{i + 1}?", "expected": "never"} for i in range(50, 54)]  # so it goes on
+    imp = improve(Agent(FunctionProvider(student_fn), tools=[add]), hard, ["contains"],
+                  reflector=FunctionProvider(reflect), test=TEST, budget=60, progress=widget)  # fmt: skip
+    assert imp.stopped and imp.reason.startswith("stopped") and imp.best.system == f"{evil} (1)"
+    assert widget.stop_button.disabled and widget.bar.value == imp.spent and widget.bar.max == 60
+    assert "&lt;img src=x onerror=alert(1)&gt;" in widget.table.value and "<img" not in widget.table.value
+    assert "accepted" in widget.table.value and f"best {imp.best_id}" in widget.line.value
+    assert imp.verdict.startswith("The search was stopped before the test comparison")
+    assert imp.compare().only_b == 4  # the comparison runs on demand, inside the budget
+    assert imp.spent <= 60
+
+
+def test_the_result_view_opens_any_runs_trace(capsys: pytest.CaptureFixture[str]) -> None:
+    imp = improve(Agent(FunctionProvider(student_fn), tools=[add], system="Answer."), TRAIN, ["contains"],
+                  reflector=replies("```\nAlways use add for sums.\n```"), test=TEST, budget=40,
+                  progress=False)  # fmt: skip
+    view = imp.view()
+    assert view.candidate.value == imp.best_id and imp.best_id in view.candidate.options
+    assert set(view.case.options) == set(imp.runs_of(imp.best_id)) and len(view.case.options) >= 8
+    view.case.value = view.case.options[0]
+    view.show()  # outside a kernel the Output widget does not capture: the trace prints
+    assert "agentnb trace: answer · 2 model calls · 1/10 tool calls" in capsys.readouterr().out
+    bundle, _ = view._repr_mimebundle_()
+    assert bundle["text/plain"].startswith("Improvement")
+    result = imp.run(imp.best_id, view.case.options[0])
+    assert result.tool_calls == 1 and result.stop_reason == "answer"
