@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import dataclass
 from typing import Any
 
 from agentnb.errors import UserError
@@ -28,7 +29,24 @@ DEFAULT_MINIBATCH = 3
 DEFAULT_VALIDATION = 0.5
 
 
-async def aimprove(
+@dataclass
+class Plan:
+    """What one improvement will do, checked: made before any view is shown or any case runs."""
+
+    agent: Any
+    names: list[str]
+    splits: tuple[list[Case], list[Case], list[Case]]
+    scorers: list[Any]
+    reflector: Any
+    budget: int
+    minibatch: int
+    seed: int
+    log: str | None
+    reflector_limits: Any
+    eval_options: dict[str, Any]
+
+
+def plan(
     agent: Any,
     dataset: Any,
     scorers: Any = None,
@@ -46,19 +64,9 @@ async def aimprove(
     reflector_limits: Any = None,
     input: str = "input",
     expected: str | None = "expected",
-    progress: Any = "auto",
-    stopper: Stopper | None = None,
     **run_options: Any,
-) -> Improvement:
-    """Improve ``agent``'s texts on ``dataset``; see :func:`improve` (this is its async twin).
-
-    >>> import asyncio
-    >>> from agentnb import Agent
-    >>> from agentnb.testing import ScriptedProvider
-    >>> asyncio.run(aimprove(Agent(ScriptedProvider([])), [], ["contains"], reflector=ScriptedProvider([])))
-    Traceback (most recent call last):
-    agentnb.errors.UserError: the dataset is empty: improve needs cases with expected values
-    """
+) -> Plan:
+    """Check every argument of :func:`improve` and split the data; a UserError before anything runs."""
     from agentnb.agent import Agent
 
     if not isinstance(agent, Agent):
@@ -74,35 +82,49 @@ async def aimprove(
         raise UserError(f"budget is a number of case runs (a whole number >= 1), not {budget!r}")
     least = len(val) + 2 * len(tests)
     if budget < least:
+        need = f" and the test comparison ({len(tests)} cases, twice) need {least} runs" if tests else f" needs {least}"
         raise UserError(
-            f"budget={budget} cannot score even one candidate: the original on the {len(val)} validation cases"
-            + (
-                f" and the test comparison ({len(tests)} cases, twice) need {least} runs"
-                if tests
-                else f" needs {least}"
-            )
+            f"budget={budget} cannot score even one candidate: the original on the {len(val)} validation cases" + need
         )
-    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-        raise UserError(f"concurrency must be a whole number >= 1, not {concurrency!r}")
-    if not isinstance(minibatch, int) or minibatch < 1:
-        raise UserError(f"minibatch must be a whole number >= 1, not {minibatch!r}")
+    for name, value in (("concurrency", concurrency), ("minibatch", minibatch)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise UserError(f"{name} must be a whole number >= 1, not {value!r}")
     if log is not None:
         check_log_path(log)
-    views = _views(progress)
-    stopper = stopper or Stopper()
     options = {"concurrency": concurrency, "timeout": timeout, **run_options}
+    return Plan(agent, names, (train, val, tests), checks, ask, budget, minibatch, seed, log, reflector_limits, options)
 
+
+async def aimprove(
+    agent: Any, dataset: Any, scorers: Any = None, *, progress: Any = "auto", stopper: Stopper | None = None,
+    **options: Any,
+) -> Improvement:  # fmt: skip
+    """Improve ``agent``'s texts on ``dataset``; see :func:`improve` (this is its async twin).
+
+    >>> import asyncio
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> asyncio.run(aimprove(Agent(ScriptedProvider([])), [], ["contains"], reflector=ScriptedProvider([])))
+    Traceback (most recent call last):
+    agentnb.errors.UserError: the dataset is empty: improve needs cases with expected values
+    """
+    made = plan(agent, dataset, scorers, **options)
+    return await _run(made, _views(progress), stopper or Stopper())
+
+
+async def _run(p: Plan, views: list[Any], stopper: Stopper) -> Improvement:
     def emit(event: Any) -> None:
         for view in views:
             view.event(event)
 
     search = Search(
-        agent, names, (train, val, tests), checks, ask, budget=budget, minibatch=minibatch, seed=seed, log=log,
-        stopper=stopper, emit=emit, reflector_limits=reflector_limits, eval_options=options,
+        p.agent, p.names, p.splits, p.scorers, p.reflector, budget=p.budget, minibatch=p.minibatch, seed=p.seed,
+        log=p.log, stopper=stopper, emit=emit, reflector_limits=p.reflector_limits, eval_options=p.eval_options,
     )  # fmt: skip
     for view in views:
         view.start(stopper)
-    emit(ImproveStarted(len(train), len(val), len(tests), budget, tuple(names)))
+    train, val, tests = p.splits
+    emit(ImproveStarted(len(train), len(val), len(tests), p.budget, tuple(p.names)))
     result = Improvement(search)
     try:
         await search.run()
@@ -152,10 +174,12 @@ def improve(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> Im
     """
     from agentnb.sync import run_sync
 
+    progress, stopper = options.pop("progress", "auto"), options.pop("stopper", None)
+    made = plan(agent, dataset, scorers, **options)  # a mistake is reported before any view is shown
     # Views are made in the caller's thread: in Jupyter the search runs on a worker thread, and
     # a widget must be displayed from the cell's own thread to land in its output.
-    options["progress"] = _views(options.get("progress", "auto"))
-    return run_sync(lambda: aimprove(agent, dataset, scorers, **options))
+    views = _views(progress)
+    return run_sync(lambda: _run(made, views, stopper or Stopper()))
 
 
 def _split(cases: list[Case], validation: Any, seed: int, input: str, expected: str | None) -> tuple[list, list]:
