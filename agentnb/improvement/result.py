@@ -35,7 +35,24 @@ COLUMNS = [
 
 
 class Improvement:
-    """What :func:`agentnb.improve` found. See the module's text."""
+    """What :func:`agentnb.improve` found: the best agent, the candidates, the diffs, the test comparison.
+
+    >>> from agentnb import Agent, improve
+    >>> from agentnb.testing import FunctionProvider
+    >>> student = Agent(FunctionProvider(lambda m, t: "4" if "digits" in (m[0].content or "") else "four"))
+    >>> cases = [{"input": f"2+2 ({i})", "expected": "4"} for i in range(6)]
+    >>> imp = improve(student, cases[:4], ["exact"], reflector=FunctionProvider(lambda m, t: "Use digits."),
+    ...               test=cases[4:], budget=16, progress=False)
+    >>> imp.candidates[["status", "val_mean"]].values.tolist(), imp.spent <= imp.budget
+    ([['seed', 0.0], ['accepted', 1.0]], True)
+    >>> print(imp.diff())
+    --- original system
+    +++ best system
+    @@ -0,0 +1 @@
+    +Use digits.
+    >>> imp.compare().only_b, imp.best.system, student.system
+    (2, 'Use digits.', None)
+    """
 
     def __init__(self, search: Any) -> None:
         self._search = search
