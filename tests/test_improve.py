@@ -306,3 +306,97 @@ def test_the_result_view_opens_any_runs_trace(capsys: pytest.CaptureFixture[str]
     assert bundle["text/plain"].startswith("Improvement")
     result = imp.run(imp.best_id, view.case.options[0])
     assert result.tool_calls == 1 and result.stop_reason == "answer"
+
+
+CHILD = """
+import asyncio, sys
+from agentnb import Agent, improve, tool
+from agentnb.testing import FunctionProvider, call
+
+@tool
+def add(a: int, b: int) -> int:
+    '''Add two numbers.'''
+    return a + b
+
+DELAY = float(sys.argv[2])
+
+async def student(messages, tools):
+    await asyncio.sleep(DELAY)
+    system = messages[0].content if messages[0].role == "system" else ""
+    last = messages[-1]
+    if last.role == "tool":
+        return f"The answer is {last.content}."
+    if "use add" in (system or "").lower():
+        left, right = last.content.split("What is ")[1].split("?")[0].split("+")
+        return call("add", a=int(left), b=int(right))
+    return "0"
+
+def reflect(messages, tools):
+    current = messages[-1].content.split("Current text:\\n```\\n")[1].split("\\n```")[0]
+    asked = sorted(line for line in messages[-1].content.splitlines() if line.startswith("Input: "))
+    new = "Always use add for sums." if "Input: What is 4+5?" in asked else f"Check {asked[0][7:]}"
+    return "```\\n" + new + "\\n```"
+
+data = [{"input": f"What is {i}+{i + 1}?", "expected": str(2 * i + 1) if i % 3 else "never"} for i in range(12)]
+test = [{"input": f"What is {i}+{i + 1}?", "expected": str(2 * i + 1)} for i in range(300, 304)]
+imp = improve(Agent(FunctionProvider(student), tools=[add]), data, ["contains"], reflector=FunctionProvider(reflect),
+              test=test, budget=70, minibatch=2, concurrency=2, log=sys.argv[1] if sys.argv[1] != "-" else None,
+              progress=False)
+print("RESULT", imp.spent, len(imp.reflections), imp.best_id, sorted(imp.best_texts.items()), imp.candidates["id"].tolist())
+"""
+
+
+def _lines(path):  # type: ignore[no-untyped-def]
+    rows = []
+    for line in path.read_bytes().splitlines():
+        try:
+            rows.append(json.loads(line)["row"])
+        except ValueError:  # the torn line a kill left
+            pass
+    return rows
+
+
+def test_a_killed_improvement_resumes_from_its_log_without_repeating_runs_or_reflections(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import random
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "child.py"
+    script.write_text(CHILD)
+    env = {**os.environ, "PYTHONPATH": os.getcwd() + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    fresh = subprocess.run([sys.executable, str(script), "-", "0"], env=env, capture_output=True, text=True,
+                           timeout=120)  # fmt: skip
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    log = tmp_path / "improve.jsonl"
+    proc = subprocess.Popen([sys.executable, str(script), str(log), "0.02"], env=env, start_new_session=True)
+    target = random.Random().randint(5, 40)
+    try:
+        deadline = time.monotonic() + 120
+        while (not log.exists() or log.read_bytes().count(b"\n") < target) and proc.poll() is None:
+            assert time.monotonic() < deadline, "the child logged too slowly"
+            time.sleep(0.005)
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL  # killed mid-search, not finished
+    before = _lines(log)
+    runs_before = sum(1 for r in before if "improve" not in r)
+    reflections_before = sum(1 for r in before if r.get("improve") == "proposal")
+
+    resumed = subprocess.run([sys.executable, str(script), str(log), "0"], env=env, capture_output=True, text=True,
+                             timeout=120)  # fmt: skip
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert resumed.stdout.split("RESULT")[1] == fresh.stdout.split("RESULT")[1]  # same spend, best, candidates
+    after = _lines(log)
+    keys = [r["key"] for r in after]
+    assert len(keys) == len(set(keys)), "no case run and no reflection twice in the log"
+    fresh_runs = int(fresh.stdout.split("RESULT")[1].split()[0])
+    fresh_reflections = int(fresh.stdout.split("RESULT")[1].split()[1])
+    assert sum(1 for r in after if "improve" not in r) == fresh_runs  # every run once: before the kill or after
+    assert sum(1 for r in after if r.get("improve") == "proposal") == fresh_reflections  # every reflection once
+    assert runs_before > 0 or reflections_before > 0
