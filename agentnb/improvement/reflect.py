@@ -163,7 +163,7 @@ REFLECTOR_SYSTEM = (
 
 def as_reflector(reflector: Any) -> Any:
     """An :class:`~agentnb.Agent` from an agent, a provider or a provider spec such as ``"openai:gpt-4o"``."""
-    from agentnb.agent import Agent
+    from agentnb.run.agent import Agent
     from agentnb.errors import UserError
 
     if reflector is None:

@@ -114,7 +114,7 @@ class Improvement:
     @property
     def reflector_usage(self) -> Any:
         """The reflector's tokens (and cost, where priced) over this improvement's reflections."""
-        from agentnb.messages import Usage
+        from agentnb.messages.types import Usage
 
         return self._search.reflector_usage or Usage()
 
@@ -159,7 +159,7 @@ class Improvement:
             raise UserError("no test= cases were given: improve(..., test=HELD_OUT_CASES) to compare on them")
         if s.test_eval is None:
             from agentnb.evaluation.run import Stopper
-            from agentnb.sync import run_sync
+            from agentnb.run.sync import run_sync
 
             s.stopper = Stopper()  # the search's Stop ended the search, not this comparison
             run_sync(s.run_test)

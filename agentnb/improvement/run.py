@@ -67,7 +67,7 @@ def plan(
     **run_options: Any,
 ) -> Plan:
     """Check every argument of :func:`improve` and split the data; a UserError before anything runs."""
-    from agentnb.agent import Agent
+    from agentnb.run.agent import Agent
 
     if not isinstance(agent, Agent):
         raise UserError(f"improve takes an agentnb Agent, not {type(agent).__name__}")
@@ -172,7 +172,7 @@ def improve(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> Im
     >>> imp.best.system, imp.candidates["status"].tolist()
     ('Answer in digits.', ['seed', 'accepted'])
     """
-    from agentnb.sync import run_sync
+    from agentnb.run.sync import run_sync
 
     progress, stopper = options.pop("progress", "auto"), options.pop("stopper", None)
     made = plan(agent, dataset, scorers, **options)  # a mistake is reported before any view is shown

@@ -103,7 +103,7 @@ def _parts(name: str) -> tuple[str, str | None]:
 
 def build_agent(agent: Any, texts: dict[str, str]) -> Any:
     """A new agent like ``agent`` with these texts; ``agent`` and its tools are left as they are."""
-    from agentnb.toolset import ToolSet
+    from agentnb.tools.toolset import ToolSet
 
     new = copy.copy(agent)
     if SYSTEM in texts:
