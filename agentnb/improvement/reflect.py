@@ -163,8 +163,8 @@ REFLECTOR_SYSTEM = (
 
 def as_reflector(reflector: Any) -> Any:
     """An :class:`~agentnb.Agent` from an agent, a provider or a provider spec such as ``"openai:gpt-4o"``."""
-    from agentnb.run.agent import Agent
     from agentnb.errors import UserError
+    from agentnb.run.agent import Agent
 
     if reflector is None:
         raise UserError("improve needs reflector=: an Agent, a provider, or a spec such as 'openai:gpt-4o-mini'")
