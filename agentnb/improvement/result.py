@@ -56,6 +56,7 @@ class Improvement:
 
     def __init__(self, search: Any) -> None:
         self._search = search
+        self._best: tuple[str, Any] | None = None
 
     # -- the agents and their texts --------------------------------------------------------
 
@@ -72,7 +73,10 @@ class Improvement:
     @property
     def best(self) -> Any:
         """A new Agent with the best candidate's texts (a copy of the original when none beat it)."""
-        return build_agent(self._search.agent, self._search.texts[self.best_id])
+        cid = self.best_id
+        if self._best is None or self._best[0] != cid:
+            self._best = (cid, build_agent(self._search.agent, self._search.texts[cid]))
+        return self._best[1]
 
     @property
     def original_texts(self) -> dict[str, str]:
