@@ -61,6 +61,7 @@ __all__ = [
     "Edit",
     "Evaluation",
     "Image",
+    "Improvement",
     "MissingDependencyError",
     "ModelBehaviorError",
     "ModelNotFoundError",
@@ -87,9 +88,11 @@ __all__ = [
     "UserError",
     "UserMessage",
     "aevaluate",
+    "aimprove",
     "evaluate",
     "get_provider",
     "handoff",
+    "improve",
     "instrument",
     "load_transcript",
     "tool",
@@ -107,6 +110,10 @@ def __getattr__(name: str) -> Any:
         from agentnb import evaluation
 
         return getattr(evaluation, name)
+    if name in ("improve", "aimprove", "Improvement"):  # reflective optimisation: loaded on first use
+        from agentnb import improvement
+
+        return getattr(improvement, name)
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 

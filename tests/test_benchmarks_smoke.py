@@ -33,6 +33,7 @@ PRINTS = {
     "call_decision.py": "need a tool -> call",
     "eval_throughput.py": "load average at end",
     "grounded_answers.py": "s/task",
+    "improve_overhead.py": "own work",
     "guidance_cost.py": "first step",
     "loop_overhead.py": "us/step",
     "mcp_overhead.py": "MCP adds",
