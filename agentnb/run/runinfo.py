@@ -17,6 +17,7 @@ from agentnb.providers import Provider
 from agentnb.run.result import RunResult
 from agentnb.run.state import ATTACHMENT_NOTE, LoopConfig, RunState
 from agentnb.tracing.observe import RunLink, vendor_of
+from agentnb.timetravel.active import CURRENT as CURRENT_CASSETTE
 
 
 def watchers_of(instrument: Any) -> tuple[Any, ...]:
@@ -150,8 +151,14 @@ def loop_config(
     max_calls = own if own is not None else agent.max_tool_calls
     if link is not None and link.max_tool_calls is not None:  # an agent tool: what the caller has left
         max_calls = max(0, min(max_calls, link.max_tool_calls))
+    provider = agent.provider
+    tape = getattr(agent, "cassette", None) or CURRENT_CASSETTE.get()
+    if tape is not None:  # every model call goes through the cassette (agentnb.timetravel)
+        from agentnb.timetravel.cassette import with_cassette
+
+        provider = with_cassette(provider, tape)
     return LoopConfig(
-        agent.provider,
+        provider,
         agent.tools,
         max_calls,
         agent.tool_choice,

@@ -1,0 +1,16 @@
+"""Time travel: replay a run, record model calls in a cassette, fork a run at a step, diff two runs.
+
+A transcript is already the whole run; these are readers of it (see DESIGN.md, "Time travel"):
+
+* :func:`replay` -- a Provider answering with the recorded replies, checking each request;
+* :func:`cassette` -- record every model call at the Provider seam, answer them from a file;
+* :func:`fork` -- ``result.fork(at, ...)``: the steps before ``at`` from the recording, an edit
+  at ``at``, the rest live;
+* :func:`diff` -- two runs step by step, to the first divergence.
+"""
+
+from __future__ import annotations
+
+from agentnb.timetravel.replay import ReplayMismatch, ReplayProvider, replay
+
+__all__ = ["ReplayMismatch", "ReplayProvider", "replay"]
