@@ -107,3 +107,20 @@ class HistoryTrimmed(_EventBase):
     kept_messages: int
     reason: str
     kind: Literal["history_trimmed"] = "history_trimmed"
+
+
+@dataclass(frozen=True, slots=True)
+class Forked(_EventBase):
+    """This run is a fork (:meth:`agentnb.RunResult.fork`) of run ``parent`` at step ``forked_at``.
+
+    Its steps before ``live_from`` come from the parent's recording (no request, no tool run);
+    ``edit`` says what changed at ``forked_at``: ``{"reply": ...}``, ``{"arguments": ...}``,
+    ``{"tool_result": ...}``, ``{"system": ...}`` and/or ``{"agent": ...}``.
+    """
+
+    depth: int
+    parent: str | None
+    forked_at: int
+    edit: dict[str, Any]
+    live_from: int
+    kind: Literal["forked"] = "forked"

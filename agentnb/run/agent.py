@@ -265,7 +265,7 @@ class Agent:
                     _sink(note)
         if refresh is not None:  # the tools as the run left them
             self.tools = self._toolset.current
-        end, result = finished(state, start, error, cfg.output, watch)
+        end, result = finished(state, start, error, cfg.output, watch, self)
         if cancelled is not None:  # the transcript is safe: now let asyncio's cancellation go on
             cancelled.run_result = result  # type: ignore[attr-defined]
             raise cancelled

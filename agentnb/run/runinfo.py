@@ -5,6 +5,7 @@ Helpers of :class:`agentnb.run.agent.Agent`; each is computed once per run, neve
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -88,6 +89,7 @@ def run_started(
         conversation_id=conversation,
         model=model,
         vendor=vendor,
+        run_id=os.urandom(6).hex(),
     )
 
 
@@ -115,7 +117,9 @@ def describe_provider(p: Any) -> tuple[str, str | None, str]:
     return described
 
 
-def result_of(state: RunState, end: RunFinished, error: BaseException | None, output: Any) -> RunResult:
+def result_of(
+    state: RunState, end: RunFinished, error: BaseException | None, output: Any, agent: Any = None
+) -> RunResult:
     """The :class:`RunResult` of a run that ended with ``end``."""
     reason = end.stop_reason
     return RunResult(
@@ -131,6 +135,7 @@ def result_of(state: RunState, end: RunFinished, error: BaseException | None, ou
         partial_output=partial_output(state.events) if reason in ("cancelled", "error") else "",
         value=state.value,
         output_spec=output,
+        agent=agent,
     )
 
 
