@@ -57,6 +57,8 @@ __all__ = [
     "Approve",
     "AssistantMessage",
     "AuthenticationError",
+    "CassetteError",
+    "CassetteMiss",
     "Deny",
     "Edit",
     "Evaluation",
@@ -67,6 +69,8 @@ __all__ = [
     "Provider",
     "ProviderError",
     "RateLimitError",
+    "ReplayMismatch",
+    "RunDiff",
     "RunResult",
     "ServerError",
     "Session",
@@ -87,14 +91,20 @@ __all__ = [
     "UserError",
     "UserMessage",
     "aevaluate",
+    "cassette",
+    "diff",
     "evaluate",
     "get_provider",
     "handoff",
     "instrument",
     "load_transcript",
+    "replay",
     "tool",
     "uninstrument",
 ]
+
+
+_TIMETRAVEL = ("CassetteError", "CassetteMiss", "ReplayMismatch", "RunDiff", "cassette", "diff", "replay")
 
 
 def __getattr__(name: str) -> Any:
@@ -107,6 +117,10 @@ def __getattr__(name: str) -> Any:
         from agentnb import evaluation
 
         return getattr(evaluation, name)
+    if name in _TIMETRAVEL:  # replay, cassettes, fork, diff: loaded on first use
+        from agentnb import timetravel
+
+        return getattr(timetravel, name)
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 

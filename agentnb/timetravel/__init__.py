@@ -11,6 +11,22 @@ A transcript is already the whole run; these are readers of it (see DESIGN.md, "
 
 from __future__ import annotations
 
+from agentnb.timetravel.cassette import Cassette, CassetteMiss, CassetteProvider, cassette
+from agentnb.timetravel.diff import RunDiff, diff
+from agentnb.timetravel.entries import CassetteError
+from agentnb.timetravel.fork import afork
 from agentnb.timetravel.replay import ReplayMismatch, ReplayProvider, replay
 
-__all__ = ["ReplayMismatch", "ReplayProvider", "replay"]
+__all__ = [
+    "Cassette",
+    "CassetteError",
+    "CassetteMiss",
+    "CassetteProvider",
+    "ReplayMismatch",
+    "ReplayProvider",
+    "RunDiff",
+    "afork",
+    "cassette",
+    "diff",
+    "replay",
+]
