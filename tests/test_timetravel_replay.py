@@ -31,7 +31,9 @@ def other(x: int) -> int:
 
 def recorded_over_http(stream: bool = False) -> RunResult:
     with ScriptedServer() as server:
-        server.script(tool_calls(("lookup", {"city": "Paris"})), tool_calls(("lookup", {"city": "Oslo"})), text("Sunny; snow."))
+        server.script(
+            tool_calls(("lookup", {"city": "Paris"})), tool_calls(("lookup", {"city": "Oslo"})), text("Sunny; snow.")
+        )
         result = Agent(OpenAIProvider("m", base_url=server.url), tools=[lookup], stream=stream).run("Paris and Oslo?")
         assert len(server.requests) == 3
     return result
@@ -129,7 +131,9 @@ def test_a_request_past_the_end_of_the_recording_says_so() -> None:
 
 
 def test_a_replay_interrupted_by_stop_keeps_what_ran_and_can_be_replayed_again() -> None:
-    first = Agent(ScriptedProvider([call("lookup", city="Paris"), call("lookup", city="Oslo"), "done"]), tools=[lookup]).run("go")
+    first = Agent(
+        ScriptedProvider([call("lookup", city="Paris"), call("lookup", city="Oslo"), "done"]), tools=[lookup]
+    ).run("go")
 
     class StopAtStep2:
         async def before_model(self, depth, request):

@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from agentnb.errors import UserError
 from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
+from agentnb.timetravel.active import CURRENT
 from agentnb.timetravel.canonical import canonical_request, first_difference
 from agentnb.timetravel.entries import (
     CassetteError,
@@ -44,12 +45,10 @@ from agentnb.timetravel.entries import (
     read_entry,
     scrub,
 )
-from agentnb.timetravel.active import CURRENT
 from agentnb.timetravel.replay import ReplayMismatch
 
 Mode = Literal["once", "replay", "record", "new"]
 MODES = ("once", "replay", "record", "new")
-
 
 
 class CassetteMiss(ReplayMismatch):
@@ -287,8 +286,12 @@ def _scrubbed(c: Completion, redact: Any) -> Completion:
 
     from agentnb.messages import ToolCall
 
-    calls = tuple(ToolCall(t.id, t.name, scrub(t.arguments, redact), t.raw_arguments, t.parse_error) for t in c.tool_calls)
-    return dataclasses.replace(c, text=scrub(c.text, redact), tool_calls=calls, reasoning=tuple(scrub(list(c.reasoning), redact)))
+    calls = tuple(
+        ToolCall(t.id, t.name, scrub(t.arguments, redact), t.raw_arguments, t.parse_error) for t in c.tool_calls
+    )
+    return dataclasses.replace(
+        c, text=scrub(c.text, redact), tool_calls=calls, reasoning=tuple(scrub(list(c.reasoning), redact))
+    )
 
 
 def _redactor(inner: Provider | None) -> Any:

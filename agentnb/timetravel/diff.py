@@ -128,7 +128,9 @@ def steps_of(result: Any) -> list[StepView]:
             continue
         if kind == "model_response":
             step["reply"] = e.text
-            step["calls"] = [(c.name, c.arguments if c.arguments is not None else c.raw_arguments) for c in e.tool_calls]
+            step["calls"] = [
+                (c.name, c.arguments if c.arguments is not None else c.raw_arguments) for c in e.tool_calls
+            ]
             step["order"] = {c.id: i for i, c in enumerate(e.tool_calls)}
         elif kind == "tool_finished":  # in call order, whichever finished first
             step["results"].append((step.get("order", {}).get(e.call_id, 1 << 30), e.name, e.result, e.error))

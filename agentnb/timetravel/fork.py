@@ -197,7 +197,7 @@ def _arguments(step: Step, arguments: Any, agent: Any, at: int) -> tuple[Complet
     which, args = _keyed(arguments, step, dict)
     i, call = _pick(step, which, at, "arguments")
     _check_call(agent, call.name, args, at)
-    assert step.completion is not None  # noqa: S101 - _pick checked it
+    assert step.completion is not None
     calls = list(step.completion.tool_calls)
     calls[i] = ToolCall(call.id, call.name, dict(args))
     done = dataclasses.replace(step.completion, tool_calls=tuple(calls), events=(), usage=type(step.completion.usage)())

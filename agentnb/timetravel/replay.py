@@ -82,7 +82,7 @@ class ReplayProvider(Provider):
 
     async def complete(self, request: Request) -> Completion:
         step = self._answer(request)
-        assert step.completion is not None  # noqa: S101 - kept by __init__
+        assert step.completion is not None
         return step.completion
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:  # type: ignore[override]
@@ -94,7 +94,7 @@ class ReplayProvider(Provider):
             from agentnb.providers.base import TextChunk
 
             yield TextChunk(step.completion.text)
-        assert step.completion is not None  # noqa: S101
+        assert step.completion is not None
         yield step.completion
 
     def _answer(self, request: Request) -> Step:
