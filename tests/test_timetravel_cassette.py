@@ -35,7 +35,8 @@ def add(a: int, b: int) -> int:
 
 
 def entries(path) -> list[dict]:
-    lines = open(path, encoding="utf-8").read().splitlines()
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
     assert json.loads(lines[0])["agentnb_cassette"] == 1
     return [json.loads(line) for line in lines[1:]]
 

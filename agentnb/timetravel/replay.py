@@ -36,7 +36,7 @@ from agentnb.timetravel.canonical import canonical_message, canonical_messages, 
 from agentnb.timetravel.recording import Step, as_result, recorded_steps
 
 
-class ReplayMismatch(UserError):
+class ReplayMismatch(UserError):  # noqa: N818 - the name issue 38 gives it
     """A request that is not the recorded one: the code under test asked something else.
 
     ``step`` is the step (depth) of the run, ``field`` the first differing field
