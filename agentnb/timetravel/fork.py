@@ -183,18 +183,25 @@ def _pick(step: Step, which: Any, at: int, what: str) -> tuple[int, ToolCall]:
     raise UserError(f"fork at step {at}: no call to {which!r} at that step (its calls: {names})")
 
 
-def _keyed(value: Any, step: Step, leaf: type) -> tuple[Any, Any]:
-    """``(which call, value)`` of an edit: ``{call name or id: value}`` picks a call, else None."""
+def _keyed(value: Any, step: Step, leaf: type, params: Any = ()) -> tuple[Any, Any]:
+    """``(which call, value)`` of an edit: ``{call name or id: value}`` picks a call, else None.
+
+    A one-key dict is read as the arguments themselves when its key is one of ``params`` (the
+    only call's parameters) and names no call.
+    """
     calls = step.completion.tool_calls if step.completion is not None else ()
     if isinstance(value, dict) and len(value) == 1:
         ((k, v),) = value.items()
-        if isinstance(v, leaf) and any(k in (c.id, c.name) for c in calls):
+        if isinstance(v, leaf) and (any(k in (c.id, c.name) for c in calls) or k not in params):
             return k, v
     return None, value
 
 
 def _arguments(step: Step, arguments: Any, agent: Any, at: int) -> tuple[Completion, dict[str, Any]]:
-    which, args = _keyed(arguments, step, dict)
+    calls = step.completion.tool_calls if step.completion is not None else ()
+    only = agent.tools.get(calls[0].name) if len(calls) == 1 else None
+    params = (only.parameters.get("properties") or {}) if only is not None else ()
+    which, args = _keyed(arguments, step, dict, params)
     i, call = _pick(step, which, at, "arguments")
     _check_call(agent, call.name, args, at)
     assert step.completion is not None
