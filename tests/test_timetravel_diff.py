@@ -38,7 +38,7 @@ def test_runs_made_to_diverge_at_known_steps() -> None:
     for step, (other, field) in cases.items():
         d = agentnb.diff(run(base), run(other))
         assert (d.first_divergence, d.field) == (step, field)
-    d = agentnb.diff(run(base), run(base[:1] + ["Short."]))
+    d = agentnb.diff(run(base), run([*base[:1], "Short."]))
     assert (d.first_divergence, d.field) == (1, "reply")
     d = agentnb.diff(run(["Hi."]), run(["Hi."], system="Be brief."))
     assert (d.first_divergence, d.field) == (0, "system")

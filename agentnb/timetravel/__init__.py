@@ -15,7 +15,8 @@ from agentnb.timetravel.cassette import Cassette, CassetteMiss, CassetteProvider
 from agentnb.timetravel.diff import RunDiff, diff
 from agentnb.timetravel.entries import CassetteError
 from agentnb.timetravel.fork import afork
-from agentnb.timetravel.replay import ReplayMismatch, ReplayProvider, replay
+from agentnb.timetravel.mismatch import ReplayMismatch
+from agentnb.timetravel.replay import ReplayProvider, replay
 
 __all__ = [
     "Cassette",

@@ -45,7 +45,7 @@ from agentnb.timetravel.entries import (
     read_entry,
     scrub,
 )
-from agentnb.timetravel.replay import ReplayMismatch
+from agentnb.timetravel.mismatch import ReplayMismatch
 
 Mode = Literal["once", "replay", "record", "new"]
 MODES = ("once", "replay", "record", "new")

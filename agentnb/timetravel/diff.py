@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentnb.timetravel.recording import as_result
+from agentnb.timetravel.load import as_result
 
 #: What a step is compared on, in this order (the first that differs names the divergence).
 FIELDS = ("system", "prompt", "tools", "reply", "calls", "results")

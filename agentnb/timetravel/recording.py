@@ -14,11 +14,9 @@ order when the run streamed.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
-from agentnb.errors import UserError
 from agentnb.messages import AssistantMessage, Usage
 from agentnb.providers.base import Chunk, Completion, TextChunk, ToolCallChunk
 
@@ -83,14 +81,3 @@ def _close(open_: dict[str, Any], response: Any, result: Any) -> Step:
             response.model,
         )
     return Step(req.depth, req.n_messages, tuple(req.tools), req.tool_choice, completion, tuple(open_["chunks"]))
-
-
-def as_result(source: Any) -> Any:
-    """A :class:`~agentnb.RunResult` from a result or a transcript's path."""
-    from agentnb.result import RunResult
-
-    if isinstance(source, RunResult):
-        return source
-    if isinstance(source, (str, os.PathLike)):
-        return RunResult.load(source)
-    raise UserError(f"expected a RunResult or a transcript's path, not {type(source).__name__}")

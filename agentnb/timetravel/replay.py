@@ -19,7 +19,7 @@ replaced: the tools run as usual, they are the code under test.
 >>> Agent(replay(first), tools=[add]).run("2 + 4?")
 Traceback (most recent call last):
 ...
-agentnb.timetravel.replay.ReplayMismatch: replay step 0: the request differs from the recorded one at messages[0].content
+agentnb.timetravel.mismatch.ReplayMismatch: replay step 0: the request differs from the recorded one at messages[0].content
   recorded: '2 + 3?'
   now:      '2 + 4?'
 """
@@ -30,31 +30,11 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from agentnb.errors import UserError
 from agentnb.providers.base import Chunk, Completion, Provider, Request
 from agentnb.timetravel.canonical import canonical_message, canonical_messages, first_difference, short
-from agentnb.timetravel.recording import Step, as_result, recorded_steps
-
-
-class ReplayMismatch(UserError):  # noqa: N818 - the name issue 38 gives it
-    """A request that is not the recorded one: the code under test asked something else.
-
-    ``step`` is the step (depth) of the run, ``field`` the first differing field
-    (``messages[2].content``, ``tools``, ``tool_choice``), ``recorded`` and ``actual`` short
-    forms of the two values there.
-    """
-
-    def __init__(self, step: int | None, field: str, recorded: str, actual: str, where: str = "replay") -> None:
-        self.step, self.field, self.recorded, self.actual = step, field, recorded, actual
-        at = f"{where} step {step}" if step is not None else where
-        super().__init__(
-            f"{at}: the request differs from the recorded one at {field}\n  recorded: {recorded}\n  now:      {actual}"
-        )
-
-    @property
-    def diff(self) -> str:
-        """The two sides, one line each (``-`` recorded, ``+`` now)."""
-        return f"- {self.recorded}\n+ {self.actual}"
+from agentnb.timetravel.load import as_result
+from agentnb.timetravel.mismatch import ReplayMismatch
+from agentnb.timetravel.recording import Step, recorded_steps
 
 
 class ReplayProvider(Provider):
