@@ -136,6 +136,14 @@ CORE_MODULES = [
     "agentnb.tracing",
     "agentnb.tracing.redact",
     "agentnb.tracing.otel",
+    "agentnb.timetravel.canonical",
+    "agentnb.timetravel.cassette",
+    "agentnb.timetravel.diff",
+    "agentnb.timetravel.diff_view",
+    "agentnb.timetravel.entries",
+    "agentnb.timetravel.fork",
+    "agentnb.timetravel.recording",
+    "agentnb.timetravel.replay",
 ]
 
 

@@ -10,7 +10,7 @@ by what it now says.
 >>> line = entry_line({"messages": [{"role": "user", "content": "hi"}]}, Completion("Hello"), (), "Echo")
 >>> read_entry(line, "calls.jsonl", 2).completion.text
 'Hello'
->>> read_entry('{"request": 1}', "calls.jsonl", 7)
+>>> read_entry('{"request": 1, "reply": {}}', "calls.jsonl", 7)
 Traceback (most recent call last):
 ...
 agentnb.timetravel.entries.CassetteError: calls.jsonl, line 7: not a cassette entry: 'request' must be a JSON object
