@@ -12,7 +12,7 @@ RunResult(stop_reason='answer', tool_calls=0, output='Hello!')
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agentnb.errors import TranscriptError
@@ -72,6 +72,10 @@ class RunResult:
 
     def __str__(self) -> str:
         return self.output
+
+    def __getstate__(self) -> list[Any]:
+        # A pickled result (sent back from a worker process) travels without its agent.
+        return [None if f.name == "agent" else getattr(self, f.name) for f in fields(self)]
 
     @property
     def limit(self) -> str | None:
