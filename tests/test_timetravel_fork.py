@@ -152,3 +152,24 @@ def test_afork_and_on_event_see_the_prefix_first() -> None:
     finished = [e for e in fork.events if e.kind == "tool_finished"]
     assert [e.result for e in finished] == ["rain"]  # the edit shows where the step is drawn
     assert asyncio.run(result.afork(0, reply="x")).output == "x"
+
+
+def test_a_fork_shows_its_lineage_in_the_printer_and_the_trace_widget() -> None:
+    import io
+
+    from agentnb import TextPrinter
+    from agentnb.notebook.trace import TraceWidget
+    from tests.untrusted_payloads import check_html
+
+    hostile = "<img src=x onerror=\"document.title='PWN'\">"
+    result = Agent(ScriptedProvider([call("weather", city="Paris"), "sunny", "after"]), tools=[weather]).run("go")
+    fork = result.fork(0, tool_result=hostile)
+    out = io.StringIO()
+    printer = TextPrinter(out)
+    for event in fork.events:
+        printer(event)
+    assert f"forked from run {result.run_id} at step 0: the result of weather replaced" in out.getvalue()
+    widget = TraceWidget.replay(fork)
+    html = widget.static_html()
+    problems, visible = check_html(html)
+    assert problems == [] and "forked at step 0" in visible and hostile in visible
