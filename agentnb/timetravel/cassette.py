@@ -34,14 +34,13 @@ from typing import Any, Literal
 from agentnb.errors import UserError
 from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
 from agentnb.timetravel.active import CURRENT
-from agentnb.timetravel.canonical import canonical_request, first_difference
+from agentnb.timetravel.canonical import canonical_request, first_difference, request_key
 from agentnb.timetravel.entries import (
     CassetteError,
     Entry,
     entry_line,
     header_line,
     is_cassette_header,
-    keys,
     read_entry,
     scrub,
 )
@@ -113,10 +112,15 @@ class Cassette:
     def find(self, request: dict[str, Any], by_model: bool = True) -> Entry | None:
         """The recorded answer to ``request`` (canonical, redacted): its calls in order, the
         last one again when the same call comes more often than it was recorded."""
-        key, rkey = keys(request)
-        k, found = (key, self.by_key.get(key)) if by_model and request.get("model") is not None else (rkey, None)
-        if found is None:
-            k, found = rkey, self.by_rkey.get(rkey)
+        if by_model and request.get("model") is not None:
+            k = request_key(request)
+            found = self.by_key.get(k)
+            if found is None:
+                k = request_key({**request, "model": None})
+                found = self.by_rkey.get(k)
+        else:
+            k = request_key({**request, "model": None}) if request.get("model") is not None else request_key(request)
+            found = self.by_rkey.get(k)
         if not found:
             return None
         with self._lock:

@@ -61,14 +61,19 @@ def header_line() -> bytes:
 
 def keys(request: dict[str, Any]) -> tuple[str, str]:
     """The key of a canonical request, and its key without the model."""
-    return request_key(request), request_key({**request, "model": None})
+    key = request_key(request)
+    return key, (key if request.get("model") is None else request_key({**request, "model": None}))
 
 
 def scrub(value: Any, redact: Any) -> Any:
     """``value`` with every string redacted (keys, tokens, credentials in URLs)."""
     if isinstance(value, str):
-        text = _URL_KEYS.sub(r"\1***", _URL_CREDENTIALS.sub(r"\1***@", value))
-        return redact(text) if redact is not None else text
+        text = value
+        if "://" in text:
+            text = _URL_CREDENTIALS.sub(r"\1***@", text)
+        if "=" in text:
+            text = _URL_KEYS.sub(r"\1***", text)
+        return redact(text) if redact is not None and text else text
     if isinstance(value, dict):
         return {k: scrub(v, redact) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
