@@ -173,3 +173,11 @@ def test_a_fork_shows_its_lineage_in_the_printer_and_the_trace_widget() -> None:
     html = widget.static_html()
     problems, visible = check_html(html)
     assert problems == [] and "forked at step 0" in visible and hostile in visible
+
+
+def test_a_forcing_tool_choice_is_not_forced_again_after_step_0() -> None:
+    model = ScriptedProvider([call("weather", city="Paris"), "sunny", "rain it is"])
+    result = Agent(model, tools=[weather], tool_choice="required").run("Paris?")
+    assert model.requests[0].tool_choice == "required" and model.requests[1].tool_choice == "auto"
+    fork = result.fork(0, tool_result="rain")
+    assert model.requests[2].tool_choice == "auto" and fork.output == "rain it is"

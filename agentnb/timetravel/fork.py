@@ -117,9 +117,12 @@ async def afork(
     if agent is not None:
         edit["agent"] = {"name": agent.name, "provider": agent.provider.name, "tools": list(agent.tools)}
     runner = live
-    if first is not None:
+    if first is not None or (start > 0 and live.tool_choice not in ("auto", "none")):
         runner = copy.copy(live)
-        runner.provider = Primed(live.provider, first)
+        if first is not None:
+            runner.provider = Primed(live.provider, first)
+        if start > 0 and live.tool_choice not in ("auto", "none"):
+            runner.tool_choice = "auto"  # a forcing choice is the run's first step's, long past
     lineage = Forked(0, result.run_id, at, edit, start)
     prefix = [e for e in result.events if e.depth < start and e.kind not in ("run_started", "run_finished", "forked")]
     if tool_result is not None:
