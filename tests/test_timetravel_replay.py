@@ -174,3 +174,16 @@ def test_an_old_transcript_without_run_ids_still_replays(tmp_path) -> None:
     path.write_text(json.dumps(data))
     assert RunResult.load(path).run_id is None
     assert Agent(agentnb.replay(path)).run("hello").output == "Hi."
+
+
+def test_a_priced_run_saves_loads_and_replays(tmp_path) -> None:
+    from agentnb import Usage
+    from agentnb.providers.base import Completion
+
+    priced = Completion("Hi.", usage=Usage(12, 3, 0.0042))
+    first = Agent(ScriptedProvider([priced])).run("hello")
+    assert first.cost == 0.0042
+    first.save(tmp_path / "priced.json")
+    loaded = RunResult.load(tmp_path / "priced.json")  # a Usage with a cost in every model_response
+    assert loaded.events[2].usage.cost == 0.0042 and loaded == first
+    assert Agent(agentnb.replay(loaded)).run("hello").cost == 0.0
