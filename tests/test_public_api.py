@@ -142,6 +142,7 @@ CORE_MODULES = [
     "agentnb.timetravel.diff_view",
     "agentnb.timetravel.entries",
     "agentnb.timetravel.fork",
+    "agentnb.timetravel.mismatch",
     "agentnb.timetravel.recording",
     "agentnb.timetravel.replay",
 ]

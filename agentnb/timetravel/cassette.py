@@ -51,7 +51,23 @@ MODES = ("once", "replay", "record", "new")
 
 
 class CassetteMiss(ReplayMismatch):
-    """A call that the cassette does not hold, in a mode that may not record it."""
+    """A call that the cassette does not hold, in a mode that may not record it: the message
+    shows the nearest recorded request and where it differs.
+
+    >>> import os, tempfile
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> path = os.path.join(tempfile.mkdtemp(), "calls.jsonl")
+    >>> with cassette(path):
+    ...     _ = Agent(ScriptedProvider(["4"])).run("2 + 2?")
+    >>> with cassette(path, mode="replay"):
+    ...     Agent(ScriptedProvider([])).run("2 + 3?")
+    Traceback (most recent call last):
+    ...
+    agentnb.timetravel.cassette.CassetteMiss: cassette ...: the request differs from the recorded one at messages[0].content (nearest recorded call: line 2)
+      recorded: '2 + 2?'
+      now:      '2 + 3?'
+    """
 
 
 class Cassette:
@@ -202,7 +218,18 @@ def is_cassette(path: str | os.PathLike[str]) -> bool:
 
 @contextlib.contextmanager
 def cassette(path: str | os.PathLike[str], mode: Mode = "once") -> Iterator[Cassette]:
-    """Record (or answer) every model call of every agent run inside the block; see the module."""
+    """Record (or answer) every model call of every agent run inside the block; see the module.
+
+    >>> import os, tempfile
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> path = os.path.join(tempfile.mkdtemp(), "calls.jsonl")
+    >>> with cassette(path, mode="once") as tape:  # no file yet: recorded
+    ...     first = Agent(ScriptedProvider(["Hi!"])).run("hello")
+    >>> with cassette(path, mode="replay") as tape:  # answered from the file, offline
+    ...     Agent(ScriptedProvider([])).run("hello").output, len(tape.entries)
+    ('Hi!', 1)
+    """
     tape = Cassette(path, mode)
     token = CURRENT.set(tape)
     try:

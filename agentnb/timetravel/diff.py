@@ -49,7 +49,20 @@ class RunDiff:
     ``first_divergence`` is the first step where they differ (None: the same run), ``field``
     what differed there first (``system``, ``prompt``, ``tools``, ``reply``, ``calls``,
     ``results``; ``steps`` when one run has a step the other lacks), ``steps`` the pairs of
-    steps (None where a run has no such step).
+    steps (None where a run has no such step). ``str(d)`` is the plain-text view; in a notebook
+    it shows as HTML.
+
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> a = Agent(ScriptedProvider(["Paris."])).run("Capital of France?")
+    >>> print(diff(a, a.fork(0, reply="Lyon.")))
+    a and b differ first at step 0 (reply)
+      [0]
+        a: says: Paris.
+        b: says: Lyon.
+    answer (a -, b +):
+      - Paris.
+      + Lyon.
     """
 
     a: Any
@@ -87,7 +100,15 @@ class RunDiff:
 
 
 def diff(a: Any, b: Any, *, labels: tuple[str, str] = ("a", "b")) -> RunDiff:
-    """Compare two runs (results or transcript paths) step by step; see :class:`RunDiff`."""
+    """Compare two runs (results or transcript paths) step by step; see :class:`RunDiff`.
+
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> a = Agent(ScriptedProvider(["4"])).run("2 + 2?")
+    >>> b = Agent(ScriptedProvider(["5"])).run("2 + 2?")
+    >>> diff(a, b, labels=("old", "new"))
+    RunDiff(old vs new: differ first at step 0 (reply))
+    """
     ra, rb = as_result(a), as_result(b)
     sa, sb = steps_of(ra), steps_of(rb)
     pairs = []

@@ -38,7 +38,19 @@ _URL_KEYS = re.compile(r"([?&](?:api[_-]?key|key|token|access_token|sig|signatur
 
 
 class CassetteError(UserError, ValueError):
-    """A cassette file that cannot be read (corrupt, hand-edited badly, another format)."""
+    """A cassette file that cannot be read (corrupt, hand-edited badly, another format); the
+    message names the file and the line.
+
+    >>> import os, tempfile
+    >>> from agentnb import cassette
+    >>> path = os.path.join(tempfile.mkdtemp(), "calls.jsonl")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write('{"agentnb_cassette": 1}\\n{"request": \\n')
+    >>> cassette(path).__enter__()
+    Traceback (most recent call last):
+    ...
+    agentnb.timetravel.entries.CassetteError: ...calls.jsonl, line 2: not JSON (...); the line may be torn or hand-edited
+    """
 
 
 @dataclass(frozen=True, slots=True)

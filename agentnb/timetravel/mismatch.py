@@ -11,6 +11,16 @@ class ReplayMismatch(UserError):  # noqa: N818 - the name issue 38 gives it
     ``step`` is the step (depth) of the run, ``field`` the first differing field
     (``messages[2].content``, ``tools``, ``tool_choice``), ``recorded`` and ``actual`` short
     forms of the two values there.
+
+    >>> from agentnb import Agent, replay
+    >>> from agentnb.testing import ScriptedProvider
+    >>> first = Agent(ScriptedProvider(["Hi."])).run("hello")
+    >>> try:
+    ...     Agent(replay(first)).run("goodbye")
+    ... except ReplayMismatch as e:
+    ...     print(e.step, e.field, e.diff)
+    0 messages[0].content - 'hello'
+    + 'goodbye'
     """
 
     def __init__(self, step: int | None, field: str, recorded: str, actual: str, where: str = "replay") -> None:

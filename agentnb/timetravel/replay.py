@@ -128,6 +128,12 @@ def replay(source: Any) -> Provider:
     :class:`~agentnb.timetravel.cassette.Cassette` or a cassette file's path; its replies are
     found by request, not by order). A transcript from another agentnb version, or a corrupt
     one, raises :class:`~agentnb.errors.TranscriptError` naming what is wrong.
+
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> first = Agent(ScriptedProvider(["Bonjour."])).run("Say hello in French.")
+    >>> Agent(replay(first)).run("Say hello in French.").output
+    'Bonjour.'
     """
     from agentnb.timetravel.cassette import Cassette, CassetteProvider, is_cassette
 
