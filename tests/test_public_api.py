@@ -140,6 +140,7 @@ CORE_MODULES = [
     "agentnb.timetravel.cassette",
     "agentnb.timetravel.diff",
     "agentnb.timetravel.diff_view",
+    "agentnb.timetravel.drafts",
     "agentnb.timetravel.entries",
     "agentnb.timetravel.fork",
     "agentnb.timetravel.mismatch",

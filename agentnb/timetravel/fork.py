@@ -271,6 +271,7 @@ class _Feed:
     def __init__(self, sink: Any, parent_start: Any, lineage: Forked, prefix: list[Any], start: int) -> None:
         self.sink, self.parent_start, self.lineage, self.prefix, self.start = sink, parent_start, lineage, prefix, start
         self.started = False
+        self.calls = _calls(prefix)
 
     def head(self, live_start: Any) -> list[Any]:
         first = dataclasses.replace(
@@ -279,10 +280,13 @@ class _Feed:
             system=getattr(self.parent_start, "system", None),
             turn=getattr(self.parent_start, "turn", 1),
             n_messages=getattr(self.parent_start, "n_messages", live_start.n_messages),
+            max_tool_calls=getattr(self.parent_start, "max_tool_calls", live_start.max_tool_calls),
         )
         return [first, self.lineage, *self.prefix]
 
     def shift(self, event: Any) -> Any:
+        if event.kind == "run_finished":  # the whole run's count: the recorded calls too
+            return dataclasses.replace(event, depth=event.depth + self.start, tool_calls=event.tool_calls + self.calls)
         return dataclasses.replace(event, depth=event.depth + self.start) if self.start else event
 
     def __call__(self, event: Any) -> Any:
