@@ -115,7 +115,7 @@ class ForkPanel(widgets.VBox):
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            from agentnb.sync import run_sync
+            from agentnb.run.sync import run_sync
 
             if run_sync(go) is None:
                 return None

@@ -120,7 +120,7 @@ class RunResult:
         >>> f.output, f.lineage.forked_at, f.lineage.parent == r.run_id
         ('Lyon.', 0, True)
         """
-        from agentnb.sync import run_sync
+        from agentnb.run.sync import run_sync
         from agentnb.timetravel.fork import afork
 
         return run_sync(lambda: afork(self, at, **edits))

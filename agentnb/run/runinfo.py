@@ -17,8 +17,8 @@ from agentnb.messages import Message, SystemMessage, UserMessage, coerce_message
 from agentnb.providers import Provider
 from agentnb.run.result import RunResult
 from agentnb.run.state import ATTACHMENT_NOTE, LoopConfig, RunState
-from agentnb.tracing.observe import RunLink, vendor_of
 from agentnb.timetravel.active import CURRENT as CURRENT_CASSETTE
+from agentnb.tracing.observe import RunLink, vendor_of
 
 
 def watchers_of(instrument: Any) -> tuple[Any, ...]:

@@ -256,7 +256,7 @@ def _calls(prefix: list[Any]) -> int:
 
 def _limits(agent: Any, result: Any, start: int) -> Any:
     """The agent's limits with the tool calls the recorded prefix used taken off."""
-    from agentnb.limits import UsageLimits
+    from agentnb.control.limits import UsageLimits
 
     used = sum(1 for e in result.events if e.kind == "tool_call" and e.depth < start)
     base = agent.limits if agent.limits is not None else UsageLimits()

@@ -10,7 +10,7 @@ from agentnb.errors import UserError
 
 def as_result(source: Any) -> Any:
     """A :class:`~agentnb.RunResult` from a result or a transcript's path."""
-    from agentnb.result import RunResult
+    from agentnb.run.result import RunResult
 
     if isinstance(source, RunResult):
         return source
