@@ -94,3 +94,18 @@ def test_an_evaluation_comparing_two_agents_diffs_a_case() -> None:
     assert d.labels == ("old", "new") and (d.first_divergence, d.field) == (1, "reply")
     assert d.a.output == "4" and d.b.output == "5"
     assert ev.diff(1, "new", "old").labels == ("new", "old")
+
+
+def test_the_comparison_view_opens_the_diff_of_a_changed_case(monkeypatch) -> None:
+    agents = {
+        "old": Agent(ScriptedProvider(["4", "4"]), tools=[lookup]),
+        "new": Agent(ScriptedProvider(["5", "4"]), tools=[lookup]),
+    }
+    cases = [{"input": "2 + 2?", "expected": "4", "id": "sum"}, {"input": "1 + 3?", "expected": "4", "id": "same"}]
+    view = agentnb.evaluate(agents, cases, scorers=["exact"], progress=False).view()
+    assert list(view.changed.options) == ["sum"] and not view.diff_button.disabled
+    shown: list = []
+    monkeypatch.setattr("IPython.display.display", shown.append)
+    view.diff_button.click()
+    (d,) = shown
+    assert isinstance(d, RunDiff) and d.labels == ("old", "new") and (d.first_divergence, d.field) == (0, "reply")

@@ -177,7 +177,15 @@ class EvaluationView:
         self.descending.observe(lambda _: self.render(), "value")
         self.open.on_click(lambda _: self.show(self.row.value))
         controls = widgets.HBox([self.sort, self.descending, self.row, self.open])
-        self.widget = widgets.VBox([widgets.HTML(summary_html(ev)), controls, self.html, self.trace])
+        parts = [widgets.HTML(summary_html(ev)), controls]
+        self.changed = self.diff_button = None
+        if len(ev.agents) >= 2:  # a comparison: each case that changed verdict opens its diff
+            cases = _changed_cases(ev)
+            self.changed = widgets.Dropdown(options=cases, description="changed")
+            self.diff_button = widgets.Button(description="diff", icon="columns", disabled=not cases)
+            self.diff_button.on_click(lambda _: self.show_diff(self.changed.value))
+            parts.append(widgets.HBox([self.changed, self.diff_button]))
+        self.widget = widgets.VBox([*parts, self.html, self.trace])
         self.render()
 
     def render(self) -> None:
@@ -191,6 +199,14 @@ class EvaluationView:
 
             display(self.ev.trace(i))
 
+    def show_diff(self, case: Any) -> None:
+        """The diff of the first two agents' runs of ``case`` (a click on "diff")."""
+        self.trace.clear_output()
+        with self.trace:
+            from IPython.display import display
+
+            display(self.ev.diff(case))
+
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         data = self.widget._repr_mimebundle_(**kwargs)
         if isinstance(data, tuple):
@@ -200,3 +216,12 @@ class EvaluationView:
         data = dict(data)
         data["text/plain"] = summary_text(self.ev)
         return data, meta
+
+
+def _changed_cases(ev: Any) -> list[Any]:
+    """The cases whose verdict differs between the first two agents, in dataset order."""
+    try:
+        changed = ev.compare().changed
+    except Exception:
+        return []
+    return list(dict.fromkeys(changed["case"])) if len(changed) else []
