@@ -57,6 +57,8 @@ __all__ = [
     "Approve",
     "AssistantMessage",
     "AuthenticationError",
+    "CassetteError",
+    "CassetteMiss",
     "Deny",
     "Edit",
     "Evaluation",
@@ -68,6 +70,8 @@ __all__ = [
     "Provider",
     "ProviderError",
     "RateLimitError",
+    "ReplayMismatch",
+    "RunDiff",
     "RunResult",
     "ServerError",
     "Session",
@@ -89,15 +93,21 @@ __all__ = [
     "UserMessage",
     "aevaluate",
     "aimprove",
+    "cassette",
+    "diff",
     "evaluate",
     "get_provider",
     "handoff",
     "improve",
     "instrument",
     "load_transcript",
+    "replay",
     "tool",
     "uninstrument",
 ]
+
+
+_TIMETRAVEL = ("CassetteError", "CassetteMiss", "ReplayMismatch", "RunDiff", "cassette", "diff", "replay")
 
 
 def __getattr__(name: str) -> Any:
@@ -114,6 +124,10 @@ def __getattr__(name: str) -> Any:
         from agentnb import improvement
 
         return getattr(improvement, name)
+    if name in _TIMETRAVEL:  # replay, cassettes, fork, diff: loaded on first use
+        from agentnb import timetravel
+
+        return getattr(timetravel, name)
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 

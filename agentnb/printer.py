@@ -25,6 +25,7 @@ from agentnb.events import (
     DirectOutput,
     Event,
     FinalAnswer,
+    Forked,
     GuidanceSkipped,
     HistoryTrimmed,
     LimitReached,
@@ -92,6 +93,8 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
         case RunStarted(provider=p, tools=t, max_tool_calls=m, agent_name=a):
             who = f"{a}: " if a else ""
             return f"{who}run started: model {p}, tools {', '.join(t) or '(none)'}, max {m} tool calls"
+        case Forked(parent=p, forked_at=at):
+            return f"  forked from run {p or '(unknown)'} at step {at}: {event.describe()}"
         case SubAgentEvent(event=inner):
             line = format_event(inner, width=width)  # the inner agent's own line, indented under its call
             if line is None:

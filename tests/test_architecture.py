@@ -182,6 +182,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("agentnb.tools",),  # what a model may call, and running it
     ("agentnb.output", "agentnb.mcp"),  # structured output; tools from MCP servers
     ("agentnb.providers",),  # the models
+    ("agentnb.timetravel",),  # replay and cassettes (providers made of recordings), fork, diff
     ("agentnb.run",),  # Agent, the loop, results, sessions
     ("agentnb.testing", "agentnb.printer"),  # fake models; the terminal's view of events
     ("agentnb.evaluation", "agentnb.notebook"),  # many runs; the notebook's views
@@ -191,6 +192,10 @@ LAYERS: list[tuple[str, ...]] = [
 ]
 #: Imports that go up a layer, each with the reason it is allowed (keep this short).
 UPWARD_ALLOWED: dict[tuple[str, str], str] = {
+    ("agentnb.timetravel.load", "agentnb.run.result"): (
+        "replay, fork and diff take a RunResult or a transcript's path; a path is read into a "
+        "RunResult, imported lazily when one is given"
+    ),
     ("agentnb.output.structured", "agentnb.providers.untooled.parse"): (
         "the forgiving JSON reader (load_json) lives with the UnTooled parser; imported lazily, "
         "only when a structured answer is not strict JSON"

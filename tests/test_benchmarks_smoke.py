@@ -40,6 +40,7 @@ PRINTS = {
     "naive_baseline.py": "ideal replies scored correct",
     "openai_overhead.py": "full round trip per model call",
     "prefix_cache.py": "identical replies at every depth",
+    "replay_overhead.py": "ratio replay/scripted",
     "scoring.py": "fc_cases.json",
     "server_accuracy.py": "s/request",
     "structured_output.py": "s/case",

@@ -209,6 +209,28 @@ class Evaluation:
                 return RunResult.from_dict(data, output_type=self.output_types.get(row["agent"]))
         raise UserError(f"row {i} has no transcript kept (evaluate with log=... to keep them on disk)")
 
+    def diff(self, case: Any, a: str | None = None, b: str | None = None, repeat: int = 0) -> Any:
+        """The :class:`~agentnb.RunDiff` of two agents' runs of ``case`` (its id, or its index).
+
+        ``a`` and ``b`` default to the first two agents; the runs' transcripts must be kept
+        (in memory, or with ``log=``).
+        """
+        if a is None or b is None:
+            if len(self.agents) < 2:
+                raise UserError("diff() needs two agents: evaluate a dict {name: agent} of at least two")
+            a, b = a or self.agents[0], b or self.agents[1]
+        rows = self._ordered()
+        picked = []
+        for name in (a, b):
+            at = [i for i, r in enumerate(rows) if r.get("agent") == name and r.get("repeat", 0) == repeat
+                  and (r.get("case") == case or r.get("index") == case)]  # fmt: skip
+            if not at:
+                raise UserError(f"no row for case {case!r}, agent {name!r}, repeat {repeat} (agents: {self.agents})")
+            picked.append(self.run(at[0]))
+        from agentnb.timetravel.diff import diff
+
+        return diff(picked[0], picked[1], labels=(a, b))
+
     def trace(self, i: int) -> Any:
         """Row ``i``'s run in the trace widget (needs ipywidgets)."""
         from agentnb.notebook.trace import TraceWidget

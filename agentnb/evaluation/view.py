@@ -49,8 +49,16 @@ class EvaluationView:
         self.descending.observe(lambda _: self.render(), "value")
         self.open.on_click(lambda _: self.show(self.row.value))
         controls = widgets.HBox([self.sort, self.descending, self.row, self.open])
+        parts = [widgets.HTML(summary_html(ev)), controls]
+        self.changed = self.diff_button = None
+        if len(ev.agents) >= 2:  # a comparison: each case that changed verdict opens its diff
+            cases = _changed_cases(ev)
+            self.changed = widgets.Dropdown(options=cases, description="changed")
+            self.diff_button = widgets.Button(description="diff", icon="columns", disabled=not cases)
+            self.diff_button.on_click(lambda _: self.show_diff(self.changed.value))
+            parts.append(widgets.HBox([self.changed, self.diff_button]))
         # The trace opens right under the controls (where "open trace" was clicked), above the table.
-        self.widget = widgets.VBox([widgets.HTML(summary_html(ev)), controls, self.trace, self.html])
+        self.widget = widgets.VBox([*parts, self.trace, self.html])
         self.render()
 
     def render(self) -> None:
@@ -70,15 +78,26 @@ class EvaluationView:
             print(f"trace of row {i}:")
             display(self._opened)
 
+    def show_diff(self, case: Any) -> None:
+        """The diff of the first two agents' runs of ``case`` (a click on "diff"), where a trace opens."""
+        from IPython.display import display
+
+        self._opened = self.ev.diff(case)
+        self.shown = None
+        self.trace.clear_output()
+        with self.trace:
+            display(self._opened)
+
     # --- showing -------------------------------------------------------------------------
 
     def static_html(self) -> str:
         """The view without a kernel: summary, the table as sorted, the opened trace as text."""
         trace = ""
         if self._opened is not None:
+            what = "diff" if self.shown is None else f"trace of row {self.shown}"
             trace = (
-                f"<details open><summary>trace of row {untrusted_html(str(self.shown))}</summary>"
-                f"<pre>{untrusted_html(self._opened.text())}</pre></details>"
+                f"<details open><summary>{untrusted_html(what)}</summary>"
+                f"<pre>{untrusted_html(_as_text(self._opened))}</pre></details>"
             )
         table = table_html(self.ev, self._sort_key(), ascending=not self.descending.value)
         note = "<p><i>A static copy of ev.view(): run it again for the live table.</i></p>"
@@ -125,6 +144,9 @@ class EvaluationView:
         self._handles = []
         for w in (self.sort, self.descending, self.row, self.open, self.html, self.trace, self.widget):
             w.close()
+        for w in (self.changed, self.diff_button):
+            if w is not None:
+                w.close()
 
 
 def _bundle(widget: Any, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -134,3 +156,17 @@ def _bundle(widget: Any, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]
     else:
         meta = {}
     return dict(data), dict(meta)
+
+
+def _changed_cases(ev: Any) -> list[Any]:
+    """The cases whose verdict differs between the first two agents, in dataset order."""
+    try:
+        changed = ev.compare().changed
+    except Exception:
+        return []
+    return list(dict.fromkeys(changed["case"])) if len(changed) else []
+
+
+def _as_text(shown: Any) -> str:
+    """An opened trace (its text form) or diff (its plain-text form)."""
+    return shown.text() if hasattr(shown, "text") else str(shown)

@@ -18,6 +18,7 @@ from agentnb.events.base import DedupAction, StopReason, event_to_dict
 from agentnb.events.control import (
     ApprovalDecided,
     ApprovalRequested,
+    Forked,
     HistoryTrimmed,
     ProviderAnswered,
     RequestRetried,
@@ -72,6 +73,7 @@ __all__ = [
     "DirectOutput",
     "Event",
     "FinalAnswer",
+    "Forked",
     "GuidanceSkipped",
     "HistoryTrimmed",
     "LimitReached",
@@ -134,6 +136,7 @@ Event: TypeAlias = (
     | ProviderAnswered
     | SubAgentEvent
     | HistoryTrimmed
+    | Forked
 )
 
 EVENT_TYPES: dict[str, type] = {

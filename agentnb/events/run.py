@@ -30,6 +30,8 @@ class RunStarted(_EventBase):
     model: str | None = None
     #: Who serves the model, in OpenTelemetry's words (``openai``, ``anthropic``, ...).
     vendor: str | None = None
+    #: This run's id (a fork names its parent by it); None in transcripts older than it.
+    run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -98,6 +98,7 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         tools.layout.align_items = "center"
         tools.layout.flex = "0 0 auto"
         tools.add_class("anb-toolbar")
+        self.toolbar = tools
         self.stop_button = widgets.Button(
             description="Stop", icon="stop", button_style="danger", disabled=True, tooltip="Stop the run"
         )
@@ -178,6 +179,9 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         if result is not None:
             self.result = result
             self._save.value = STYLE + save_link(result)
+            from agentnb.notebook.fork_view import attach  # "Fork…": agentnb.timetravel, loaded here
+
+            attach(self, result)
         if self.state.finished is not None:
             self._final_render()
         else:

@@ -96,6 +96,8 @@ class Agent:
         limits: budgets per run (:class:`~agentnb.UsageLimits`: requests, tokens, cost, seconds);
             its ``tool_calls`` is ``max_tool_calls`` (give one or the other). A run's own
             ``limits=`` replaces these. See :mod:`agentnb.control.limits`.
+        cassette: a file that records this agent's model calls and answers them next time
+            (mode ``once``), or an :func:`agentnb.cassette`; see :mod:`agentnb.timetravel.cassette`.
 
     >>> from agentnb import tool
     >>> from agentnb.testing import ScriptedProvider, call
@@ -129,6 +131,7 @@ class Agent:
         requires_approval: bool | Iterable[str] = False,
         approver: Any = None,
         limits: UsageLimits | dict[str, Any] | None = None,
+        cassette: Any = None,
     ) -> None:
         self.provider = get_provider(provider)
         if not self.provider.supports_native_tools:
@@ -173,6 +176,11 @@ class Agent:
         check_approval_names(self.requires_approval, self.tools, bool(self._toolset.sources))
         ApprovalGate((), approver)  # a wrong approver is reported now
         self.approver = approver
+        self.cassette = None
+        if cassette is not None:  # agentnb.timetravel loads only for agents that record
+            from agentnb.timetravel.cassette import open_cassette
+
+            self.cassette = open_cassette(cassette)
 
     @property
     def output_type(self) -> Any:
@@ -257,7 +265,7 @@ class Agent:
                     _sink(note)
         if refresh is not None:  # the tools as the run left them
             self.tools = self._toolset.current
-        end, result = finished(state, start, error, cfg.output, watch)
+        end, result = finished(state, start, error, cfg.output, watch, self)
         if cancelled is not None:  # the transcript is safe: now let asyncio's cancellation go on
             cancelled.run_result = result  # type: ignore[attr-defined]
             raise cancelled

@@ -64,7 +64,7 @@ def failed(state: RunState, max_result_chars: int | None, watch: Any, exc: BaseE
 
 
 def finished(
-    state: RunState, start: float, error: BaseException | None, output: Any, watch: Any
+    state: RunState, start: float, error: BaseException | None, output: Any, watch: Any, agent: Any = None
 ) -> tuple[RunFinished, RunResult]:
     """The run's last event, recorded and shown to the watchers, and its result."""
     depth = state.events[-1].depth
@@ -74,7 +74,7 @@ def finished(
     state.events.append(end)
     if watch is not None:
         watch(end)
-    return end, result_of(state, end, error, output)
+    return end, result_of(state, end, error, output, agent)
 
 
 def deliver_end(sink: Sink, end: RunFinished, result: RunResult) -> None:

@@ -12,7 +12,7 @@ RunResult(stop_reason='answer', tool_calls=0, output='Hello!')
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from agentnb.errors import TranscriptError
@@ -60,6 +60,8 @@ class RunResult:
     #: Text the model had produced in the step a Stop (or an error) interrupted: shown on
     #: screen but never completed, so it is not ``output``. Empty when the run ended normally.
     partial_output: str = ""
+    #: The agent that made the run (None for a loaded transcript): a fork continues with it.
+    agent: Any = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         extra = f", error={self.error!r}" if self.error else ""
@@ -70,6 +72,10 @@ class RunResult:
 
     def __str__(self) -> str:
         return self.output
+
+    def __getstate__(self) -> list[Any]:
+        # A pickled result (sent back from a worker process) travels without its agent.
+        return [None if f.name == "agent" else getattr(self, f.name) for f in fields(self)]
 
     @property
     def limit(self) -> str | None:
@@ -85,6 +91,45 @@ class RunResult:
     def cost(self) -> float | None:
         """What the run's model calls cost in US dollars (None: unknown); see :mod:`agentnb.control.cost`."""
         return self.usage.cost if self.usage.total_tokens else 0.0
+
+    @property
+    def run_id(self) -> str | None:
+        """This run's id (None for a transcript saved before runs had one)."""
+        first = self.events[0] if self.events else None
+        return getattr(first, "run_id", None)
+
+    @property
+    def lineage(self) -> Any:
+        """For a fork, its :class:`~agentnb.events.Forked` event (``parent``, ``forked_at``,
+        ``edit``); None for a run that is no fork."""
+        for event in self.events[:3]:
+            if event.kind == "forked":
+                return event
+        return None
+
+    def fork(self, at: int, **edits: Any) -> RunResult:
+        """A new run: steps before ``at`` from this recording, ``at`` edited, the rest live.
+
+        See :func:`agentnb.timetravel.fork.afork` for the edits (``agent``, ``reply``,
+        ``arguments``, ``tool_result``, ``system``).
+
+        >>> from agentnb import Agent
+        >>> from agentnb.testing import ScriptedProvider
+        >>> r = Agent(ScriptedProvider(["Paris."])).run("Capital of France?")
+        >>> f = r.fork(0, reply="Lyon.")
+        >>> f.output, f.lineage.forked_at, f.lineage.parent == r.run_id
+        ('Lyon.', 0, True)
+        """
+        from agentnb.run.sync import run_sync
+        from agentnb.timetravel.fork import afork
+
+        return run_sync(lambda: afork(self, at, **edits))
+
+    async def afork(self, at: int, **edits: Any) -> RunResult:
+        """The async twin of :meth:`fork`."""
+        from agentnb.timetravel.fork import afork
+
+        return await afork(self, at, **edits)
 
     def raise_for_error(self) -> RunResult:
         """Re-raise the exception that ended the run, if one did; else return self."""

@@ -5,6 +5,7 @@ Helpers of :class:`agentnb.run.agent.Agent`; each is computed once per run, neve
 
 from __future__ import annotations
 
+import os
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,6 +17,7 @@ from agentnb.messages import Message, SystemMessage, UserMessage, coerce_message
 from agentnb.providers import Provider
 from agentnb.run.result import RunResult
 from agentnb.run.state import ATTACHMENT_NOTE, LoopConfig, RunState
+from agentnb.timetravel.active import CURRENT as CURRENT_CASSETTE
 from agentnb.tracing.observe import RunLink, vendor_of
 
 
@@ -87,6 +89,7 @@ def run_started(
         conversation_id=conversation,
         model=model,
         vendor=vendor,
+        run_id=os.urandom(6).hex(),
     )
 
 
@@ -114,7 +117,9 @@ def describe_provider(p: Any) -> tuple[str, str | None, str]:
     return described
 
 
-def result_of(state: RunState, end: RunFinished, error: BaseException | None, output: Any) -> RunResult:
+def result_of(
+    state: RunState, end: RunFinished, error: BaseException | None, output: Any, agent: Any = None
+) -> RunResult:
     """The :class:`RunResult` of a run that ended with ``end``."""
     reason = end.stop_reason
     return RunResult(
@@ -130,6 +135,7 @@ def result_of(state: RunState, end: RunFinished, error: BaseException | None, ou
         partial_output=partial_output(state.events) if reason in ("cancelled", "error") else "",
         value=state.value,
         output_spec=output,
+        agent=agent,
     )
 
 
@@ -150,8 +156,14 @@ def loop_config(
     max_calls = own if own is not None else agent.max_tool_calls
     if link is not None and link.max_tool_calls is not None:  # an agent tool: what the caller has left
         max_calls = max(0, min(max_calls, link.max_tool_calls))
+    provider = agent.provider
+    tape = getattr(agent, "cassette", None) or CURRENT_CASSETTE.get()
+    if tape is not None:  # every model call goes through the cassette (agentnb.timetravel)
+        from agentnb.timetravel.cassette import with_cassette
+
+        provider = with_cassette(provider, tape)
     return LoopConfig(
-        agent.provider,
+        provider,
         agent.tools,
         max_calls,
         agent.tool_choice,

@@ -57,6 +57,7 @@ _NOTES = (
     "limit_reached",
     "direct_output",
     "history_trimmed",
+    "forked",
     "attachment",
 )
 _PRIVATE = frozenset({"depth", "kind", "text", "arguments", "rejected", "image", "event"})  # content or bulk
