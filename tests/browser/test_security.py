@@ -110,23 +110,11 @@ def _jupyter(*args: str, cwd: Path) -> None:
     subprocess.run([jupyter, *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=180)
 
 
-def test_hostile_text_stays_text_in_the_static_export(tmp_path: Path, page: Any) -> None:
-    shutil.copy(NOTEBOOKS / NOTEBOOK, tmp_path / "run.ipynb")
-    _jupyter("nbconvert", "--to", "notebook", "--execute", "--inplace", "run.ipynb", cwd=tmp_path)
+def test_hostile_text_stays_text_in_the_static_export(tmp_path: Path, page: Any, executed: Path) -> None:
+    _executed(executed, tmp_path)
     _jupyter("nbconvert", "--to", "agentnb_html", "run.ipynb", cwd=tmp_path)
-    requests: list[str] = []
-
-    def block(route: Any) -> None:  # offline: the file loads; everything else is recorded and refused
-        requests.append(route.request.url)
-        if route.request.url.startswith("file://"):
-            route.continue_()
-        else:
-            route.abort()
-
-    page.route("**/*", block)
-    page.goto((tmp_path / "run.html").as_uri())
+    requests = _open_offline_file(page, tmp_path / "run.html")
     trace = page.locator(".anb-static").first
-    trace.wait_for(timeout=10_000)
     page.wait_for_timeout(1000)
     assert "PWN" not in page.evaluate("() => document.title")
     assert page.evaluate(_LIVE_MARKUP) == []
@@ -135,10 +123,18 @@ def test_hostile_text_stays_text_in_the_static_export(tmp_path: Path, page: Any)
     screenshot(trace, "hostile_static_export.png")
 
 
-def _executed(tmp_path: Path) -> Path:
-    """The hostile notebook run to its end by nbconvert, its outputs stored (static traces)."""
-    shutil.copy(NOTEBOOKS / NOTEBOOK, tmp_path / "run.ipynb")
-    _jupyter("nbconvert", "--to", "notebook", "--execute", "--inplace", "run.ipynb", cwd=tmp_path)
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory: Any) -> Path:
+    """The hostile notebook run to its end by nbconvert, its outputs stored (static traces); once
+    for the module."""
+    folder = tmp_path_factory.mktemp("hostile")
+    shutil.copy(NOTEBOOKS / NOTEBOOK, folder / "run.ipynb")
+    _jupyter("nbconvert", "--to", "notebook", "--execute", "--inplace", "run.ipynb", cwd=folder)
+    return folder / "run.ipynb"
+
+
+def _executed(executed: Path, tmp_path: Path) -> Path:
+    shutil.copy(executed, tmp_path / "run.ipynb")
     return tmp_path / "run.ipynb"
 
 
@@ -158,9 +154,9 @@ def _open_offline_file(page: Any, path: Path) -> list[str]:
     return requests
 
 
-def test_hostile_text_stays_text_in_both_exports(tmp_path: Path, page: Any) -> None:
+def test_hostile_text_stays_text_in_both_exports(tmp_path: Path, page: Any, executed: Path) -> None:
     """The preprocessor on nbconvert's own HTML export, beside the agentnb_html exporter above."""
-    _executed(tmp_path)
+    _executed(executed, tmp_path)
     _jupyter(
         "nbconvert",
         "--to",
@@ -181,11 +177,13 @@ def test_hostile_text_stays_text_in_both_exports(tmp_path: Path, page: Any) -> N
 
 
 @pytest.mark.parametrize("trusted", [True, False])
-def test_a_saved_hostile_notebook_reopened_cold_is_inert(lab: Any, page: Any, tmp_path: Path, trusted: bool) -> None:
+def test_a_saved_hostile_notebook_reopened_cold_is_inert(
+    lab: Any, page: Any, tmp_path: Path, trusted: bool, executed: Path
+) -> None:
     """Reopened from disk (the run long over), signed by the user or never signed: in the
     trusted view the handlers would run, in the untrusted one a style would fetch."""
     name = f"cold_{'trusted' if trusted else 'untrusted'}.ipynb"
-    shutil.copy(_executed(tmp_path), lab.root / "work" / name)
+    shutil.copy(executed, lab.root / "work" / name)
     if trusted:
         _jupyter("trust", name, cwd=lab.root / "work")
     requests = _watch(page)
