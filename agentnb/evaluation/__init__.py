@@ -1,5 +1,8 @@
 """Many runs: evaluate agents over a dataset, resumably, locally or on Ray.
 
+Layer: a view of many runs, beside :mod:`agentnb.notebook`; may import the run, the
+providers, the tools and everything below them, never the CLI.
+
 ``evaluate(agent | {name: agent}, dataset, scorers=..., concurrency=8, repeats=1, timeout=None,
 log=None, executor="local")`` returns an :class:`Evaluation` (table, summary, comparison, traces).
 Parts: :mod:`.cases` (dataset in), :mod:`.scorers`, :mod:`.run` (the driver),

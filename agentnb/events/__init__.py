@@ -1,5 +1,8 @@
 """Typed events: everything the loop does, as frozen dataclasses tagged by ``kind``.
 
+Layer: above :mod:`agentnb.messages`; may import it and :mod:`agentnb.errors` only, so
+every other part of agentnb can import the events.
+
 The loop renders nothing; the widget, the magics, the terminal printer and the transcript
 recorder all consume these. Every event carries the recursion ``depth`` it happened at
 (depth 0 is the first model call of a run; each round of tool calls adds one).

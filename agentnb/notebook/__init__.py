@@ -1,5 +1,7 @@
 """The notebook front end: ``%agent`` magics, the live trace widget, the step-through debugger.
 
+Layer: the top, beside :mod:`agentnb.evaluation`; may import every other package.
+
 Nothing in the core imports this package; ipywidgets is imported only when a widget is built.
 
 >>> from agentnb.notebook import Debugger, TraceWidget  # doctest: +SKIP

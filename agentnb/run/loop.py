@@ -15,7 +15,7 @@ text. Calls beyond the budget in the same turn are answered "not executed".
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Generator
 from contextlib import aclosing
 from typing import Any
 
@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 
-def steps(run: LoopState) -> Iterator[Item]:
+def steps(run: LoopState) -> Generator[Item, None, None]:
     """The phases of each step, in order, until one of them ends the run: the loop's body."""
     while True:
         yield from ask(run)  # a request left? what is offered; the model's reply

@@ -1,5 +1,8 @@
 """Fake models for tests, docs and notebooks: scripted, not clever.
 
+Layer: above the run; may import the providers, tools, messages and errors (it is
+imported by tests and docs, never by agentnb's own modules).
+
 :class:`ScriptedProvider` answers from a queue of replies; :class:`FunctionProvider` asks a
 function. Both record every :class:`~agentnb.providers.Request` they received in
 ``requests``, so a test can assert what the model was shown. :class:`ScriptedServer`
