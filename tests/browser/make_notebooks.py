@@ -244,7 +244,7 @@ ev_async = await aevaluate(slow, cases, scorers=[contains("ok")], concurrency=2)
 print("aevaluate stopped:", ev_async.stopped, len(ev_async.rows) < len(cases))"""
 
 EVAL_MAGIC = """\
-ev_magic = %agent_eval cases slow --scorers contains --concurrency 2
+ev_magic = %agent_eval cases slow --concurrency 2
 print("agent_eval stopped:", ev_magic.stopped, len(ev_magic.rows) < len(cases))"""
 
 

@@ -30,7 +30,11 @@ _RUNNING_JS = """() => {
 
 def _output(page: Any, starts: str, timeout_ms: int) -> str:
     out = page.locator(".jp-OutputArea-output", has_text=starts).first
-    out.wait_for(timeout=timeout_ms)
+    try:
+        out.wait_for(timeout=timeout_ms)
+    except Exception:
+        shown = page.locator(".jp-OutputArea-output").all_inner_texts()
+        raise AssertionError(f"no output {starts!r}; the outputs read: {shown}") from None
     return str(out.inner_text()).strip()
 
 
