@@ -89,3 +89,40 @@ def test_the_progress_widgets_stop_ends_the_evaluation(form: str) -> None:
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_cells_queued_behind_a_stopped_evaluate_run_in_order() -> None:
+    # Run All sends every cell at once. While evaluate(...) held its cell, the cells behind it
+    # were read and kept, then given back; the first of them could run after the others (4 of 5
+    # runs before the fix: C, D, B).
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3", env=env)
+    try:
+        kc.execute_interactive(SETUP, timeout=60)
+        deadline = time.monotonic() + 40
+        kc.execute('ev = evaluate(slow, cases, concurrency=2)\nprint("A", ev.stopped, flush=True)')
+        for name in "BCD":
+            kc.execute(f'print("{name}", flush=True)')
+
+        def stop_button(msg: dict[str, Any]) -> str | None:
+            state = msg["content"].get("data", {}).get("state", {})
+            return (
+                msg["content"]["comm_id"]
+                if msg["msg_type"] == "comm_open" and state.get("description") == "Stop"
+                else None
+            )
+
+        button = _read(kc, stop_button, deadline)
+        click = {"comm_id": button, "data": {"method": "custom", "content": {"event": "click"}}}
+        kc.shell_channel.send(kc.session.msg("comm_msg", click))
+        printed: list[str] = []
+
+        def four_lines(msg: dict[str, Any]) -> list[str] | None:
+            if msg["msg_type"] == "stream":
+                printed.extend(msg["content"]["text"].split())
+            return printed if printed.count("B") + printed.count("C") + printed.count("D") == 3 else None
+
+        assert _read(kc, four_lines, deadline) == ["A", "True", "B", "C", "D"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

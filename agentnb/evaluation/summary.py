@@ -69,7 +69,7 @@ class Summary(pd.DataFrame):
 
     def _repr_html_(self) -> str:
         text = self._text_columns()
-        cell = "padding:2px 8px;border-bottom:1px solid #d0d7de;text-align:{}"
+        cell = "padding:2px 5px;border-bottom:1px solid #d0d7de;text-align:{}"
         head = "".join(
             f'<th style="{cell.format("left" if text[c] else "right")};white-space:normal;max-width:6.5em;'
             f'vertical-align:bottom">{untrusted_html(str(c).replace("_", " "))}</th>'

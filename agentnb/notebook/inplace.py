@@ -119,11 +119,29 @@ def serve_comms(kernel: Any, socket: Any, reply: Any, stop: Callable[[], bool], 
         _take(kernel, socket, reply, kept)  # drain: the socket's event must not be lost
     finally:
         _serving.on = False
-        loop = asyncio.get_event_loop()
-        for frames in kept:  # the kernel's own path; they queue behind this cell, in order
-            task = loop.create_task(kernel.shell_main(None, frames))
-            _given_back.add(task)
-            task.add_done_callback(_given_back.discard)
+        if kept:  # the kernel's own path; they queue behind this cell, in order
+            _keep(asyncio.get_event_loop().create_task(_give_back(kernel, kept)))
+
+
+async def _give_back(kernel: Any, kept: list[Any]) -> None:
+    """Hand ``kept`` to the kernel in order, behind any request it read before the cell blocked.
+
+    ipykernel may have read the next request (Run All sends them all at once) just before the
+    cell's code started; its handler then reaches ``shell_main`` two task hops later
+    (``_async_in_context``). Queued at once, the requests kept here went ahead of it: the cell
+    after an ``evaluate(...)`` ran after the ones after it. Yielding first lets it queue first.
+    """
+    import asyncio
+
+    for _ in range(2):
+        await asyncio.sleep(0)
+    for frames in kept:  # each queues on the kernel's lock now, in the order they arrived
+        _keep(asyncio.ensure_future(kernel.shell_main(None, frames)))
+
+
+def _keep(task: Any) -> None:
+    _given_back.add(task)
+    task.add_done_callback(_given_back.discard)
 
 
 def _take(kernel: Any, socket: Any, reply: Any, kept: list[Any]) -> None:

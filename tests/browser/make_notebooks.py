@@ -244,8 +244,17 @@ ev_async = await aevaluate(slow, cases, scorers=[contains("ok")], concurrency=2)
 print("aevaluate stopped:", ev_async.stopped, len(ev_async.rows) < len(cases))"""
 
 EVAL_MAGIC = """\
-ev_magic = %agent_eval cases slow --scorers contains --concurrency 2
+ev_magic = %agent_eval cases slow --concurrency 2
 print("agent_eval stopped:", ev_magic.stopped, len(ev_magic.rows) < len(cases))"""
+
+EVAL_VIEWS = """\
+from agentnb.evaluation import Scorer, exact, regex
+
+quick = {"tools": Agent(FunctionProvider(lambda m, t: "ok")), "plain": Agent(FunctionProvider(lambda m, t: "no"))}
+words = Scorer("words", lambda case, result: len(result.output.split()), gate=False)
+wide = evaluate(quick, cases[:6], scorers=[contains("ok"), exact("ok"), regex("o+"), words], progress=False)
+display(wide.summary())
+wide.view()"""
 
 
 def write(name: str, cells: tuple[str, ...]) -> None:
@@ -263,7 +272,7 @@ def main() -> None:
     write("highlighting.ipynb", (HIGHLIGHT_PY, HIGHLIGHT_AGENT))
     write("hostile.ipynb", (HOSTILE, HOSTILE_RUN, HOSTILE_REPLAY))
     write("approval.ipynb", (APPROVAL, APPROVAL_RUN, APPROVAL_AFTER, APPROVAL_SYNC, APPROVAL_SYNC_STOP))
-    write("eval_stop.ipynb", (EVAL_SETUP, EVAL_SYNC, EVAL_ASYNC, EVAL_MAGIC))
+    write("eval_stop.ipynb", (EVAL_SETUP, EVAL_SYNC, EVAL_ASYNC, EVAL_MAGIC, EVAL_VIEWS))
 
 
 if __name__ == "__main__":
