@@ -302,3 +302,13 @@ def test_an_agents_own_cassette_records_the_agents_it_runs_as_tools(tmp_path) ->
     assert again.output == "boss done"
     inner = [e.event for e in again.events if e.kind == "sub_agent" and e.event.kind == "final_answer"]
     assert [e.text for e in inner] == ["helped"]
+
+
+def test_a_fork_inside_a_cassette_records_only_the_model_s_own_replies(tmp_path) -> None:
+    path = tmp_path / "fork.jsonl"
+    model = ScriptedProvider([call("add", a=1, b=2), "3", "it is three"])
+    result = Agent(model, tools=[add]).run("1 + 2?")
+    with agentnb.cassette(path):
+        fork = result.fork(0, reply=[{"name": "add", "arguments": {"a": 1, "b": 2}}])
+    assert fork.output == "it is three"
+    assert [e["reply"]["text"] for e in entries(path)] == ["it is three"]  # not the edited reply

@@ -351,6 +351,9 @@ def with_cassette(provider: Provider, own: Any = None) -> Provider:
     tape = own if own is not None else CURRENT.get()
     if tape is None or isinstance(provider, CassetteProvider):
         return provider
+    if getattr(provider, "primed", False):  # a fork's edited reply is no model's: only what follows records
+        provider.inner = with_cassette(provider.inner, tape)  # type: ignore[attr-defined]
+        return provider
     return CassetteProvider(provider, tape)
 
 

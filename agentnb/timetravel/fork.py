@@ -40,6 +40,8 @@ from agentnb.timetravel.recording import Step, recorded_steps
 class Primed(Provider):
     """Answers the first request with a given reply (no request sent), then asks ``inner``."""
 
+    primed = True  # a cassette records what ``inner`` says, never the given reply
+
     def __init__(self, inner: Provider, first: Completion) -> None:
         self.inner, self.first = inner, first
         self.name = inner.name
