@@ -108,8 +108,8 @@ class Cassette:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-            raise CassetteError(f"{self.path}, line {line}: not UTF-8 text ({exc.reason})") from None
+            where = raw[: exc.start].count(b"\n") + 1
+            raise CassetteError(f"{self.path}, line {where}: not UTF-8 text ({exc.reason})") from None
         lines = text.split("\n")
         if not is_cassette_header(lines[0]):
             raise CassetteError(f"{self.path}, line 1: not an agentnb cassette (no {{'agentnb_cassette': 1}} header)")
