@@ -99,7 +99,7 @@ class ReplayProvider(Provider):
         if self.output is not None:
             now = request.output.schema if request.output is not None else None
             if now != self.output:
-                return ("output",) + first_difference(self.output, now, "output")[1:]  # type: ignore[index]
+                return "output", short(self.output), short(now)
         names = tuple(t.name for t in request.tools)
         if names != step.tools:
             return "tools", short(list(step.tools)), short(list(names))
