@@ -97,9 +97,9 @@ class ReplayProvider(Provider):
     def _differs(self, step: Step, request: Request, full: bool = False) -> tuple[str, str, str] | None:
         """The first difference of ``request`` from ``step``'s recorded request, or None."""
         if self.output is not None:
-            now = request.output.schema if request.output is not None else None
-            if now != self.output:
-                return "output", short(self.output), short(now)
+            schema = request.output.schema if request.output is not None else None
+            if schema != self.output:
+                return "output", short(self.output), short(schema)
         names = tuple(t.name for t in request.tools)
         if names != step.tools:
             return "tools", short(list(step.tools)), short(list(names))
