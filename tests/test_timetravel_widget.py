@@ -141,7 +141,7 @@ def test_agent_fork_n_opens_the_editor_at_step_n(ip, monkeypatch) -> None:
 def test_fork_editor_and_a_fork_of_the_fork() -> None:
     from agentnb.notebook import fork_editor
 
-    model, result = recorded("Rain.", "Hail.")
+    _, result = recorded("Rain.", "Hail.")
     panel = fork_editor(result, at=0)
     panel.editor.value = "rain"
     trace = panel.fork()
