@@ -287,3 +287,28 @@ def test_what_the_cassette_writes_reads_back_equal(
     assert entry.request == request
     assert entry.completion == Completion(reply, tuple(calls), Usage(*usage, 0.0), finish, model="m-1")
     assert entry.chunks == tuple(chunks)
+
+
+def test_an_agents_own_cassette_records_the_agents_it_runs_as_tools(tmp_path) -> None:
+    path = str(tmp_path / "own.jsonl")
+
+    def team(helper_replies: list, boss_replies: list) -> Agent:
+        helper = Agent(ScriptedProvider(helper_replies), name="helper")
+        return Agent(ScriptedProvider(boss_replies), tools=[helper.as_tool()], cassette=path)
+
+    first = team(["helped"], [call("helper", prompt="help"), "boss done"]).run("go")
+    assert first.output == "boss done" and len(entries(path)) == 3
+    again = team([], []).run("go")  # mode once, the file exists: every call from the cassette
+    assert again.output == "boss done"
+    inner = [e.event for e in again.events if e.kind == "sub_agent" and e.event.kind == "final_answer"]
+    assert [e.text for e in inner] == ["helped"]
+
+
+def test_a_fork_inside_a_cassette_records_only_the_model_s_own_replies(tmp_path) -> None:
+    path = tmp_path / "fork.jsonl"
+    model = ScriptedProvider([call("add", a=1, b=2), "3", "it is three"])
+    result = Agent(model, tools=[add]).run("1 + 2?")
+    with agentnb.cassette(path):
+        fork = result.fork(0, reply=[{"name": "add", "arguments": {"a": 1, "b": 2}}])
+    assert fork.output == "it is three"
+    assert [e["reply"]["text"] for e in entries(path)] == ["it is three"]  # not the edited reply

@@ -181,3 +181,14 @@ def test_a_forcing_tool_choice_is_not_forced_again_after_step_0() -> None:
     assert model.requests[0].tool_choice == "required" and model.requests[1].tool_choice == "auto"
     fork = result.fork(0, tool_result="rain")
     assert model.requests[2].tool_choice == "auto" and fork.output == "rain it is"
+
+
+def test_a_live_step_that_repeats_a_recorded_call_is_answered_from_the_recording() -> None:
+    model = ScriptedProvider([call("weather", city="Paris"), "sunny", call("weather", city="Paris"), "still rain"])
+    result = Agent(model, tools=[weather]).run("Paris?")
+    RAN.clear()
+    fork = result.fork(0, tool_result="rain")  # the model asks for weather(Paris) again at step 1
+    assert RAN == []  # not run again: the dedup knows the recorded (edited) result
+    assert fork.output == "still rain"
+    repeat = [m.content for m in fork.messages if m.role == "tool"][-1]
+    assert "You already called weather" in repeat and "rain" in repeat and "sunny" not in repeat

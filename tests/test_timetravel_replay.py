@@ -187,3 +187,12 @@ def test_a_priced_run_saves_loads_and_replays(tmp_path) -> None:
     loaded = RunResult.load(tmp_path / "priced.json")  # a Usage with a cost in every model_response
     assert loaded.events[2].usage.cost == 0.0042 and loaded == first
     assert Agent(agentnb.replay(loaded)).run("hello").cost == 0.0
+
+
+def test_a_different_output_schema_is_a_mismatch() -> None:
+    first = Agent(ScriptedProvider(['{"city": "Paris"}']), output_type=dict[str, str]).run("Capital?")
+    assert first.value == {"city": "Paris"}
+    assert Agent(agentnb.replay(first), output_type=dict[str, str]).run("Capital?").value == {"city": "Paris"}
+    with pytest.raises(ReplayMismatch) as info:
+        Agent(agentnb.replay(first), output_type=dict[str, int]).run("Capital?")
+    assert info.value.field == "output"

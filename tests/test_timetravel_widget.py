@@ -136,3 +136,20 @@ def test_agent_fork_n_opens_the_editor_at_step_n(ip, monkeypatch) -> None:
         ip.run_line_magic("agent", "--fork 0 and a prompt")
     with pytest.raises(UsageError, match="it is no default"):
         ip.run_line_magic("agent_config", "--fork 1")
+
+
+def test_fork_editor_and_a_fork_of_the_fork() -> None:
+    from agentnb.notebook import fork_editor
+
+    _, result = recorded("Rain.", "Hail.")
+    panel = fork_editor(result, at=0)
+    panel.editor.value = "rain"
+    trace = panel.fork()
+    trace.fork_button.click()  # the fork's own trace forks it again
+    inner = trace.fork_panel
+    assert inner.result is panel.forks[0] and inner.editor.value == "rain"
+    inner.editor.value = "hail"
+    inner.fork()
+    second = inner.forks[0]
+    assert second.output == "Hail." and second.lineage.parent == panel.forks[0].run_id
+    assert RAN == []

@@ -19,6 +19,7 @@ _LAZY = {
     "AgentMagics": "agentnb.notebook.magics",
     "load_ipython_extension": "agentnb.notebook.magics",
     "trace_text": "agentnb.notebook.text",
+    "fork_editor": "agentnb.notebook.trace",
 }
 
 __all__ = sorted(_LAZY)

@@ -207,10 +207,9 @@ class AgentMagics(NamespaceLookup, Magics):
         result = self.shell.user_ns.get("_agent_result")
         if not isinstance(result, RunResult):
             raise UserError("no result to fork: run %agent first (its result is _agent_result)")
-        from agentnb.notebook.fork_view import ForkPanel
-        from agentnb.notebook.trace import TraceWidget
+        from agentnb.notebook.trace import fork_editor
 
-        _display(ForkPanel(result, TraceWidget, at=at))
+        _display(fork_editor(result, at))
 
     def _prepare(self, opts: MagicOptions, prompt: str) -> _Plan | None:
         """Build the agent; start a step-through run (returns None) or say how to run."""

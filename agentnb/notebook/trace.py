@@ -366,6 +366,13 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         self._publish_static()  # a saved notebook then shows the trace without a kernel
 
 
+def fork_editor(result: RunResult, at: int | None = None) -> Any:
+    """The fork editor of a finished run, open at step ``at`` (what ``%agent --fork N`` shows)."""
+    from agentnb.notebook.fork_view import ForkPanel
+
+    return ForkPanel(result, TraceWidget, at=at)
+
+
 def _small_button(label: str, icon: str, tip: str) -> widgets.Button:
     b = widgets.Button(description=label, icon=icon, tooltip=tip)
     b.layout.width = "auto"

@@ -44,6 +44,7 @@ from agentnb.run.runinfo import (
     watchers_of,
 )
 from agentnb.run.sync import BLOCKING_CELL, run_sync  # noqa: F401 - BLOCKING_CELL: the name others import
+from agentnb.timetravel.active import CURRENT as CURRENT_CASSETTE
 from agentnb.tools import Tool
 from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS
 from agentnb.tools.toolset import ToolSet
@@ -306,6 +307,8 @@ class Agent:
         """
         streaming = self.stream_default if stream is None else stream
         sink = on_event if on_event is not None else discard
+        # the agent's cassette records the agents it runs as tools too (agentnb.timetravel)
+        token = CURRENT_CASSETTE.set(self.cassette) if self.cassette is not None else None
         try:
             async with aclosing(  # type: ignore[type-var]
                 self.stream(
@@ -333,6 +336,9 @@ class Agent:
             if on_event is not None:
                 on_event(result.events[-1])
             return result
+        finally:
+            if token is not None:
+                CURRENT_CASSETTE.reset(token)
         raise RuntimeError("unreachable: the stream always ends with a RunResult")
 
     def run(

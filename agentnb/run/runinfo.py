@@ -178,6 +178,7 @@ def loop_config(
         limits=run_limits if run_limits is not None and run_limits.budgets else None,
         refresh=refresh,
         above=link.ledger if link is not None else None,
+        seen=link.seen if link is not None else (),
     )
 
 

@@ -95,6 +95,8 @@ class LoopConfig:
     refresh: Callable[[], dict[str, Tool] | None] | None = None
     #: The calling run's ledger, for a run an agent tool started: its limits hold here too.
     above: Ledger | None = None
+    #: ``(fingerprint, result)`` of calls made before the first step (a fork's recorded prefix).
+    seen: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -154,6 +156,8 @@ class LoopState:
         self.all_tools: tuple[Tool, ...] = tuple(cfg.tools.values())
         self.names: tuple[str, ...] = tuple(cfg.tools)
         self.dedup = Deduplicator()
+        for fp, text in cfg.seen:  # a fork's recorded calls: a repeat is answered from them
+            self.dedup.record(fp, text)
         self.ledger = Ledger(cfg.limits, cfg.max_tool_calls, cfg.above)
         self.live = may_retry(cfg.provider)  # its retries come out as they wait (agentnb.providers.live)
         self.threaded = SYNC_TOOLS_IN_THREAD.get()

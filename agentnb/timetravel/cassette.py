@@ -108,8 +108,8 @@ class Cassette:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
-            raise CassetteError(f"{self.path}, line {line}: not UTF-8 text ({exc.reason})") from None
+            where = raw[: exc.start].count(b"\n") + 1
+            raise CassetteError(f"{self.path}, line {where}: not UTF-8 text ({exc.reason})") from None
         lines = text.split("\n")
         if not is_cassette_header(lines[0]):
             raise CassetteError(f"{self.path}, line 1: not an agentnb cassette (no {{'agentnb_cassette': 1}} header)")
@@ -350,6 +350,9 @@ def with_cassette(provider: Provider, own: Any = None) -> Provider:
     """``provider`` behind the agent's cassette, else the one of the block the run is in."""
     tape = own if own is not None else CURRENT.get()
     if tape is None or isinstance(provider, CassetteProvider):
+        return provider
+    if getattr(provider, "primed", False):  # a fork's edited reply is no model's: only what follows records
+        provider.inner = with_cassette(provider.inner, tape)  # type: ignore[attr-defined]
         return provider
     return CassetteProvider(provider, tape)
 

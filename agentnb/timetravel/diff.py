@@ -17,7 +17,7 @@ True
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from agentnb.timetravel.load import as_result
@@ -70,7 +70,7 @@ class RunDiff:
     steps: tuple[tuple[StepView | None, StepView | None], ...]
     first_divergence: int | None
     field: str | None
-    labels: tuple[str, str] = field(default=("a", "b"))
+    labels: tuple[str, str] = ("a", "b")
 
     @property
     def same(self) -> bool:

@@ -40,6 +40,8 @@ from agentnb.timetravel.recording import Step, recorded_steps
 class Primed(Provider):
     """Answers the first request with a given reply (no request sent), then asks ``inner``."""
 
+    primed = True  # a cassette records what ``inner`` says, never the given reply
+
     def __init__(self, inner: Provider, first: Completion) -> None:
         self.inner, self.first = inner, first
         self.name = inner.name
@@ -128,8 +130,12 @@ async def afork(
     if tool_result is not None:
         prefix = [_edited_result(e, changed) for e in prefix]
     feed = _Feed(on_event, result.events[0], lineage, prefix, start)
+    from agentnb.tracing.observe import RunLink  # the recorded calls: a repeat is answered from them
+
+    link = RunLink(seen=_seen(history, live.tools))
+    limits = _limits(live, result, start)
     done = await runner.arun(
-        [], history=history, on_event=feed, stream=stream, limits=_limits(live, result, start), on_cancel="return"
+        [], history=history, on_event=feed, stream=stream, limits=limits, on_cancel="return", _link=link
     )
     return dataclasses.replace(done, events=feed.assemble(done.events), tool_calls=done.tool_calls + _calls(prefix),
                                agent=live)  # fmt: skip
@@ -208,9 +214,11 @@ def _arguments(step: Step, arguments: Any, agent: Any, at: int) -> tuple[Complet
     i, call = _pick(step, which, at, "arguments")
     _check_call(agent, call.name, args, at)
     assert step.completion is not None
-    calls = list(step.completion.tool_calls)
-    calls[i] = ToolCall(call.id, call.name, dict(args))
-    done = dataclasses.replace(step.completion, tool_calls=tuple(calls), events=(), usage=type(step.completion.usage)())
+    edited = list(step.completion.tool_calls)
+    edited[i] = ToolCall(call.id, call.name, dict(args))
+    done = dataclasses.replace(
+        step.completion, tool_calls=tuple(edited), events=(), usage=type(step.completion.usage)()
+    )
     return done, {"call": call.name, "arguments": dict(args)}
 
 
@@ -248,6 +256,22 @@ def _with_system(history: list[Message], system: str) -> list[Message]:
 
 def _jsonable_reply(c: Completion) -> Any:
     return c.text if not c.tool_calls else [{"name": t.name, "arguments": t.arguments} for t in c.tool_calls]
+
+
+def _seen(history: list[Message], tools: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """``(fingerprint, result)`` of each call in ``history`` that ran well (the dedup's memory)."""
+    from agentnb.messages import AssistantMessage
+    from agentnb.tools.dedupe import fingerprint
+
+    calls = {c.id: c for m in history if isinstance(m, AssistantMessage) for c in m.tool_calls}
+    out = []
+    for m in history:
+        c = calls.get(m.tool_call_id) if isinstance(m, ToolMessage) and not m.is_error else None
+        tool = tools.get(c.name) if c is not None else None
+        if c is not None and tool is not None and isinstance(c.arguments, dict):
+            args = {**tool.defaults, **c.arguments} if tool.defaults else c.arguments
+            out.append((fingerprint(c.name, args), str(m.content)))
+    return tuple(out)
 
 
 def _calls(prefix: list[Any]) -> int:

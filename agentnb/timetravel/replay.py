@@ -49,9 +49,13 @@ class ReplayProvider(Provider):
     supports_streaming = True
     in_process = True  # a replay costs nothing
 
-    def __init__(self, steps: list[Step], messages: list[dict[str, Any]], label: str = "replay") -> None:
+    def __init__(
+        self, steps: list[Step], messages: list[dict[str, Any]], label: str = "replay", output: Any = None
+    ) -> None:
         self.steps = [s for s in steps if s.completion is not None]
         self.messages = messages  # the recording's canonical messages
+        #: the recorded run's output schema (None: a text answer, or not known: a loaded transcript)
+        self.output = output
         self.position = 0
         self.label = label
         self._seen: Any = None  # the message list checked last, and how far
@@ -92,6 +96,10 @@ class ReplayProvider(Provider):
 
     def _differs(self, step: Step, request: Request, full: bool = False) -> tuple[str, str, str] | None:
         """The first difference of ``request`` from ``step``'s recorded request, or None."""
+        if self.output is not None:
+            schema = request.output.schema if request.output is not None else None
+            if schema != self.output:
+                return "output", short(self.output), short(schema)
         names = tuple(t.name for t in request.tools)
         if names != step.tools:
             return "tools", short(list(step.tools)), short(list(names))
@@ -143,4 +151,6 @@ def replay(source: Any) -> Provider:
         return CassetteProvider(None, Cassette(source, mode="replay"))
     result = as_result(source)
     label = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "RunResult"
-    return ReplayProvider(recorded_steps(result), canonical_messages(result.messages), label)
+    spec = getattr(result, "output_spec", None)
+    output = spec.schema if spec is not None else None
+    return ReplayProvider(recorded_steps(result), canonical_messages(result.messages), label, output)

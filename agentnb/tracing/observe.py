@@ -69,7 +69,9 @@ class RunLink:
     an agent tool's, whose events its outer run passes on (so it is not watched alone);
     ``turn``: the run's turn in its conversation; ``notes``: events to emit right after
     ``run_started`` (a session's :class:`~agentnb.events.HistoryTrimmed`); ``ledger``: the
-    calling run's :class:`~agentnb.control.limits.Ledger` (an agent tool's run spends its budgets).
+    calling run's :class:`~agentnb.control.limits.Ledger` (an agent tool's run spends its budgets);
+    ``seen``: ``(fingerprint, result)`` of the calls made before the run's first step (a fork's
+    recorded prefix), so that a repeat of one is answered from it, as in the recorded run.
     """
 
     conversation_id: str | None = None
@@ -78,6 +80,7 @@ class RunLink:
     turn: int | None = None
     notes: tuple[Any, ...] = ()
     ledger: Any = None
+    seen: tuple[tuple[str, str], ...] = ()
 
 
 _VENDORS = {"OpenAIProvider": "openai", "ResponsesProvider": "openai", "AnthropicProvider": "anthropic"}

@@ -257,6 +257,28 @@ display(wide.summary())
 wide.view()"""
 
 
+FORK = '''\
+%load_ext agentnb
+from agentnb import tool
+from agentnb.testing import ScriptedProvider, call
+
+ran = []  # what the tool really did
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    ran.append(city)
+    return "sunny"
+
+model = ScriptedProvider([call("weather", city="Paris"), "Sunny in Paris.", "Rain in Paris: take a coat."])'''
+
+FORK_RUN = """\
+%%agent -p model --tools weather --out first
+Weather in Paris?"""
+
+FORK_OPEN = "%agent --fork 0"
+
+
 def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -273,6 +295,7 @@ def main() -> None:
     write("hostile.ipynb", (HOSTILE, HOSTILE_RUN, HOSTILE_REPLAY))
     write("approval.ipynb", (APPROVAL, APPROVAL_RUN, APPROVAL_AFTER, APPROVAL_SYNC, APPROVAL_SYNC_STOP))
     write("eval_stop.ipynb", (EVAL_SETUP, EVAL_SYNC, EVAL_ASYNC, EVAL_MAGIC, EVAL_VIEWS))
+    write("fork.ipynb", (FORK, FORK_RUN, FORK_OPEN))
 
 
 if __name__ == "__main__":
