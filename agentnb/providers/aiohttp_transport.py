@@ -31,7 +31,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-__all__ = ["close_on", "http_client", "with_http_client"]
+__all__ = ["close_on", "http_client", "is_transport", "with_http_client"]
 
 #: Connections per client at most (the SDK's own default limit).
 MAX_CONNECTIONS = 1000
@@ -39,6 +39,8 @@ MAX_CONNECTIONS = 1000
 KEEPALIVE = 5.0
 
 _classes: dict[str, type] = {}
+#: Headers aiohttp would add of its own: the request carries the HTTP library's (or none).
+_SKIP = ("Accept-Encoding", "User-Agent", "Content-Type")
 #: Every live transport, so that a loop about to close can close its connections first.
 _live: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -59,6 +61,11 @@ def with_http_client(sdk: Any, options: dict[str, Any]) -> dict[str, Any]:
         return options
     http = http_client(sdk)
     return options if http is None else {**options, "http_client": http}
+
+
+def is_transport(transport: Any) -> bool:
+    """Whether ``transport`` is one of this module's (an SDK client on aiohttp connections)."""
+    return any(isinstance(transport, cls) for cls in _classes.values())
 
 
 def _http_module(sdk: Any) -> Any:
@@ -181,13 +188,8 @@ def _make_transport_class(http: Any) -> type:
                     headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw],
                     data=body or None,
                     allow_redirects=False,
-                    skip_auto_headers=("Accept-Encoding", "User-Agent", "Content-Type"),
-                    timeout=aiohttp.ClientTimeout(
-                        total=None,
-                        connect=timeout.get("pool"),
-                        sock_connect=timeout.get("connect"),
-                        sock_read=timeout.get("read"),
-                    ),
+                    skip_auto_headers=_SKIP,
+                    timeout=self.timeout(timeout),
                 )
             except errors as exc:
                 raise mapped(exc) from exc
@@ -198,6 +200,34 @@ def _make_transport_class(http: Any) -> type:
                 request=request,
                 extensions={"http_version": b"HTTP/1.1", "reason_phrase": (response.reason or "").encode()},
             )
+
+        @staticmethod
+        def timeout(timeout: dict[str, float | None]) -> Any:
+            """aiohttp's timeouts for the HTTP library's (a request's ``timeout`` extension)."""
+            return aiohttp.ClientTimeout(
+                total=None,
+                connect=timeout.get("pool"),
+                sock_connect=timeout.get("connect"),
+                sock_read=timeout.get("read"),
+            )
+
+        async def post(self, url: str, headers: Any, data: bytes, timeout: Any) -> tuple[int, Any, bytes]:
+            """One whole exchange straight on the session, for a request prepared once and reused
+            (:mod:`agentnb.providers.openai.posting`): the status, the raw headers and the body as
+            sent (not decoded); failures as the HTTP library's exceptions, as above."""
+            try:
+                async with self._live_session().request(
+                    "POST",
+                    url,
+                    headers=headers,
+                    data=data,
+                    allow_redirects=False,
+                    skip_auto_headers=_SKIP,
+                    timeout=timeout,
+                ) as response:
+                    return response.status, response.raw_headers, await response.read()
+            except errors as exc:
+                raise mapped(exc) from exc
 
         async def aclose(self) -> None:
             if self._session is not None:
