@@ -178,7 +178,7 @@ def test_a_timeout_and_a_lost_server_raise_what_the_sdk_raises() -> None:
         url = f"{client.base_url}chat/completions"
         posting._posters[client] = poster = posting.prepared_for(client)
         assert poster is not None
-        poster._prepared[(url, None)] = await poster._prepare(url, BODY, {})  # prepared, as after a success
+        poster._prepared[(url, None)] = await poster._prepare(client, url, BODY, {})  # prepared, as after a success
         kinds = []
         for send in (lambda: posting.post(client, url, BODY, {}), lambda: client.post(url, body=BODY, cast_to=bytes)):
             with pytest.raises(openai.APIError) as info:
@@ -216,3 +216,24 @@ def test_requests_in_flight_together_each_get_their_own_answer() -> None:
         answers = run(main())
     sent = sorted(json.loads(body)["n"] for _, body in server.seen[1:])
     assert sent == list(range(20)) and all(json.loads(a) == OK for a in answers)
+
+
+def test_a_prepared_request_does_not_keep_its_client_alive() -> None:
+    import gc
+    import weakref
+
+    with Recording() as server:
+
+        async def main() -> weakref.ref[Any]:
+            provider = OpenAIProvider("m", base_url=server.url, api_key="sk-test-gc-0006")
+            client = provider.client
+            url = f"{client.base_url}chat/completions"
+            for _ in range(2):
+                await posting.post(client, url, BODY, {})
+            assert posting._posters[client] is not None
+            await provider.aclose()
+            return weakref.ref(client)
+
+        ref = run(main())
+        gc.collect()
+    assert ref() is None

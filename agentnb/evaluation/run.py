@@ -70,6 +70,7 @@ async def aevaluate(
     stopper: Stopper | None = None,
     ray_address: str | None = None,
     ray_workers: int | None = None,
+    workers: int | None = None,
     freeze_gc: bool = True,
     **run_options: Any,
 ) -> Evaluation:
@@ -103,27 +104,38 @@ async def aevaluate(
         ev.resumed = len(ev.rows)
     todo = iter([w for w in work if _key(w[1], w[2], w[3]) not in ev.keys])
     views = _views(progress)
-    runner = make_executor(executor, agents, run_options, address=ray_address, workers=ray_workers)
+    if executor == "processes":
+        from agentnb.evaluation.processes import ProcessExecutor
+
+        runner: Any = ProcessExecutor(agents, run_options, workers=workers)
+    else:
+        runner = make_executor(executor, agents, run_options, address=ray_address, workers=ray_workers)
     stopper = stopper or Stopper()
-    await runner.start(concurrency)  # a tool that cannot travel to Ray fails here, before any case
-    for view in views:
-        view.start(ev, len(work), stopper)
-    writer = EvalLog(log) if log is not None else None
-    workers: list[asyncio.Task[None]] = []
-    frozen = freeze_older(freeze_gc)  # older objects out of the collector's passes (agentnb.evaluation.heap)
+    # Older objects out of the collector's passes (agentnb.evaluation.heap); before the executor
+    # starts, so that forked workers inherit it.
+    frozen = freeze_older(freeze_gc)
+    try:
+        await runner.start(concurrency)  # a tool that cannot travel to Ray fails here, before any case
+        for view in views:
+            view.start(ev, len(work), stopper)
+        writer = EvalLog(log) if log is not None else None
+    except BaseException:
+        thaw(frozen)
+        raise
+    tasks: list[asyncio.Task[None]] = []
     try:
         loop = asyncio.get_running_loop()
-        workers = [
+        tasks = [
             loop.create_task(_worker(todo, runner, checks, timeout, ev, writer, views, stopper))
             for _ in range(concurrency)
         ]
-        stopper._loop, stopper._cancel = loop, lambda: _cancel_all(workers)
-        await asyncio.gather(*workers)
+        stopper._loop, stopper._cancel = loop, lambda: _cancel_all(tasks)
+        await asyncio.gather(*tasks)
     except asyncio.CancelledError:
         ev.stopped = True
-        for w in workers:
+        for w in tasks:
             w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         task = asyncio.current_task()
         if task is not None and getattr(task, "cancelling", lambda: 0)():  # Python >= 3.11
             task.uncancel()  # type: ignore[attr-defined,unused-ignore]  # keep what finished, like Agent.run
@@ -152,8 +164,10 @@ def evaluate(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> E
         timeout: seconds one run may take; then it is stopped and marked ``timeout``.
         log: a JSONL file: each finished case is appended with its transcript; cases already
             in it are skipped (resume).
-        executor: ``"local"`` (asyncio, this process) or ``"ray"`` (Ray workers:
-            ``ray_address=``, ``ray_workers=``).
+        executor: ``"local"`` (asyncio, this process), ``"processes"`` (``workers`` forked
+            processes, default one per CPU: for hundreds of runs in flight against a fast
+            server, where one core is the limit; :mod:`agentnb.evaluation.processes`) or
+            ``"ray"`` (Ray workers: ``ray_address=``, ``ray_workers=``).
         input / expected: the dataset's input column (or a ``{column}`` template) and expected column.
         progress: ``"auto"`` (a widget in a notebook, a bar in a terminal), True, False, or a view.
         freeze_gc: while the runs go on, leave the objects that existed before them out of the

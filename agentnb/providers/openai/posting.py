@@ -47,7 +47,7 @@ async def post(client: Any, url: str, body: dict[str, Any], options: dict[str, A
         poster = _posters[client] = prepared_for(client)
     if poster is None or (options and options.keys() != {"timeout"}):
         return await client.post(url, body=body, cast_to=bytes, options=options)
-    return await poster.post(url, body, options)
+    return await poster.post(client, url, body, options)
 
 
 def prepared_for(client: Any) -> PreparedPost | None:
@@ -69,18 +69,18 @@ def prepared_for(client: Any) -> PreparedPost | None:
         from openai._utils._json import openapi_dumps  # the SDK's JSON of a body (openai >= 2)
     except ImportError:
         return None
-    return PreparedPost(client, http, transport, openapi_dumps)
+    return PreparedPost(http, transport, openapi_dumps)
 
 
 class PreparedPost:
-    """The prepared requests of one SDK client (one per URL and timeout)."""
+    """The prepared requests of one SDK client (one per URL and timeout). It holds no reference
+    to the client (the client is the key of a weak mapping to it)."""
 
-    def __init__(self, client: Any, http: Any, transport: Any, dumps: Any) -> None:
+    def __init__(self, http: Any, transport: Any, dumps: Any) -> None:
         import openai
 
         from agentnb.providers.aiohttp_transport import _http_module
 
-        self.client = client
         self.http = http
         self.transport = transport
         self.sdk = openai
@@ -88,16 +88,16 @@ class PreparedPost:
         self.dumps = dumps
         self._prepared: dict[tuple[str, Any], tuple[list[tuple[str, str]], Any] | None] = {}
 
-    async def post(self, url: str, body: dict[str, Any], options: dict[str, Any]) -> Any:
+    async def post(self, client: Any, url: str, body: dict[str, Any], options: dict[str, Any]) -> Any:
         key = (url, options.get("timeout"))
         try:
             prepared = self._prepared[key]
         except KeyError:  # the first one: the SDK's whole path, then its request kept
-            result = await self.client.post(url, body=body, cast_to=bytes, options=options)
-            self._prepared[key] = await self._prepare(url, body, options)
+            result = await client.post(url, body=body, cast_to=bytes, options=options)
+            self._prepared[key] = await self._prepare(client, url, body, options)
             return result
         if prepared is None:
-            return await self.client.post(url, body=body, cast_to=bytes, options=options)
+            return await client.post(url, body=body, cast_to=bytes, options=options)
         headers, timeout = prepared
         data = self.dumps(body)
         sdk, http = self.sdk, self.lib
@@ -112,7 +112,7 @@ class PreparedPost:
         if 200 <= status < 300 and not _encoded(raw):
             return content
         if 300 <= status < 400:  # a redirect: the HTTP client follows it, as for any request
-            return await self.client.post(url, body=body, cast_to=bytes, options=options)
+            return await client.post(url, body=body, cast_to=bytes, options=options)
         response = http.Response(
             status_code=status,
             headers=list(raw),
@@ -122,17 +122,17 @@ class PreparedPost:
         await response.aread()  # decoded as the HTTP client decodes it (gzip, br, ...)
         if 200 <= status < 300:
             return response.content
-        raise self.client._make_status_error_from_response(response) from None
+        raise client._make_status_error_from_response(response) from None
 
-    async def _prepare(self, url: str, body: dict[str, Any], options: dict[str, Any]) -> Any:
+    async def _prepare(self, client: Any, url: str, body: dict[str, Any], options: dict[str, Any]) -> Any:
         """The request the SDK builds for this URL and options: headers and timeouts; None when
         the HTTP client would send it elsewhere (a proxy from the environment)."""
         from openai._models import FinalRequestOptions
 
         opts = FinalRequestOptions.construct(method="post", url=url, json_data=body, **options)
-        opts = await self.client._prepare_options(opts)
-        request = self.client._build_request(opts)
-        await self.client._prepare_request(request)
+        opts = await client._prepare_options(opts)
+        request = client._build_request(opts)
+        await client._prepare_request(request)
         if str(request.url) != url or self.http._transport_for_url(request.url) is not self.transport:
             return None
         headers = [
