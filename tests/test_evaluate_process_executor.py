@@ -110,3 +110,14 @@ def test_an_openai_provider_works_in_the_workers_and_after_them_on_the_same_loop
 def test_bad_workers_is_a_clear_error() -> None:
     with pytest.raises(Exception, match="workers must be a whole number"):
         evaluate(pid_agent(), ["a"], progress=False, executor="processes", workers=0)
+
+
+def test_processes_from_inside_a_running_loop_as_in_jupyter() -> None:
+    import asyncio
+
+    async def cell() -> list[str]:  # evaluate() in a running loop drives its runs from a worker thread
+        ev = evaluate(pid_agent(), ["a", "b", "c", "d"], concurrency=4, progress=False, executor="processes", workers=2)
+        return [r["stop_reason"] for r in ev.rows]
+
+    assert asyncio.run(cell()) == ["answer"] * 4
+    assert no_children_left()

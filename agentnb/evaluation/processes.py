@@ -100,7 +100,7 @@ class ProcessExecutor:
         finally:
             self._pending.pop(rid, None)
             self._load[worker] -= 1
-        if isinstance(data, str):  # the worker died with this run in flight
+        if isinstance(data, str):  # the worker died with this run in flight, or its result could not come
             return _failed(data, "error"), False
         return RunResult.from_dict(data, output_type=_output_type(self.agents[name], self.options)), timed_out
 
@@ -185,7 +185,12 @@ async def _worker_loop(conn: Any, agents: dict[str, Any], options: dict[str, Any
 
     async def one(rid: int, name: str, prompt: Any, timeout: float | None) -> None:
         result, timed_out = await run_one(agents[name], prompt, timeout, options)
-        conn.send((rid, result.to_dict(), timed_out))
+        try:
+            conn.send((rid, result.to_dict(), timed_out))
+        except (OSError, EOFError):  # the driver is gone
+            pass
+        except Exception as exc:  # a value the run returned cannot be sent: this row fails, not the driver
+            conn.send((rid, f"the run's result could not be sent back ({type(exc).__name__}: {exc})", False))
 
     def readable() -> None:
         try:

@@ -94,7 +94,10 @@ class PreparedPost:
             prepared = self._prepared[key]
         except KeyError:  # the first one: the SDK's whole path, then its request kept
             result = await client.post(url, body=body, cast_to=bytes, options=options)
-            self._prepared[key] = await self._prepare(client, url, body, options)
+            try:
+                self._prepared[key] = await self._prepare(client, url, body, options)
+            except Exception:  # an SDK whose requests cannot be prepared this way: client.post always
+                self._prepared[key] = None
             return result
         if prepared is None:
             return await client.post(url, body=body, cast_to=bytes, options=options)
@@ -133,7 +136,8 @@ class PreparedPost:
         opts = await client._prepare_options(opts)
         request = client._build_request(opts)
         await client._prepare_request(request)
-        if str(request.url) != url or self.http._transport_for_url(request.url) is not self.transport:
+        pick = getattr(self.http, "_transport_for_url", None)  # where the HTTP client would send it
+        if pick is None or str(request.url) != url or pick(request.url) is not self.transport:
             return None
         headers = [
             (k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw if k.lower() != b"content-length"
