@@ -26,7 +26,7 @@ import selectors
 from typing import Any
 
 from agentnb.errors import UserError
-from agentnb.evaluation.executors import Outcome, _failed, _output_type, run_one
+from agentnb.evaluation.executors import Outcome, _failed, _output_type, model_gates, run_one
 from agentnb.run.result import RunResult
 
 __all__ = ["ProcessExecutor"]
@@ -100,9 +100,10 @@ class ProcessExecutor:
         finally:
             self._pending.pop(rid, None)
             self._load[worker] -= 1
-        if isinstance(data, str):  # the worker died with this run in flight, or its result could not come
-            return _failed(data, "error"), False
-        return RunResult.from_dict(data, output_type=_output_type(self.agents[name], self.options)), timed_out
+        if isinstance(data, str):  # the worker died with this run in flight (lost), or its result could not come
+            return Outcome(_failed(data, "error"), False, lost=data if timed_out is None else None)
+        result = RunResult.from_dict(data, output_type=_output_type(self.agents[name], self.options))
+        return Outcome(result, timed_out, waited)
 
     def _readable(self, worker: int) -> None:
         conn = self._conns[worker]
@@ -183,14 +184,16 @@ async def _worker_loop(conn: Any, agents: dict[str, Any], options: dict[str, Any
     ended = loop.create_future()
     tasks: dict[int, asyncio.Task[None]] = {}
 
+    gates = model_gates(agents)  # an in-process model serves one run at a time, in each worker
+
     async def one(rid: int, name: str, prompt: Any, timeout: float | None) -> None:
-        result, timed_out = await run_one(agents[name], prompt, timeout, options)
+        result, timed_out, waited = await run_one(agents[name], prompt, timeout, options, gates.get(name))
         try:
-            conn.send((rid, result.to_dict(), timed_out))
+            conn.send((rid, result.to_dict(), timed_out, waited))
         except (OSError, EOFError):  # the driver is gone
             pass
         except Exception as exc:  # a value the run returned cannot be sent: this row fails, not the driver
-            conn.send((rid, f"the run's result could not be sent back ({type(exc).__name__}: {exc})", False))
+            conn.send((rid, f"the run's result could not be sent back ({type(exc).__name__}: {exc})", False, 0.0))
 
     def readable() -> None:
         try:

@@ -104,24 +104,9 @@ async def aevaluate(
         ev.resumed = len(ev.rows)
     todo = iter([w for w in work if _key(w[1], w[2], w[3]) not in ev.keys])
     views = _views(progress)
-    if executor == "processes":
-        from agentnb.evaluation.processes import ProcessExecutor
-
-        runner: Any = ProcessExecutor(agents, run_options, workers=workers)
-    else:
-        runner = make_executor(executor, agents, run_options, address=ray_address, workers=ray_workers)
+    runner = _runner(executor, agents, run_options, ray_address, ray_workers, workers)
     stopper = stopper or Stopper()
-    # Older objects out of the collector's passes (agentnb.evaluation.heap); before the executor
-    # starts, so that forked workers inherit it.
-    frozen = freeze_older(freeze_gc)
-    try:
-        await runner.start(concurrency)  # a tool that cannot travel to Ray fails here, before any case
-        for view in views:
-            view.start(ev, len(work), stopper)
-        writer = EvalLog(log) if log is not None else None
-    except BaseException:
-        thaw(frozen)
-        raise
+    writer, frozen = await _begin(runner, concurrency, views, ev, len(work), stopper, log, freeze_gc)
     tasks: list[asyncio.Task[None]] = []
     try:
         loop = asyncio.get_running_loop()
@@ -149,6 +134,40 @@ async def aevaluate(
         for view in views:
             view.finish(ev)
     return ev
+
+
+def _runner(
+    executor: str, agents: dict[str, Any], run_options: dict[str, Any], address: Any, ray_workers: Any, workers: Any
+) -> Any:
+    if executor == "processes":
+        from agentnb.evaluation.processes import ProcessExecutor
+
+        return ProcessExecutor(agents, run_options, workers=workers)
+    return make_executor(executor, agents, run_options, address=address, workers=ray_workers)
+
+
+async def _begin(
+    runner: Any,
+    concurrency: int,
+    views: list[Any],
+    ev: Evaluation,
+    total: int,
+    stopper: Stopper,
+    log: str | None,
+    freeze_gc: bool,
+) -> tuple[EvalLog | None, bool]:
+    """Start the executor, the views and the log; the log, and whether older objects were frozen."""
+    # Older objects out of the collector's passes (agentnb.evaluation.heap); before the executor
+    # starts, so that forked workers inherit it. On a failure here, the collector as it was.
+    frozen = freeze_older(freeze_gc)
+    try:
+        await runner.start(concurrency)  # a tool that cannot travel to Ray fails here, before any case
+        for view in views:
+            view.start(ev, total, stopper)
+        return (EvalLog(log) if log is not None else None), frozen
+    except BaseException:
+        thaw(frozen)
+        raise
 
 
 def evaluate(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> Evaluation:

@@ -105,6 +105,37 @@ def _close_connector(connector: Any) -> None:
     connector._close()
 
 
+class _Posting:
+    """What the transport adds for requests prepared once and reused
+    (:mod:`agentnb.providers.openai.posting`)."""
+
+    _errors: tuple[type[BaseException], ...]
+    _mapped: Any
+
+    def _live_session(self) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def timeout(timeout: dict[str, float | None]) -> Any:
+        """aiohttp's timeouts for the HTTP library's (a request's ``timeout`` extension)."""
+        import aiohttp
+
+        return aiohttp.ClientTimeout(
+            total=None, connect=timeout.get("pool"), sock_connect=timeout.get("connect"), sock_read=timeout.get("read")
+        )
+
+    async def post(self, url: str, headers: Any, data: bytes, timeout: Any) -> tuple[int, Any, bytes]:
+        """One whole exchange straight on the session: the status, the raw headers and the body as
+        sent (not decoded); failures as the HTTP library's exceptions, as for any request."""
+        try:
+            async with self._live_session().request(
+                "POST", url, headers=headers, data=data, allow_redirects=False, skip_auto_headers=_SKIP, timeout=timeout
+            ) as response:
+                return response.status, response.raw_headers, await response.read()
+        except self._errors as exc:
+            raise self._mapped(exc) from exc
+
+
 def _transport_class(http: Any) -> type:
     name = http.__name__
     if name not in _classes:
@@ -156,8 +187,10 @@ def _make_transport_class(http: Any) -> type:
         async def aclose(self) -> None:
             self._response.release()
 
-    class AiohttpTransport(http.AsyncBaseTransport):  # type: ignore[misc, name-defined]
+    class AiohttpTransport(_Posting, http.AsyncBaseTransport):  # type: ignore[misc, name-defined]
         """An ``AsyncBaseTransport`` of the SDK's HTTP library on one ``aiohttp.ClientSession``."""
+
+        _errors, _mapped = errors, staticmethod(mapped)
 
         def __init__(self) -> None:
             self._session: Any = None
@@ -200,34 +233,6 @@ def _make_transport_class(http: Any) -> type:
                 request=request,
                 extensions={"http_version": b"HTTP/1.1", "reason_phrase": (response.reason or "").encode()},
             )
-
-        @staticmethod
-        def timeout(timeout: dict[str, float | None]) -> Any:
-            """aiohttp's timeouts for the HTTP library's (a request's ``timeout`` extension)."""
-            return aiohttp.ClientTimeout(
-                total=None,
-                connect=timeout.get("pool"),
-                sock_connect=timeout.get("connect"),
-                sock_read=timeout.get("read"),
-            )
-
-        async def post(self, url: str, headers: Any, data: bytes, timeout: Any) -> tuple[int, Any, bytes]:
-            """One whole exchange straight on the session, for a request prepared once and reused
-            (:mod:`agentnb.providers.openai.posting`): the status, the raw headers and the body as
-            sent (not decoded); failures as the HTTP library's exceptions, as above."""
-            try:
-                async with self._live_session().request(
-                    "POST",
-                    url,
-                    headers=headers,
-                    data=data,
-                    allow_redirects=False,
-                    skip_auto_headers=_SKIP,
-                    timeout=timeout,
-                ) as response:
-                    return response.status, response.raw_headers, await response.read()
-            except errors as exc:
-                raise mapped(exc) from exc
 
         async def aclose(self) -> None:
             if self._session is not None:
