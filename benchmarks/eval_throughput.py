@@ -3,7 +3,10 @@
 Run: ``python benchmarks/eval_throughput.py`` (``--quick`` or ``AGENTNB_BENCH_QUICK=1``: a smoke run
 in seconds, concurrency 1 and 10 with a few runs each;
 ``--levels 100``: one level; ``--ray``: add ``executor="ray"`` with 2 workers at C=100;
-``--memory 10000``: resident memory over 10,000 cases with a log, nothing else).
+``--memory 10000``: resident memory over 10,000 cases with a log, nothing else; ``--repeat K``:
+every level and driver K times, interleaved, and the medians). The table ends with each driver's
+CPU per call and wall time against the floor's (``raw-aiohttp``) at the same level, and every row
+carries the load average when it ended.
 
 The server (a separate process, standard library asyncio, HTTP/1.1 keep-alive) speaks
 ``POST /v1/chat/completions``: while the conversation holds fewer than 2 tool results it asks
@@ -16,6 +19,9 @@ Drivers, in the same run against the same server:
 - ``evaluate``: ``agentnb.evaluate(agent, N cases, concurrency=C)`` (OpenAIProvider, one tool).
   With aiohttp installed (the ``openai`` extra) the SDK's requests go over aiohttp connections
   (``agentnb.providers.aiohttp_transport``); the non-streamed body is read as JSON by agentnb.
+- ``evaluate-processes``: ``executor="processes"``, 2 forked workers; its CPU is the driver's plus
+  the workers'.
+- ``NAME+uvloop`` (e.g. ``evaluate+uvloop``): driver NAME on uvloop's event loop.
 - ``evaluate+httpx``: the same on the SDK's default HTTP pool (``http_client=openai.DefaultAsyncHttpxClient()``).
 - ``arun+gather``: ``Agent.arun`` for each case, ``asyncio.gather`` under a semaphore.
 - ``openai-sdk``: the plain ``openai.AsyncOpenAI`` client in a hand-written 3-call loop.

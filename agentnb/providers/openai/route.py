@@ -267,7 +267,8 @@ class RoutedSending:
 
     def _post(self, kwargs: dict[str, Any]) -> Any:
         """One request: streamed through ``create()`` (the SDK reads the events), else posted
-        and answered with the body's bytes (see :func:`~agentnb.providers.openai.wire.as_posted`)."""
+        and answered with the body's bytes (see :func:`~agentnb.providers.openai.wire.as_posted`
+        and :mod:`~agentnb.providers.openai.posting`)."""
         if kwargs.get("stream"):
             return self.client.chat.completions.create(**as_sent(kwargs))
         body, options = as_posted(kwargs)
