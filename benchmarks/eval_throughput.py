@@ -3,7 +3,10 @@
 Run: ``python benchmarks/eval_throughput.py`` (``--quick`` or ``AGENTNB_BENCH_QUICK=1``: a smoke run
 in seconds, concurrency 1 and 10 with a few runs each;
 ``--levels 100``: one level; ``--ray``: add ``executor="ray"`` with 2 workers at C=100;
-``--memory 10000``: resident memory over 10,000 cases with a log, nothing else).
+``--memory 10000``: resident memory over 10,000 cases with a log, nothing else; ``--repeat K``:
+every level and driver K times, interleaved, and the medians). The table ends with each driver's
+CPU per call and wall time against the floor's (``raw-aiohttp``) at the same level, and every row
+carries the load average when it ended.
 
 The server (a separate process, standard library asyncio, HTTP/1.1 keep-alive) speaks
 ``POST /v1/chat/completions``: while the conversation holds fewer than 2 tool results it asks
@@ -16,6 +19,9 @@ Drivers, in the same run against the same server:
 - ``evaluate``: ``agentnb.evaluate(agent, N cases, concurrency=C)`` (OpenAIProvider, one tool).
   With aiohttp installed (the ``openai`` extra) the SDK's requests go over aiohttp connections
   (``agentnb.providers.aiohttp_transport``); the non-streamed body is read as JSON by agentnb.
+- ``evaluate-processes``: ``executor="processes"``, 2 forked workers; its CPU is the driver's plus
+  the workers'.
+- ``NAME+uvloop`` (e.g. ``evaluate+uvloop``): driver NAME on uvloop's event loop.
 - ``evaluate+httpx``: the same on the SDK's default HTTP pool (``http_client=openai.DefaultAsyncHttpxClient()``).
 - ``arun+gather``: ``Agent.arun`` for each case, ``asyncio.gather`` under a semaphore.
 - ``openai-sdk``: the plain ``openai.AsyncOpenAI`` client in a hand-written 3-call loop.
@@ -142,7 +148,7 @@ _AGENTS: dict[str, Any] = {}
 async def drive_evaluate(url: str, n: int, c: int, executor: str = "local", http: str = "default") -> list[str]:
     from agentnb import aevaluate
 
-    extra = {"ray_workers": 2} if executor == "ray" else {}
+    extra = {"ray_workers": 2} if executor == "ray" else {"workers": 2} if executor == "processes" else {}
     if http not in _AGENTS:  # one agent (one HTTP client) for the warm-up and the measured runs
         _AGENTS[http] = _agent(url, http)
     ev = await aevaluate(
@@ -319,9 +325,14 @@ async def drive_evaluate_httpx(url: str, n: int, c: int) -> list[str]:
     return await drive_evaluate(url, n, c, http="httpx")
 
 
+async def drive_evaluate_processes(url: str, n: int, c: int) -> list[str]:
+    return await drive_evaluate(url, n, c, executor="processes")
+
+
 DRIVERS = {
     "evaluate": drive_evaluate,
     "evaluate+httpx": drive_evaluate_httpx,
+    "evaluate-processes": drive_evaluate_processes,
     "arun+gather": drive_arun,
     "openai-sdk": drive_sdk,
     "raw-aiohttp": drive_aiohttp,
@@ -330,7 +341,10 @@ DRIVERS = {
 
 
 def child(driver: str, url: str, n: int, c: int) -> None:
-    """In a fresh process: import, warm up with one run, then time N runs; print JSON."""
+    """In a fresh process: import, warm up with one run, then time N runs; print JSON.
+    A driver named ``NAME+uvloop`` runs NAME on uvloop's event loop."""
+    uv = driver.endswith("+uvloop")
+    driver = driver.removesuffix("+uvloop")
     if driver == "evaluate-ray":
         import ray
 
@@ -343,18 +357,29 @@ def child(driver: str, url: str, n: int, c: int) -> None:
 
     async def measured() -> tuple[list[str], float, float, float]:
         await fn(url, 1, 1)  # imports and first connections outside the measurement
-        cpu0, t0, tree0 = _cpu(), time.perf_counter(), _descendants_cpu()
+        cpu0, t0, tree0, ended0 = _cpu(), time.perf_counter(), _descendants_cpu(), _ended_children_cpu()
         outputs = await fn(url, n, c)
         wall, cpu = time.perf_counter() - t0, _cpu() - cpu0
-        return outputs, wall, cpu, _descendants_cpu(tree0)
+        return outputs, wall, cpu, _descendants_cpu(tree0) + _ended_children_cpu() - ended0
 
-    outputs, wall, cpu, others = asyncio.run(measured())
+    if uv:
+        import uvloop
+
+        outputs, wall, cpu, others = uvloop.run(measured())
+    else:
+        outputs, wall, cpu, others = asyncio.run(measured())
     if driver == "evaluate-ray":
         import ray
 
         ray.shutdown()
     ok = sum(1 for o in outputs if o == "done")
     print(json.dumps({"wall": wall, "cpu": cpu, "others": others, "ok": ok, "n": n}))
+
+
+def _ended_children_cpu() -> float:
+    """CPU seconds of this process's children that have ended (evaluate's worker processes)."""
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
 
 
 def _descendants_cpu(before: dict[int, float] | None = None) -> Any:
@@ -423,6 +448,57 @@ def _stats(url: str) -> dict[str, Any]:
     return json.load(urllib.request.urlopen(req))  # type: ignore[no-any-return]
 
 
+def _measure(args: Any, url: str, d: str, n: int, c: int) -> tuple[float, float] | None:
+    """One driver at one level, in its own process: prints its row; (CPU ms per call, wall s)."""
+    before = _stats(url)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH", "")]
+        ),
+    }
+    python = args.peers_python if d in PEERS else sys.executable
+    out = subprocess.run([python, __file__, "--child", d, url, str(n), str(c)], capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        why = out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode
+        print(f"{c:>5} {n:>5} {d:<18} failed: {why}")
+        return None
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    after = _stats(url)
+    calls = after["requests"] - before["requests"] - 3  # minus the warm-up run
+    ideal = n / c * 3 * args.delay if n >= c else 3 * args.delay
+    ok = r["ok"] == n and calls == 3 * n
+    flag = "" if ok else f"  (!) {r['ok']}/{n} done, {calls} calls"
+    cpu = r["cpu"] + r.get("others", 0.0)  # the driver and every process it started (Ray's, workers)
+    if r.get("others"):
+        flag += f"  (driver {r['cpu']:.2f} s + its other processes {r['others']:.2f} s)"
+    per_call = cpu / (3 * n) * 1000
+    print(
+        f"{c:>5} {n:>5} {d:<18} {r['wall']:>7.2f} {ideal:>7.2f} {r['wall'] / ideal:>7.2f} {cpu:>12.2f}"
+        f" {per_call:>11.3f} {after['cpu'] - before['cpu']:>12.2f} {os.getloadavg()[0]:>5.1f}{flag}",
+        flush=True,
+    )
+    return (per_call, r["wall"]) if ok else None
+
+
+def _ratios(results: dict[tuple[int, str], list[tuple[float, float]]], levels: list[int]) -> None:
+    """Each driver's median CPU per call and wall against the floor's (raw-aiohttp) at its level."""
+    import statistics
+
+    print("\nagainst the floor (raw-aiohttp) at the same level, medians of the repetitions:")
+    print(f"{'C':>5} {'driver':<18} {'CPU/call ms':>11} {'x floor CPU':>11} {'wall s':>7} {'x floor wall':>12}")
+    for c in levels:
+        floor = results.get((c, "raw-aiohttp"))
+        if not floor:
+            continue
+        f_cpu, f_wall = statistics.median(x[0] for x in floor), statistics.median(x[1] for x in floor)
+        for (level, d), got in results.items():
+            if level != c:
+                continue
+            cpu, wall = statistics.median(x[0] for x in got), statistics.median(x[1] for x in got)
+            print(f"{c:>5} {d:<18} {cpu:>11.3f} {cpu / f_cpu:>11.2f} {wall:>7.2f} {wall / f_wall:>12.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", default=os.environ.get("AGENTNB_BENCH_QUICK") == "1")
@@ -436,6 +512,7 @@ def main() -> None:
         "langchain-openai==1.8.1 installed (its own venv): adds those peers at every level",
     )
     parser.add_argument("--delay", type=float, default=DELAY)
+    parser.add_argument("--repeat", type=int, default=1, help="run every level and driver this many times (medians)")
     parser.add_argument("--memory", type=int, metavar="N", help="only measure resident memory over N cases with a log")
     parser.add_argument("--child", nargs=4, metavar=("DRIVER", "URL", "N", "C"), help=argparse.SUPPRESS)
     parser.add_argument("--serve", metavar="PORT_FILE", help=argparse.SUPPRESS)
@@ -464,43 +541,20 @@ def main() -> None:
             f"server {url}, every reply after {args.delay * 1000:.0f} ms; 3 model calls per run; {os.cpu_count()} CPUs"
         )
         print(f"load average at start: {os.getloadavg()[0]:.1f}\n")
-        head = f"{'C':>5} {'N':>5} {'driver':<16} {'wall s':>7} {'ideal s':>7} {'x ideal':>7} {'client CPU s':>12} {'CPU/call ms':>11} {'server CPU s':>12}"
+        head = f"{'C':>5} {'N':>5} {'driver':<18} {'wall s':>7} {'ideal s':>7} {'x ideal':>7} {'client CPU s':>12} {'CPU/call ms':>11} {'server CPU s':>12} {'load':>5}"
         print(head)
         print("-" * len(head))
         drivers = args.drivers.split(",") + (list(PEERS) if args.peers_python else [])
-        plan = [(c, d) for c in levels for d in drivers]
+        plan = [(c, d) for _ in range(args.repeat) for c in levels for d in drivers]
         if args.ray:
             plan.append((100, "evaluate-ray"))
+        results: dict[tuple[int, str], list[tuple[float, float]]] = {}
         for c, d in plan:
             n = runs.get(c, 10 * c)
-            before = _stats(url)
-            env = {
-                **os.environ,
-                "PYTHONPATH": os.pathsep.join(
-                    [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.environ.get("PYTHONPATH", "")]
-                ),
-            }
-            python = args.peers_python if d in PEERS else sys.executable
-            out = subprocess.run(
-                [python, __file__, "--child", d, url, str(n), str(c)], capture_output=True, text=True, env=env
-            )
-            if out.returncode != 0:
-                print(
-                    f"{c:>5} {n:>5} {d:<16} failed: {out.stderr.strip().splitlines()[-1] if out.stderr.strip() else out.returncode}"
-                )
-                continue
-            r = json.loads(out.stdout.strip().splitlines()[-1])
-            after = _stats(url)
-            calls = after["requests"] - before["requests"] - 3  # minus the warm-up run
-            ideal = n / c * 3 * args.delay if n >= c else 3 * args.delay
-            flag = "" if r["ok"] == n and calls == 3 * n else f"  (!) {r['ok']}/{n} done, {calls} calls"
-            cpu = r["cpu"] + r.get("others", 0.0)  # Ray: the driver and every Ray process it started
-            if r.get("others"):
-                flag += f"  (driver {r['cpu']:.2f} s + Ray processes {r['others']:.2f} s)"
-            print(
-                f"{c:>5} {n:>5} {d:<16} {r['wall']:>7.2f} {ideal:>7.2f} {r['wall'] / ideal:>7.2f} {cpu:>12.2f}"
-                f" {cpu / (3 * n) * 1000:>11.3f} {after['cpu'] - before['cpu']:>12.2f}{flag}"
-            )
+            got = _measure(args, url, d, n, c)
+            if got is not None:
+                results.setdefault((c, d), []).append(got)
+        _ratios(results, levels)
         print(f"\nload average at end: {os.getloadavg()[0]:.1f}")
     finally:
         server.kill()

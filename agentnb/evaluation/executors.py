@@ -1,7 +1,8 @@
-"""Executors: where the runs happen. ``local``: this process's event loop; ``ray``: Ray actors.
+"""Executors: where the runs happen. ``local``: this process's event loop; ``ray``: Ray actors;
+``processes``: forked worker processes (:mod:`agentnb.evaluation.processes`).
 
-Both take (agent name, case, timeout) and give back a :class:`~agentnb.run.result.RunResult`
-and whether the run timed out; the driver alone scores, logs and shows rows, so both give the
+Each takes (agent name, case, timeout) and gives back a :class:`~agentnb.run.result.RunResult`
+and whether the run timed out; the driver alone scores, logs and shows rows, so all give the
 same rows. A Ray worker builds its agents once (they travel pickled when the workers start) and
 runs many cases at once on its own event loop (an async actor).
 """
@@ -31,7 +32,7 @@ def make_executor(kind: str, agents: dict[str, Any], options: dict[str, Any], **
         return LocalExecutor(agents, options)
     if kind == "ray":
         return RayExecutor(agents, options, **ray)
-    raise UserError(f"executor must be 'local' or 'ray', not {kind!r}")
+    raise UserError(f"executor must be 'local', 'processes' or 'ray', not {kind!r}")
 
 
 async def run_one(

@@ -27,6 +27,7 @@ from typing import Any
 from agentnb.errors import UserError
 from agentnb.evaluation.cases import Case, load_cases
 from agentnb.evaluation.executors import make_executor
+from agentnb.evaluation.heap import freeze_older, thaw
 from agentnb.evaluation.log import EvalLog, _fallback, check_log_path, read_log
 from agentnb.evaluation.results import Evaluation
 from agentnb.evaluation.scorers import Scorer, apply, as_scorers
@@ -69,6 +70,8 @@ async def aevaluate(
     stopper: Stopper | None = None,
     ray_address: str | None = None,
     ray_workers: int | None = None,
+    workers: int | None = None,
+    freeze_gc: bool = True,
     **run_options: Any,
 ) -> Evaluation:
     """Evaluate ``agent`` (or a ``{name: agent}`` dict) on every case of ``dataset``; see :func:`evaluate`.
@@ -101,30 +104,28 @@ async def aevaluate(
         ev.resumed = len(ev.rows)
     todo = iter([w for w in work if _key(w[1], w[2], w[3]) not in ev.keys])
     views = _views(progress)
-    runner = make_executor(executor, agents, run_options, address=ray_address, workers=ray_workers)
+    runner = _runner(executor, agents, run_options, ray_address, ray_workers, workers)
     stopper = stopper or Stopper()
-    await runner.start(concurrency)  # a tool that cannot travel to Ray fails here, before any case
-    for view in views:
-        view.start(ev, len(work), stopper)
-    writer = EvalLog(log) if log is not None else None
-    workers: list[asyncio.Task[None]] = []
+    writer, frozen = await _begin(runner, concurrency, views, ev, len(work), stopper, log, freeze_gc)
+    tasks: list[asyncio.Task[None]] = []
     try:
         loop = asyncio.get_running_loop()
-        workers = [
+        tasks = [
             loop.create_task(_worker(todo, runner, checks, timeout, ev, writer, views, stopper))
             for _ in range(concurrency)
         ]
-        stopper._loop, stopper._cancel = loop, lambda: _cancel_all(workers)
-        await asyncio.gather(*workers)
+        stopper._loop, stopper._cancel = loop, lambda: _cancel_all(tasks)
+        await asyncio.gather(*tasks)
     except asyncio.CancelledError:
         ev.stopped = True
-        for w in workers:
+        for w in tasks:
             w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         task = asyncio.current_task()
         if task is not None and getattr(task, "cancelling", lambda: 0)():  # Python >= 3.11
             task.uncancel()  # type: ignore[attr-defined,unused-ignore]  # keep what finished, like Agent.run
     finally:
+        thaw(frozen)
         stopper._cancel = None
         ev.stopped = ev.stopped or stopper.stopped.is_set()
         if writer is not None:
@@ -133,6 +134,40 @@ async def aevaluate(
         for view in views:
             view.finish(ev)
     return ev
+
+
+def _runner(
+    executor: str, agents: dict[str, Any], run_options: dict[str, Any], address: Any, ray_workers: Any, workers: Any
+) -> Any:
+    if executor == "processes":
+        from agentnb.evaluation.processes import ProcessExecutor
+
+        return ProcessExecutor(agents, run_options, workers=workers)
+    return make_executor(executor, agents, run_options, address=address, workers=ray_workers)
+
+
+async def _begin(
+    runner: Any,
+    concurrency: int,
+    views: list[Any],
+    ev: Evaluation,
+    total: int,
+    stopper: Stopper,
+    log: str | None,
+    freeze_gc: bool,
+) -> tuple[EvalLog | None, bool]:
+    """Start the executor, the views and the log; the log, and whether older objects were frozen."""
+    # Older objects out of the collector's passes (agentnb.evaluation.heap); before the executor
+    # starts, so that forked workers inherit it. On a failure here, the collector as it was.
+    frozen = freeze_older(freeze_gc)
+    try:
+        await runner.start(concurrency)  # a tool that cannot travel to Ray fails here, before any case
+        for view in views:
+            view.start(ev, total, stopper)
+        return (EvalLog(log) if log is not None else None), frozen
+    except BaseException:
+        thaw(frozen)
+        raise
 
 
 def evaluate(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> Evaluation:
@@ -148,10 +183,16 @@ def evaluate(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> E
         timeout: seconds one run may take; then it is stopped and marked ``timeout``.
         log: a JSONL file: each finished case is appended with its transcript; cases already
             in it are skipped (resume).
-        executor: ``"local"`` (asyncio, this process) or ``"ray"`` (Ray workers:
-            ``ray_address=``, ``ray_workers=``).
+        executor: ``"local"`` (asyncio, this process), ``"processes"`` (``workers`` forked
+            processes, default one per CPU: for hundreds of runs in flight against a fast
+            server, where one core is the limit; :mod:`agentnb.evaluation.processes`) or
+            ``"ray"`` (Ray workers: ``ray_address=``, ``ray_workers=``).
         input / expected: the dataset's input column (or a ``{column}`` template) and expected column.
         progress: ``"auto"`` (a widget in a notebook, a bar in a terminal), True, False, or a view.
+        freeze_gc: while the runs go on, leave the objects that existed before them out of the
+            garbage collector's passes (``gc.freeze()``, undone at the end; see
+            :mod:`agentnb.evaluation.heap`). At concurrency 1,000 the collector's full passes
+            were half the CPU without it. False: the collector is left as it is.
         run_options: passed to each run (``output_type=``, ``stream=``).
 
     Works inside Jupyter's running loop, like :meth:`Agent.run` (``aevaluate`` is the async twin).

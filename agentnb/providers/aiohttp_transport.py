@@ -31,7 +31,7 @@ import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-__all__ = ["close_on", "http_client", "with_http_client"]
+__all__ = ["close_on", "http_client", "is_transport", "with_http_client"]
 
 #: Connections per client at most (the SDK's own default limit).
 MAX_CONNECTIONS = 1000
@@ -39,6 +39,8 @@ MAX_CONNECTIONS = 1000
 KEEPALIVE = 5.0
 
 _classes: dict[str, type] = {}
+#: Headers aiohttp would add of its own: the request carries the HTTP library's (or none).
+_SKIP = ("Accept-Encoding", "User-Agent", "Content-Type")
 #: Every live transport, so that a loop about to close can close its connections first.
 _live: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -59,6 +61,11 @@ def with_http_client(sdk: Any, options: dict[str, Any]) -> dict[str, Any]:
         return options
     http = http_client(sdk)
     return options if http is None else {**options, "http_client": http}
+
+
+def is_transport(transport: Any) -> bool:
+    """Whether ``transport`` is one of this module's (an SDK client on aiohttp connections)."""
+    return any(isinstance(transport, cls) for cls in _classes.values())
 
 
 def _http_module(sdk: Any) -> Any:
@@ -96,6 +103,37 @@ def _close_connector(connector: Any) -> None:
     # finished one (the sockets then close with their transports). The session then counts as
     # closed too, so neither warns "Unclosed client session / connector" when collected.
     connector._close()
+
+
+class _Posting:
+    """What the transport adds for requests prepared once and reused
+    (:mod:`agentnb.providers.openai.posting`)."""
+
+    _errors: tuple[type[BaseException], ...]
+    _mapped: Any
+
+    def _live_session(self) -> Any:
+        raise NotImplementedError
+
+    @staticmethod
+    def timeout(timeout: dict[str, float | None]) -> Any:
+        """aiohttp's timeouts for the HTTP library's (a request's ``timeout`` extension)."""
+        import aiohttp
+
+        return aiohttp.ClientTimeout(
+            total=None, connect=timeout.get("pool"), sock_connect=timeout.get("connect"), sock_read=timeout.get("read")
+        )
+
+    async def post(self, url: str, headers: Any, data: bytes, timeout: Any) -> tuple[int, Any, bytes]:
+        """One whole exchange straight on the session: the status, the raw headers and the body as
+        sent (not decoded); failures as the HTTP library's exceptions, as for any request."""
+        try:
+            async with self._live_session().request(
+                "POST", url, headers=headers, data=data, allow_redirects=False, skip_auto_headers=_SKIP, timeout=timeout
+            ) as response:
+                return response.status, response.raw_headers, await response.read()
+        except self._errors as exc:
+            raise self._mapped(exc) from exc
 
 
 def _transport_class(http: Any) -> type:
@@ -149,8 +187,10 @@ def _make_transport_class(http: Any) -> type:
         async def aclose(self) -> None:
             self._response.release()
 
-    class AiohttpTransport(http.AsyncBaseTransport):  # type: ignore[misc, name-defined]
+    class AiohttpTransport(_Posting, http.AsyncBaseTransport):  # type: ignore[misc, name-defined]
         """An ``AsyncBaseTransport`` of the SDK's HTTP library on one ``aiohttp.ClientSession``."""
+
+        _errors, _mapped = errors, staticmethod(mapped)
 
         def __init__(self) -> None:
             self._session: Any = None
@@ -181,13 +221,8 @@ def _make_transport_class(http: Any) -> type:
                     headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw],
                     data=body or None,
                     allow_redirects=False,
-                    skip_auto_headers=("Accept-Encoding", "User-Agent", "Content-Type"),
-                    timeout=aiohttp.ClientTimeout(
-                        total=None,
-                        connect=timeout.get("pool"),
-                        sock_connect=timeout.get("connect"),
-                        sock_read=timeout.get("read"),
-                    ),
+                    skip_auto_headers=_SKIP,
+                    timeout=self.timeout(timeout),
                 )
             except errors as exc:
                 raise mapped(exc) from exc

@@ -22,6 +22,7 @@ A provider that cannot retry (scripted, in-process) is called directly: no task,
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -49,39 +50,50 @@ async def one(make: Callable[..., Awaitable[T]], *args: Any) -> AsyncIterator[T]
 
 async def with_notes(items: AsyncIterator[T]) -> AsyncIterator[T | Any]:
     """``items``, with the notes reported to :data:`LIVE_NOTES` while they are awaited, in time."""
-    queue: asyncio.Queue[Any] = asyncio.Queue()
+    # One task (the first item) and one future per wait: no queue, no getter task, no
+    # asyncio.wait, as this runs for every model request (benchmarks/eval_throughput.py).
+    notes: collections.deque[Any] = collections.deque()
+    waiter: list[asyncio.Future[None] | None] = [None]
+
+    def wake(_: Any = None) -> None:
+        future = waiter[0]
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    def note(item: Any) -> None:
+        notes.append(item)
+        wake()
+
     context = contextvars.copy_context()
-    context.run(LIVE_NOTES.set, queue.put_nowait)
+    context.run(LIVE_NOTES.set, note)
     iterator = aiter(items)
     try:
         # Retries happen before the first item (the response has not begun): only that one is
         # awaited in a task; the rest of a stream is read directly.
         step = context.run(asyncio.ensure_future, anext(iterator))
-        getter: asyncio.Future[Any] | None = None
+        step.add_done_callback(wake)
         try:
             while not step.done():
-                getter = asyncio.ensure_future(queue.get())
-                await asyncio.wait((step, getter), return_when=asyncio.FIRST_COMPLETED)
-                if getter.done():
-                    yield getter.result()
-                else:
-                    getter.cancel()
+                if notes:
+                    yield notes.popleft()
+                    continue
+                waiter[0] = asyncio.get_running_loop().create_future()
+                await waiter[0]
         finally:
-            if getter is not None and not getter.done():
-                getter.cancel()
+            waiter[0] = None
             if not step.done():  # the run was stopped: the request is cancelled, and ends first
                 step.cancel()
                 await asyncio.wait((step,))
-        while not queue.empty():
-            yield queue.get_nowait()
+        while notes:
+            yield notes.popleft()
         try:
             first = step.result()
         except StopAsyncIteration:
             return
         yield first
         async for item in iterator:
-            while not queue.empty():
-                yield queue.get_nowait()
+            while notes:
+                yield notes.popleft()
             yield item
     finally:
         close = getattr(iterator, "aclose", None)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import os
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterator
@@ -113,8 +114,26 @@ def run_sync(make: Callable[[], Awaitable[T]]) -> T:
     return _run_in_thread(make) if running else _run_here(make)
 
 
+def new_loop() -> asyncio.AbstractEventLoop:
+    """A fresh event loop for a synchronous call: asyncio's own, or uvloop's when the environment
+    says ``AGENTNB_LOOP=uvloop`` (``pip install 'agentnb[uvloop]'``; see the README's benchmark of
+    many runs). The async API runs on whatever loop its caller runs.
+
+    >>> loop = new_loop(); loop.close()
+    """
+    if os.environ.get("AGENTNB_LOOP", "asyncio") == "uvloop":
+        try:
+            import uvloop
+        except ImportError:
+            from agentnb.errors import MissingDependencyError
+
+            raise MissingDependencyError("AGENTNB_LOOP=uvloop", "uvloop") from None
+        return uvloop.new_event_loop()  # type: ignore[no-any-return]
+    return asyncio.new_event_loop()
+
+
 def _run_here(make: Callable[[], Awaitable[T]]) -> T:
-    loop = asyncio.new_event_loop()
+    loop = new_loop()
     task: asyncio.Task[T] = loop.create_task(make())  # type: ignore[arg-type]
     try:
         while True:
@@ -141,7 +160,7 @@ async def _close_connections(loop: asyncio.AbstractEventLoop) -> None:
 
 
 def _run_in_thread(make: Callable[[], Awaitable[T]]) -> T:
-    loop = asyncio.new_event_loop()
+    loop = new_loop()
     started = threading.Event()
     cell = BlockingCell()
     box: dict[str, Any] = {}

@@ -34,6 +34,7 @@ from typing import Any
 from agentnb.errors import UserError
 from agentnb.messages import AssistantMessage, ToolMessage
 from agentnb.providers.base import Provider, Request
+from agentnb.providers.openai import posting
 from agentnb.providers.openai.route_state import (
     CONSTRAINT_FORMATS,
     TOOL_CALLING,
@@ -266,7 +267,8 @@ class RoutedSending:
 
     def _post(self, kwargs: dict[str, Any]) -> Any:
         """One request: streamed through ``create()`` (the SDK reads the events), else posted
-        and answered with the body's bytes (see :func:`~agentnb.providers.openai.wire.as_posted`)."""
+        and answered with the body's bytes (see :func:`~agentnb.providers.openai.wire.as_posted`
+        and :mod:`~agentnb.providers.openai.posting`)."""
         if kwargs.get("stream"):
             return self.client.chat.completions.create(**as_sent(kwargs))
         body, options = as_posted(kwargs)
@@ -275,7 +277,7 @@ class RoutedSending:
         # path each call (~30 us of the ~250 us the SDK spends on a call; benchmarks/eval_throughput.py).
         # The client is always agentnb's own ``AsyncOpenAI`` (no Azure-style URL rewriting).
         url = f"{client.base_url}chat/completions"
-        return client.post(url, body=body, cast_to=bytes, options=options)
+        return posting.post(client, url, body, options)  # prepared once by the SDK, then reused
 
     def _probing(self, kwargs: dict[str, Any], request: Request) -> bool:
         route = self._route

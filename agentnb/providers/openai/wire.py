@@ -148,9 +148,10 @@ def as_posted(kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """``create()`` arguments as ``client.post``'s JSON body and request options.
 
     A non-streamed request goes out through the SDK's ``post`` (its auth, headers, errors and
-    timeouts) and comes back as the body's bytes: the SDK's own request transform and its
-    ``ChatCompletion`` model are skipped (0.3 ms of client CPU a call measured here,
-    benchmarks/eval_throughput.py); :func:`parse_completion` reads the JSON.
+    timeouts), or on the request it prepared for the first one (:mod:`.posting`), and comes back
+    as the body's bytes: the SDK's own request transform and its ``ChatCompletion`` model are
+    skipped (0.3 ms of client CPU a call measured here, benchmarks/eval_throughput.py);
+    :func:`parse_completion` reads the JSON.
 
     >>> as_posted({"model": "m", "messages": [], "extra_body": {"top_k": 5}, "timeout": 3})
     ({'model': 'm', 'messages': [], 'top_k': 5}, {'timeout': 3})
