@@ -30,6 +30,7 @@ import importlib
 import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 __all__ = ["close_on", "http_client", "is_transport", "with_http_client"]
 
@@ -129,11 +130,30 @@ class _Posting:
         sent (not decoded); failures as the HTTP library's exceptions, as for any request."""
         try:
             async with self._live_session().request(
-                "POST", url, headers=headers, data=data, allow_redirects=False, skip_auto_headers=_SKIP, timeout=timeout
+                "POST",
+                _without_userinfo(url),
+                headers=headers,
+                data=data,
+                allow_redirects=False,
+                skip_auto_headers=_SKIP,
+                timeout=timeout,
             ) as response:
                 return response.status, response.raw_headers, await response.read()
         except self._errors as exc:
             raise self._mapped(exc) from exc
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` without ``user:password@``: the HTTP library has already turned them into an
+    ``Authorization`` header, and aiohttp refuses a request that carries both.
+
+    >>> _without_userinfo("http://me:pw@127.0.0.1:8000/v1/chat/completions")
+    'http://127.0.0.1:8000/v1/chat/completions'
+    """
+    if "@" not in url:
+        return url
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1])) if "@" in parts.netloc else url
 
 
 def _transport_class(http: Any) -> type:
@@ -217,7 +237,7 @@ def _make_transport_class(http: Any) -> type:
                 body = await request.aread()
                 response = await self._live_session().request(
                     request.method,
-                    str(request.url),
+                    _without_userinfo(str(request.url)),  # credentials are in the headers by now
                     headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw],
                     data=body or None,
                     allow_redirects=False,

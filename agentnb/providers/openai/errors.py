@@ -8,6 +8,7 @@ Shared by :mod:`agentnb.providers.openai` and the other HTTP providers; no SDK i
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,8 +29,18 @@ class _Secret:
         return "<secret>"
 
     def redact(self, text: str) -> str:
+        """``text`` without the key, nor credentials written into any URL (``http://user:pw@host``:
+        a base_url may carry them, and error messages quote it).
+
+        >>> _Secret("sk-0123456789").redact("http://me:pw@h/v1 refused sk-0123456789")
+        'http://***@h/v1 refused ***'
+        """
+        text = _URL_CREDENTIALS.sub(r"\1***@", text)
         # Short strings are no secret worth hiding, and replacing them would garble the text.
         return text.replace(self.value, "***") if len(self.value) >= 8 else text
+
+
+_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
 
 
 def _server_message(exc: Exception) -> str:
