@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from agentnb.agent_options import check_approval_names, check_options
 from agentnb.approval import ApprovalGate, check_requires_approval
+from agentnb.budget import overrun
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event, RunFinished
 from agentnb.limits import UsageLimits, check_limits
@@ -287,7 +288,9 @@ class Agent:
         depth = state.events[-1].depth
         reason = state.stop_reason or "cancelled"
         message = f"{type(error).__name__}: {error}" if error is not None else None
-        end = RunFinished(depth, reason, state.tool_calls, state.usage, perf_counter() - start, message)
+        took = perf_counter() - start
+        over = overrun(cfg.limits, state.usage, took)
+        end = RunFinished(depth, reason, state.tool_calls, state.usage, took, message, overrun=over)
         state.events.append(end)
         if watch is not None:
             watch(end)

@@ -20,6 +20,7 @@ from time import perf_counter
 from typing import Any, Literal
 
 from agentnb.approval import denied_message
+from agentnb.budget import Gauge, capped, hold, holds_tokens, out_of_tokens
 from agentnb.cost import priced
 from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
 from agentnb.endings import OpenStep, no_answer_text, out_of_requests
@@ -91,6 +92,7 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
     gate = cfg.approval
     ledger = Ledger(cfg.limits, cfg.max_tool_calls, cfg.above)
     live = may_retry(cfg.provider)
+    gauge = Gauge(cfg.provider) if holds_tokens(ledger) else None
     while True:
         if cfg.refresh is not None and (fresh := cfg.refresh()) is not None:
             tools, all_tools, names = fresh, tuple(fresh.values()), tuple(fresh)
@@ -104,7 +106,6 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                 state.output, who = out_of_requests(state.output, state.messages, ledger.requests)
                 yield FinalAnswer(depth, state.output, by=who)
                 return
-        ledger.add_request()  # now, before any wait: a parallel run sees it at once
         limited = ledger.calls_left() <= 0 or state.limit is not None
         offer = bool(tools) and not limited and choice != "none"
         request = Request(
@@ -115,6 +116,37 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
             None,
             cfg.output,
         )
+        if gauge is not None:  # a token budget: hold it before sending (agentnb.budget)
+            held = hold(ledger, need := gauge.estimate(request))
+            if held.verdict == "last" and offer:  # a second request would not fit: answer now
+                state.limit, limited, offer = state.limit or held.limit, True, False
+                yield LimitReached(
+                    depth,
+                    cfg.max_tool_calls,
+                    state.tool_calls,
+                    limit=held.limit or "",
+                    value=held.value,
+                    used=held.used,
+                )
+                request = dataclasses.replace(request, tools=(), tool_choice="none")
+                held = hold(ledger, need := gauge.estimate(request))
+            if held.verdict == "refuse":  # it would not fit: never sent
+                if state.limit is None:
+                    state.limit = held.limit
+                    yield LimitReached(
+                        depth,
+                        cfg.max_tool_calls,
+                        state.tool_calls,
+                        limit=held.limit or "",
+                        value=held.value,
+                        used=held.used,
+                    )
+                state.stop_reason = "limit"
+                state.output, who = out_of_tokens(state.output, state.messages, held, need)
+                yield FinalAnswer(depth, state.output, by=who)
+                return
+            request = dataclasses.replace(request, settings=capped(request.settings, cfg.provider, held.reply_cap))
+        ledger.add_request()  # now, before any wait: a parallel run sees it at once
         yield ModelRequest(depth, len(request.messages), names if offer else (), request.tool_choice)
         if cfg.controller is not None:
             try:
@@ -141,6 +173,8 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
         else:
             completion = await cfg.provider.complete(request)
         used = completion.usage
+        if gauge is not None:
+            gauge.learn(used)
         if used.input_tokens or used.output_tokens:
             used = priced(cfg.provider, used)
             state.usage += used

@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any, TextIO
 
+from agentnb.budget import overrun_text
 from agentnb.cost import format_cost
 from agentnb.events import (
     ApprovalDecided,
@@ -178,6 +179,7 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             tail = f", error: {e}" if e else ""
             tokens = f", {plural(u.total_tokens, 'token')}" if u.total_tokens else ""  # 0: none reported
             tokens += f", cost {format_cost(u.cost)}" if u.cost is not None else ""
+            tail += f"; {overrun_text(event.overrun)}" if event.overrun else ""  # type: ignore[union-attr]
             return f"run finished: {r}, {plural(n, 'tool call')}{tokens}, {s:.2f}s{tail}"
         case _:
             return None

@@ -241,3 +241,6 @@ class RunFinished(_EventBase):
     duration: float
     error: str | None = None
     kind: Literal["run_finished"] = "run_finished"
+    #: Every budget of the run's ``UsageLimits`` it went past: ``(limit, value, used)``
+    #: (:func:`agentnb.budget.overrun`); empty when it kept them all.
+    overrun: tuple[tuple[str, float, float], ...] = ()

@@ -128,6 +128,9 @@ class Provider(ABC):
     in_process: bool = False
     price_provider: str | None = None
     price_as: str | None = None
+    #: The request setting that bounds a reply's tokens (``max_tokens``...), used to hold a
+    #: token budget (:mod:`agentnb.budget`); None: the backend has none agentnb knows.
+    reply_limit_setting: str | None = None
 
     @abstractmethod
     async def complete(self, request: Request) -> Completion:
@@ -139,6 +142,11 @@ class Provider(ABC):
         if completion.text:
             yield TextChunk(completion.text)
         yield completion
+
+    def estimate_input_tokens(self, request: Request) -> int | None:
+        """The input tokens ``request`` will count, where the backend can tell before sending it
+        (None: unknown; :mod:`agentnb.budget` then estimates from characters)."""
+        return None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

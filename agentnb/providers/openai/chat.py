@@ -112,6 +112,7 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
 
     supports_native_tools = True
     supports_streaming = True
+    reply_limit_setting = "max_tokens"
     #: UnTooled tells it when a step follows tool results (see ``_constrain``).
     understands_untooled_hints = True
 
