@@ -126,7 +126,9 @@ def test_parallel_inner_runs_share_the_outer_tool_calls() -> None:
 def test_parallel_inner_runs_share_the_outer_token_budget() -> None:
     def notes_while_tools_are_offered() -> FunctionProvider:
         counter = itertools.count()
-        return FunctionProvider(lambda m, tools: call("note", i=next(counter)) if tools else "done", usage=Usage(100, 10))
+        return FunctionProvider(
+            lambda m, tools: call("note", i=next(counter)) if tools else "done", usage=Usage(100, 10)
+        )
 
     models = [notes_while_tools_are_offered() for _ in "ab"]
     agent, _ = two_busy_helpers(UsageLimits(total_tokens=1000), models)  # 110 tokens a request
