@@ -22,7 +22,7 @@ from agentnb.messages import UserMessage
 from agentnb.notebook.notes import skipped_html
 from agentnb.printer import format_event
 from agentnb.providers import OpenAIProvider, Request
-from agentnb.providers.openai.cost import FLOOR, GuidanceCost
+from agentnb.providers.openai.cost import FLOOR, GuidanceCost, GuidanceTimeError
 
 SETTINGS = {"max_tokens": 60, "temperature": 0.0, "seed": 0}
 
@@ -66,6 +66,47 @@ def test_the_spending_of_a_step_counts_against_its_budget() -> None:
     assert cost.skip("steering", cost.estimate(echo=40), "a call") is not None  # 1.5 spent + 0.6 > 2
     cost.begin_step()
     assert cost.skip("steering", cost.estimate(echo=40), "a call") is None
+
+
+def test_a_guidance_request_runs_under_what_is_left_of_the_budget() -> None:
+    # A stand-in for a slow server's request (a long echo with log-probabilities): it is cut
+    # off when the step's budget runs out, its time counts, and it prices its kind.
+    cost = GuidanceCost(0.3)
+    cost.begin_step()
+    cost.names = "slow-server"
+    started = asyncio.Event()
+
+    async def slow_echo() -> str:
+        started.set()
+        await asyncio.Event().wait()  # never answers
+        return "never"
+
+    async def run() -> GuidanceTimeError:
+        with pytest.raises(GuidanceTimeError) as caught, cost.timing("echo") as counts:
+            counts["tokens"] = 10
+            await cost.within("scoring by echoed log-probabilities", slow_echo())
+        return caught.value
+
+    error = asyncio.run(run())
+    assert started.is_set()
+    event = error.event
+    assert isinstance(event, GuidanceSkipped) and event.provider == "slow-server" and event.budget == 0.3
+    assert event.step == "scoring by echoed log-probabilities" and event.reason.startswith("cut off after 0.3 s")
+    assert 0.29 <= cost.spent < 1.0  # the time it took counts against the step, once
+    assert cost.estimate(echo=10) is not None and cost.estimate(echo=10) >= 0.29  # and prices an echo
+    # nothing left: the next request is never sent (its coroutine is closed, never awaited)
+    sent = []
+
+    async def never_sent() -> None:
+        sent.append(1)
+
+    with pytest.raises(GuidanceTimeError, match="not sent"):
+        asyncio.run(cost.within("next-token alternatives", never_sent()))
+    assert sent == []
+    # a new step starts with the whole budget again; without a budget nothing is cut
+    cost.begin_step()
+    assert asyncio.run(cost.within("x", asyncio.sleep(0, "done"))) == "done"
+    assert asyncio.run(GuidanceCost(None).within("x", asyncio.sleep(0.01, "done"))) == "done"
 
 
 @pytest.mark.parametrize("bad", [-1, "fast", True, [1]])

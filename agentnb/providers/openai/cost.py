@@ -21,7 +21,13 @@ which step, the estimate and the figures it came from. The budget per step
 * a number: that many seconds per step;
 * ``None``: no limit (every step runs, whatever it costs).
 
-A step is never skipped before its price is known: the first request of each kind measures it.
+A step is skipped before it runs only once its price is known (the first request of each kind
+measures it). So the budget also holds *while* the guidance runs: every guidance request of a
+step (the measuring ones, the template's, each round of a steered call) runs under what is left
+of it (:meth:`GuidanceCost.within`), and one still running when the budget is spent is cut off;
+the guidance of that step ends there, a ``GuidanceSkipped`` event says so, and the step goes on
+without it (the plain request, or the narrowing done so far). The time it took prices its kind
+for the next steps.
 
 >>> cost = GuidanceCost("auto")
 >>> cost.observe("echo", tokens=100, seconds=2.0)     # 20 ms per echoed token
@@ -34,11 +40,12 @@ A step is never skipped before its price is known: the first request of each kin
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from agentnb.errors import UserError
 from agentnb.events import GuidanceSkipped
@@ -47,6 +54,17 @@ from agentnb.events import GuidanceSkipped
 FLOOR = 5.0
 #: Characters per token until the server has counted some of our text.
 CHARS_PER_TOKEN = 3.5
+
+T = TypeVar("T")
+
+
+class GuidanceTimeError(Exception):
+    """The step's guidance budget ran out before or during a guidance request; ``event`` (a
+    :class:`~agentnb.events.GuidanceSkipped`) says where. The step goes on without the guidance."""
+
+    def __init__(self, event: GuidanceSkipped) -> None:
+        super().__init__(event.reason)
+        self.event = event
 
 
 def check_budget(budget: Any) -> float | str | None:
@@ -96,11 +114,46 @@ class GuidanceCost:
 
     @contextmanager
     def timing(self, kind: str, tokens: Any = None) -> Iterator[dict[str, int]]:
-        """Time the block; it fills ``tokens`` (and ``chars``) in the dict it is given."""
+        """Time the block; it fills ``tokens`` (and ``chars``) in the dict it is given. A block
+        cut off (the budget ran out) or failed is timed too: what it took prices its kind."""
         counts: dict[str, int] = {"tokens": 1, "chars": 0}
         start = time.perf_counter()
-        yield counts
-        self.observe(kind, tokens=counts["tokens"], seconds=time.perf_counter() - start, chars=counts["chars"])
+        try:
+            yield counts
+        finally:
+            self.observe(kind, tokens=counts["tokens"], seconds=time.perf_counter() - start, chars=counts["chars"])
+
+    async def within(self, what: str, work: Awaitable[T]) -> T:
+        """Await one guidance request (``what`` it is for) under what is left of the step's
+        budget; :class:`GuidanceTimeError` when nothing is left or the request is cut off.
+        Its time counts against the budget (once, whether or not it is also timed by kind)."""
+        limit = self.limit()
+        before, start = self.spent, time.perf_counter()
+        try:
+            if limit is None:
+                return await work
+            left = limit - self.spent
+            if left <= 0.0:
+                if hasattr(work, "close"):
+                    work.close()  # a coroutine never started: no "never awaited" warning
+                raise GuidanceTimeError(self._ran_out(what, limit, 0.0))
+            try:
+                return await asyncio.wait_for(work, left)
+            except asyncio.TimeoutError:
+                if time.perf_counter() - start < left * 0.99:  # the request's own timeout, not ours
+                    raise
+                raise GuidanceTimeError(self._ran_out(what, limit, time.perf_counter() - start)) from None
+        finally:
+            self.spent = max(self.spent, before + time.perf_counter() - start)
+
+    def _ran_out(self, what: str, limit: float, took: float) -> GuidanceSkipped:
+        spent = max(self.spent, took)
+        how = f"cut off after {took:.1f} s" if took else "not sent"
+        reason = (
+            f"{how}: the step's guidance had used {spent:.1f} s of its budget of {limit:.1f} s per step; "
+            "the step went on without the rest of its guidance"
+        )
+        return GuidanceSkipped(0, self.names, what, reason, round(spent, 2), round(limit, 2))
 
     def tokens_in(self, text: str) -> int:
         """About how many tokens the server counts in ``text``."""

@@ -65,6 +65,8 @@ _PROBE_K = 5
 #: What prices an echoed token on a server, before anything longer is echoed.
 PRICE = "1, 2"
 _CACHE_SIZE = 256
+#: What a guidance request cut off by the budget was for (the ``GuidanceSkipped`` step).
+ECHO_STEP = "scoring by echoed log-probabilities"
 Convention = Literal["aligned", "shifted"]
 
 
@@ -126,9 +128,14 @@ class ToolRanker:
         return cost.skip(step, cost.estimate(echo=tokens), what)
 
     async def _echo(self, provider: Any, prompt: str, top: int) -> dict[str, Any]:
-        with cost_of(provider).timing("echo") as counts:
-            response = await provider.client.with_options(max_retries=0).completions.create(
-                model=provider.model, prompt=prompt, max_tokens=1, temperature=0.0, echo=True, logprobs=top
+        cost = cost_of(provider)
+        with cost.timing("echo") as counts:
+            counts["tokens"] = cost.tokens_in(prompt)  # until the server says (a request cut off)
+            response = await cost.within(
+                ECHO_STEP,
+                provider.client.with_options(max_retries=0).completions.create(
+                    model=provider.model, prompt=prompt, max_tokens=1, temperature=0.0, echo=True, logprobs=top
+                ),
             )
             logprobs = response.choices[0].logprobs
             data = logprobs.model_dump() if hasattr(logprobs, "model_dump") else logprobs

@@ -24,7 +24,7 @@ from typing import Any
 from agentnb.events import ConstraintDropped
 from agentnb.providers.base import Request
 from agentnb.providers.guidance.source import Alternatives, Scored, UnavailableError
-from agentnb.providers.openai.cost import cost_of
+from agentnb.providers.openai.cost import GuidanceTimeError, cost_of
 
 
 class ServerSource:
@@ -51,6 +51,8 @@ class ServerSource:
             for head in heads:
                 score = await ranker._score(provider, head, text)
                 out.append(Scored(score, ranker.sizes.get((head, text), 1)))
+        except GuidanceTimeError:
+            raise  # this step only: the server can score
         except Exception as exc:  # no endpoint, no echo, no logprobs: score no more on this server
             raise self._no_scores(exc) from exc
         ranker.works = True
@@ -67,6 +69,8 @@ class ServerSource:
             if follow_up is not None:
                 messages = [*messages, {"role": "user", "content": follow_up}]
             return Alternatives(await _next(provider, steering.template.render(messages)))
+        except GuidanceTimeError:
+            raise
         except Exception as exc:
             if follow_up is None:  # no template, no completions endpoint, no logprobs
                 steering.failed(provider, exc)
@@ -76,6 +80,8 @@ class ServerSource:
         if heads:
             try:
                 return await self.provider._ranker.too_costly(self.provider, list(heads), text, step)
+            except GuidanceTimeError:
+                raise
             except Exception as exc:  # pricing is an echo too
                 raise self._no_scores(exc) from exc
         cost = cost_of(self.provider)
@@ -99,14 +105,18 @@ async def _next(provider: Any, prompt: str) -> dict[str, float]:
     from agentnb.providers.openai.logprobs import positions
     from agentnb.providers.openai.steer import TOP
 
-    with cost_of(provider).timing("ask"):
-        response = await provider.client.with_options(max_retries=0).completions.create(
-            model=provider.model,
-            prompt=prompt,
-            max_tokens=1,
-            temperature=0.0,
-            logprobs=TOP,
-            extra_body={"repeat_penalty": 1.0},
+    cost = cost_of(provider)
+    with cost.timing("ask"):
+        response = await cost.within(
+            "next-token alternatives",
+            provider.client.with_options(max_retries=0).completions.create(
+                model=provider.model,
+                prompt=prompt,
+                max_tokens=1,
+                temperature=0.0,
+                logprobs=TOP,
+                extra_body={"repeat_penalty": 1.0},
+            ),
         )
     found = positions(getattr(response.choices[0], "logprobs", None))
     if not found:
