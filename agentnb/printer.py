@@ -57,7 +57,8 @@ def limit_text(name: str, value: float | None, used: float | None) -> str:
     if name == "cost":
         return f"cost limit ({format_cost(value)}; used {format_cost(used)})"
     if name == "requests" and value is not None and used is not None:  # reached: one left, for the answer
-        return f"request limit ({value:g}; {used:g} used, the last one is for the answer)"
+        # (the count includes the request about to be made, as the header's "model calls" will)
+        return f"request limit ({value:g}; request {used + 1:g} of {value:g} is the last, for the answer)"
     show = (lambda x: f"{x:g}") if name == "seconds" else (lambda x: str(x))
     amount = "" if used is None else f"; used {show(used)}"
     return f"{name} limit ({show(value) if value is not None else '?'}{amount})"
