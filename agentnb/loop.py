@@ -19,7 +19,7 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import Any, Literal
 
-from agentnb.approval import denied_message
+from agentnb.approval import bad_edit_message, denied_message
 from agentnb.budget import Gauge, capped, hold, holds_tokens, out_of_tokens
 from agentnb.cost import priced
 from agentnb.dedupe import Deduplicator, fingerprint, repeat_message
@@ -298,8 +298,10 @@ async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
                         yield ApprovalDecided(depth, call.id, call.name, "edit", gate.by, None, arguments)
                         errors = tool.validate(arguments) if isinstance(arguments, dict) else ["not a JSON object"]
                         yield ValidationResult(depth, call.id, call.name, tuple(errors))
-                        if errors:
-                            plans.append(ToolMessage(call.id, call.name, invalid_message(tool, errors), True))
+                        if errors:  # the approver's edit, not the model's call, is invalid
+                            plans.append(
+                                ToolMessage(call.id, call.name, bad_edit_message(call.name, gate.by, errors), True)
+                            )
                             continue
                         fp = fingerprint(call.name, {**tool.defaults, **arguments} if tool.defaults else arguments)
                     else:
