@@ -76,6 +76,12 @@ def test_approve_deny_edit_and_a_blocking_run_in_the_browser(lab: Any, page: Any
     assert "waiting for approval (widget)" in depth and "paused before this tool call" in depth, depth
     assert "running…" not in trace.inner_text() and "waiting for the model" not in trace.inner_text()
     screenshot(trace, "approval_pending.png")
+    # no horizontal scrollbar: nothing in the panel is wider than the panel
+    wide = panel.evaluate(
+        "p => [p, ...p.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth + 1 && "
+        "getComputedStyle(e).overflowX !== 'visible').map(e => e.className)"
+    )
+    assert wide == [], wide
     approve = panel.locator(".widget-button", has_text="Approve")
     approve.click()
 
