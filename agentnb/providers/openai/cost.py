@@ -95,6 +95,7 @@ class GuidanceCost:
         self.plain: float | None = None  # seconds of the last plain reply request
         self.spent = 0.0
         self.names = ""
+        self._timed = 0
 
     # -- measuring ------------------------------------------------------------------------
 
@@ -118,9 +119,11 @@ class GuidanceCost:
         cut off (the budget ran out) or failed is timed too: what it took prices its kind."""
         counts: dict[str, int] = {"tokens": 1, "chars": 0}
         start = time.perf_counter()
+        self._timed += 1  # (a request inside is counted here, not again by within)
         try:
             yield counts
         finally:
+            self._timed -= 1
             self.observe(kind, tokens=counts["tokens"], seconds=time.perf_counter() - start, chars=counts["chars"])
 
     async def within(self, what: str, work: Awaitable[T]) -> T:
@@ -128,7 +131,7 @@ class GuidanceCost:
         budget; :class:`GuidanceTimeError` when nothing is left or the request is cut off.
         Its time counts against the budget (once, whether or not it is also timed by kind)."""
         limit = self.limit()
-        before, start = self.spent, time.perf_counter()
+        timed, start = self._timed > 0, time.perf_counter()
         try:
             if limit is None:
                 return await work
@@ -144,10 +147,11 @@ class GuidanceCost:
                     raise
                 raise GuidanceTimeError(self._ran_out(what, limit, time.perf_counter() - start)) from None
         finally:
-            self.spent = max(self.spent, before + time.perf_counter() - start)
+            if not timed:  # a request no timing block counts (the chat template's probes)
+                self.spent += time.perf_counter() - start
 
     def _ran_out(self, what: str, limit: float, took: float) -> GuidanceSkipped:
-        spent = max(self.spent, took)
+        spent = self.spent + took
         how = f"cut off after {took:.1f} s" if took else "not sent"
         reason = (
             f"{how}: the step's guidance had used {spent:.1f} s of its budget of {limit:.1f} s per step; "
