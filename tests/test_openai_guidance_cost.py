@@ -150,9 +150,9 @@ def server_count(url: str, text: str) -> int:
 
 @pytest.mark.slow
 def test_llama_cpp_guidance_past_its_budget_is_skipped_and_said(llama_url: str) -> None:
-    # A zero budget: each step whose price is known by then is skipped (a two-token echo prices
-    # the ranking's; steering's is known from an earlier step, here given), and the step still
-    # ends in a valid call.
+    # A zero budget holds: no guidance request is sent at all (not even the ones that would
+    # measure a price), each guidance step that would have run says so, and the step still
+    # ends in a reply of the plain route.
     p = OpenAIProvider("smollm2", base_url=llama_url, tool_calling="untooled", settings=SETTINGS, timeout=300,
                        guidance_budget=0.0)  # fmt: skip
     p._cost.observe("stream", tokens=10, seconds=0.5)  # as if a call had been steered before
@@ -160,11 +160,33 @@ def test_llama_cpp_guidance_past_its_budget_is_skipped_and_said(llama_url: str) 
     assert r.error is None, r.error
     skipped = [e for e in r.events if isinstance(e, GuidanceSkipped)]
     steps = {e.step for e in skipped}
-    assert "the tools' fit (call-or-answer decision)" in steps, steps
-    assert "token-by-token steering" in steps, steps
-    assert all(e.estimate > 0 and e.budget == 0 and "ms per" in e.reason for e in skipped)
+    assert steps and steps <= {"finding the server's chat template", "token-by-token steering"}, steps
+    assert all(e.budget == 0 for e in skipped)
+    assert all("not sent" in e.reason or "ms per streamed token" in e.reason for e in skipped), skipped
+    assert p._cost.spent == 0.0 and not p._cost.known("ask") and not p._cost.known("echo")
     assert not any(isinstance(e, CallSteered) for e in r.events)
-    assert r.messages[1].tool_calls and r.messages[1].tool_calls[0].name == "get_weather"
+    assert not any(e.kind == "call_decision" for e in r.events)
+
+
+@pytest.mark.slow
+def test_llama_cpp_default_guidance_holds_its_budget(llama_url: str) -> None:
+    # The defaults on a fresh provider: whatever the guidance does in the first step (measure,
+    # decide, rank, steer, or skip what its measured prices say would not fit), the time its
+    # requests took stays within the step's budget (5 s: no plain request was timed yet).
+    p = OpenAIProvider("smollm2", base_url=llama_url, tool_calling="untooled", settings=SETTINGS, timeout=300)
+    cost, steps = p._cost, []
+    begin = cost.begin_step
+
+    def each_step() -> None:  # what the step before spent, and the budget it had
+        steps.append((cost.spent, cost.limit()))
+        begin()
+
+    cost.begin_step = each_step  # type: ignore[method-assign]
+    r = Agent(p, [get_weather], max_tool_calls=1).run("What is the weather in Paris?")
+    assert r.error is None, r.error
+    steps.append((cost.spent, cost.limit()))
+    assert len(steps) >= 2 and steps[0] == (0.0, FLOOR)  # (steps[0]: before the first step)
+    assert all(spent <= limit + 0.5 for spent, limit in steps[1:]), steps
 
 
 @pytest.mark.slow

@@ -8,9 +8,11 @@ log-probabilities, so against it, with one tool, SmolLM2-135M's first step took 
 every step on (3.0 s without the ranking, 0.5 s without any guidance).
 
 So every request the guidance makes is timed here (seconds per echoed prompt token, per
-streamed token with alternatives, per one-token request), the plain reply requests too, and
+streamed token with alternatives, per prompt token of a one-token request: the server reads
+the whole prompt with its logits), the plain reply requests too, and
 before a guidance step runs its cost is estimated from those figures (the price of an echoed
-token is first read from a two-token echo, before the ranking's probe). A step whose estimate would take
+token is first read from a two-token echo, before the ranking's probe; that of a one-token
+request from one with a two-token prompt, before the first real one). A step whose estimate would take
 the step past its budget is skipped, and a :class:`~agentnb.events.GuidanceSkipped` event says
 which step, the estimate and the figures it came from. The budget per step
 (``OpenAIProvider(guidance_budget=...)``):
@@ -21,8 +23,9 @@ which step, the estimate and the figures it came from. The budget per step
 * a number: that many seconds per step;
 * ``None``: no limit (every step runs, whatever it costs).
 
-A step is skipped before it runs only once its price is known (the first request of each kind
-measures it). So the budget also holds *while* the guidance runs: every guidance request of a
+Pricing requests are small, and a price read from one overestimates a long request (its fixed
+cost is spread over few tokens): on a slow server the guidance is skipped rather than let run
+past the budget. The budget also holds *while* the guidance runs: every guidance request of a
 step (the measuring ones, the template's, each round of a steered call) runs under what is left
 of it (:meth:`GuidanceCost.within`), and one still running when the budget is spent is cut off;
 the guidance of that step ends there, a ``GuidanceSkipped`` event says so, and the step goes on
@@ -101,7 +104,8 @@ class GuidanceCost:
 
     def observe(self, kind: str, *, tokens: int, seconds: float, chars: int = 0) -> None:
         """One request's price: ``kind`` is ``"echo"`` (``tokens`` echoed with log-probabilities),
-        ``"stream"`` (``tokens`` streamed with alternatives), ``"ask"`` (one one-token request)
+        ``"stream"`` (``tokens`` streamed with alternatives), ``"ask"`` (a one-token request of
+        ``tokens`` prompt tokens)
         or ``"plain"`` (a reply)."""
         if kind == "plain":
             self.plain = seconds
@@ -168,8 +172,8 @@ class GuidanceCost:
         return self._rates[kind].tokens > 0
 
     def estimate(self, *, echo: int = 0, stream: int = 0, ask: int = 0) -> float | None:
-        """Seconds for ``echo`` echoed tokens, ``stream`` streamed ones and ``ask`` one-token
-        requests; None while a price it needs is unknown."""
+        """Seconds for ``echo`` echoed tokens, ``stream`` streamed ones and one-token requests of
+        ``ask`` prompt tokens in all; None while a price it needs is unknown."""
         total = 0.0
         for kind, count in (("echo", echo), ("stream", stream), ("ask", ask)):
             rate = self._rates[kind].per_token()
@@ -194,7 +198,11 @@ class GuidanceCost:
         limit = self.limit()
         if limit is None or estimate is None or self.spent + estimate <= limit:
             return None
-        names = {"echo": "per echoed token", "stream": "per streamed token", "ask": "per one-token request"}
+        names = {
+            "echo": "per echoed token",
+            "stream": "per streamed token",
+            "ask": "per prompt token of a one-token request",
+        }
         rates = [f"{r * 1000:.0f} ms {names[k]}" for k, v in self._rates.items() if (r := v.per_token()) is not None]
         measured = f" (measured here: {', '.join(rates)})" if rates else ""
         spent = f"; {self.spent:.1f} s spent on guidance this step" if self.spent >= 0.05 else ""
