@@ -211,3 +211,67 @@ def test_llama_cpp_steered_calls_and_streams_report_usage(llama_url: str) -> Non
     assert isinstance(answer, str) and answer
     # the last reply was the envelope {"answer": ...}: its count is the tokenizer's, not a guess
     assert responses[-1].usage.output_tokens >= server_count(llama_url, answer)
+
+
+# -- who is asked to count tokens -----------------------------------------------------------
+
+
+class _Client:
+    """The parts of the SDK client the token counter uses, recording what it is asked."""
+
+    def __init__(self, owned_by: str, count: int = 7) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.owned_by, self.count = owned_by, count
+        self.models = self
+
+    def with_options(self, **_: object) -> _Client:
+        return self
+
+    async def list(self) -> object:
+        self.calls.append(("GET", "/v1/models"))
+        model = type("Model", (), {"owned_by": self.owned_by})()
+        return type("Page", (), {"data": [model]})()
+
+    async def post(self, url: str, *, body: dict, cast_to: object) -> object:
+        import httpx
+
+        self.calls.append(("POST", url))
+        return httpx.Response(200, json={"count": self.count})
+
+
+class _Provider:
+    def __init__(self, server: str | None, owned_by: str = "vllm") -> None:
+        self.server, self.base_url, self.model = server, "http://127.0.0.1:9/v1", "m"
+        self.client = _Client(owned_by)
+        self._cost = GuidanceCost(None)
+
+
+@pytest.mark.parametrize(
+    ("server", "owned_by", "asked"),
+    [
+        ("ollama", "me", False),  # a named server that is not llama-cpp-python: never asked
+        (None, "vllm", False),  # an unnamed server that does not say it is llama-cpp-python
+        ("llamacpp", "vllm", True),  # the llamacpp: profile
+        (None, "me", True),  # llama-cpp-python's model list says so
+    ],
+)
+def test_only_a_llama_cpp_server_is_asked_to_count_tokens(server: str | None, owned_by: str, asked: bool) -> None:
+    from agentnb.providers.openai.usage import TokenCounter
+
+    p, counter = _Provider(server, owned_by), TokenCounter()
+    counted = [asyncio.run(counter.count(p, "some text")) for _ in range(2)]
+    posts = [c for c in p.client.calls if c[0] == "POST"]
+    if asked:
+        assert counted == [7, 7] and posts == [("POST", "http://127.0.0.1:9/extras/tokenize/count")] * 2
+    else:
+        assert counted == [None, None] and posts == []
+    # the model list is read at most once per provider, and only for a server not named
+    assert p.client.calls.count(("GET", "/v1/models")) == (1 if server is None else 0)
+
+
+def test_a_llamacpp_spec_names_its_server() -> None:
+    from agentnb.providers.spec import build_one
+
+    assert build_one("llamacpp:smollm2").server == "llamacpp"
+    assert build_one("ollama:qwen2.5").server == "ollama"
+    assert build_one("openai:gpt-4o-mini", api_key="sk-test").server is None
