@@ -47,9 +47,9 @@ class ApprovalPanel(widgets.VBox):
         self.deny_button = widgets.Button(description="Deny", icon="times", button_style="danger")
         self.reason = widgets.Text(placeholder="reason (the model reads it)")
         self.arguments = widgets.Textarea(rows=3)
-        # 100% plus the widget's own side margins overflowed the panel (a horizontal scrollbar)
-        self.arguments.layout.width = "100%"
-        self.arguments.layout.margin = "2px 0"
+        # 100% plus the widget's own side margins (2px each) overflowed the panel (a horizontal
+        # scrollbar); the margins stay, so the box lines up with the buttons above it
+        self.arguments.layout.width = "calc(100% - 4px)"
         self.edit_button = widgets.Button(description="Run with these arguments", icon="pencil")
         self.edit_button.layout.width = "auto"
         self.error = widgets.HTML()
