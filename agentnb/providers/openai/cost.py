@@ -59,6 +59,9 @@ FLOOR = 5.0
 CHARS_PER_TOKEN = 3.5
 
 T = TypeVar("T")
+#: What prices an echoed token, or a prompt token of a one-token request, on a server, before
+#: anything longer is sent.
+PRICE = "1, 2"
 
 
 class GuidanceTimeError(Exception):

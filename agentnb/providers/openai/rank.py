@@ -52,7 +52,7 @@ from typing import Any, Literal
 
 from agentnb.errors import UserError
 from agentnb.providers.base import OutputConstraint, Request
-from agentnb.providers.openai.cost import cost_of
+from agentnb.providers.openai.cost import PRICE, cost_of
 
 #: The request setting UnTooled sends with the query and each tool's ``[[pick]]`` text.
 PICK_HINT = "untooled_pick"
@@ -62,8 +62,6 @@ PROBE = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 
 #: How many alternatives per token a shifted server is asked for (the next token's, read back).
 TOP_K = 400
 _PROBE_K = 5
-#: What prices an echoed token on a server, before anything longer is echoed.
-PRICE = "1, 2"
 _CACHE_SIZE = 256
 #: What a guidance request cut off by the budget was for (the ``GuidanceSkipped`` step).
 ECHO_STEP = "scoring by echoed log-probabilities"

@@ -24,7 +24,7 @@ from typing import Any
 from agentnb.events import ConstraintDropped
 from agentnb.providers.base import Request
 from agentnb.providers.guidance.source import Alternatives, Scored, UnavailableError
-from agentnb.providers.openai.cost import GuidanceTimeError, cost_of
+from agentnb.providers.openai.cost import PRICE, GuidanceTimeError, cost_of
 
 
 class ServerSource:
@@ -121,8 +121,6 @@ async def _next(provider: Any, prompt: str) -> dict[str, float]:
     read first from a two-token request; a request that would take the step past its guidance
     budget is not sent (:class:`~agentnb.providers.openai.cost.GuidanceTimeError`).
     """
-    from agentnb.providers.openai.rank import PRICE
-
     cost = cost_of(provider)
     tokens = cost.tokens_in(prompt)
     if cost.limit() is not None:
