@@ -15,9 +15,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agentnb.agent import DEFAULT_MAX_TOOL_CALLS, Agent
-from agentnb.agent_tool import handoff
-from agentnb.approval import Approve, Deny, Edit
+from agentnb.control.approval import Approve, Deny, Edit
+from agentnb.control.limits import UsageLimits
 from agentnb.errors import (
     AgentnbError,
     AuthenticationError,
@@ -31,8 +30,6 @@ from agentnb.errors import (
     ToolDefinitionError,
     UserError,
 )
-from agentnb.limits import UsageLimits
-from agentnb.loop import StepController, ToolDecision
 from agentnb.messages import (
     AssistantMessage,
     Image,
@@ -44,8 +41,11 @@ from agentnb.messages import (
 )
 from agentnb.printer import TextPrinter
 from agentnb.providers import Provider, get_provider
-from agentnb.result import RunResult
-from agentnb.session import Session
+from agentnb.run.agent import DEFAULT_MAX_TOOL_CALLS, Agent
+from agentnb.run.agent_tool import handoff
+from agentnb.run.loop import StepController, ToolDecision
+from agentnb.run.result import RunResult
+from agentnb.run.session import Session
 from agentnb.tools import Tool, ToolContext, ToolExample, tool
 from agentnb.tracing import instrument, uninstrument
 from agentnb.version import __version__ as __version__
@@ -57,16 +57,21 @@ __all__ = [
     "Approve",
     "AssistantMessage",
     "AuthenticationError",
+    "CassetteError",
+    "CassetteMiss",
     "Deny",
     "Edit",
     "Evaluation",
     "Image",
+    "Improvement",
     "MissingDependencyError",
     "ModelBehaviorError",
     "ModelNotFoundError",
     "Provider",
     "ProviderError",
     "RateLimitError",
+    "ReplayMismatch",
+    "RunDiff",
     "RunResult",
     "ServerError",
     "Session",
@@ -87,14 +92,22 @@ __all__ = [
     "UserError",
     "UserMessage",
     "aevaluate",
+    "aimprove",
+    "cassette",
+    "diff",
     "evaluate",
     "get_provider",
     "handoff",
+    "improve",
     "instrument",
     "load_transcript",
+    "replay",
     "tool",
     "uninstrument",
 ]
+
+
+_TIMETRAVEL = ("CassetteError", "CassetteMiss", "ReplayMismatch", "RunDiff", "cassette", "diff", "replay")
 
 
 def __getattr__(name: str) -> Any:
@@ -107,6 +120,14 @@ def __getattr__(name: str) -> Any:
         from agentnb import evaluation
 
         return getattr(evaluation, name)
+    if name in ("improve", "aimprove", "Improvement"):  # reflective optimisation: loaded on first use
+        from agentnb import improvement
+
+        return getattr(improvement, name)
+    if name in _TIMETRAVEL:  # replay, cassettes, fork, diff: loaded on first use
+        from agentnb import timetravel
+
+        return getattr(timetravel, name)
     raise AttributeError(f"module 'agentnb' has no attribute {name!r}")
 
 

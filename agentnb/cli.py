@@ -15,11 +15,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from agentnb.agent import DEFAULT_MAX_TOOL_CALLS, Agent
 from agentnb.errors import UserError
 from agentnb.printer import TextPrinter
 from agentnb.providers import get_provider
 from agentnb.providers.spec import check_tool_calling
+from agentnb.run.agent import DEFAULT_MAX_TOOL_CALLS, Agent
 from agentnb.tools import Tool
 from agentnb.untrusted import untrusted_terminal
 

@@ -11,8 +11,7 @@ import json
 import sys
 from typing import Any, TextIO
 
-from agentnb.budget import overrun_text
-from agentnb.cost import format_cost
+from agentnb.control.cost import format_cost
 from agentnb.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -26,6 +25,7 @@ from agentnb.events import (
     DirectOutput,
     Event,
     FinalAnswer,
+    Forked,
     GuidanceSkipped,
     HistoryTrimmed,
     LimitReached,
@@ -49,6 +49,7 @@ from agentnb.events import (
     UnknownTool,
     ValidationResult,
 )
+from agentnb.run.budget import overrun_text
 from agentnb.untrusted import untrusted_terminal
 
 
@@ -94,6 +95,8 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
         case RunStarted(provider=p, tools=t, max_tool_calls=m, agent_name=a):
             who = f"{a}: " if a else ""
             return f"{who}run started: model {p}, tools {', '.join(t) or '(none)'}, max {m} tool calls"
+        case Forked(parent=p, forked_at=at):
+            return f"  forked from run {p or '(unknown)'} at step {at}: {event.describe()}"
         case SubAgentEvent(event=inner):
             line = format_event(inner, width=width)  # the inner agent's own line, indented under its call
             if line is None:
@@ -117,11 +120,6 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} invalid arguments: " + "; ".join(errs)
         case DedupDecision(fingerprint=fp, seen_before=True, action=act):
             return f"{d} repeat call {fp[:12]}: {'not run, earlier result given' if act == 'skip' else 'run again (allow_repeat)'}"
-        case CallDecision(action=a, reason=why, ranking=ranks):
-            best = ", ".join(f"{n} {s:+.2f}" for n, s in ranks[:3])
-            return f"{d} {'call a tool' if a == 'call' else 'answer in text'}: {why}" + (
-                f" [fit: {best}]" if best else ""
-            )
         case StepDecision(target=t, action=a, arguments=args):
             return f"{d} debugger: {a} {t}" + (f" with {format_arguments(args)}" if args is not None else "")
         case ApprovalRequested(name=n, arguments=a, approver=who):
@@ -146,6 +144,33 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} {n} returned the final answer directly"
         case ReasoningSummary(text=t):
             return f"{d} reasoning summary: {shorten(t, width)}"
+        case FinalAnswer(text=t):
+            return f"answer: {t}"
+        case OutputMode(mode=m, detail=x):
+            return f"{d} structured output via {m}" + (f": {x}" if x else "")
+        case OutputValidated(type_name=n, errors=errs, value=v, retry=r) if errs:
+            then = "sent back to the model" if r else "no retries left"
+            return f"{d} answer is not a valid {n} ({then}): " + "; ".join(errs)
+        case OutputValidated(type_name=n, value=v):
+            return f"{d} answer is a valid {n}: {shorten(v or '', width)}"
+        case RunFinished(stop_reason=r, tool_calls=n, usage=u, duration=s, error=e):
+            tail = f", error: {e}" if e else ""
+            tokens = f", {plural(u.total_tokens, 'token')}" if u.total_tokens else ""  # 0: none reported
+            tokens += f", cost {format_cost(u.cost)}" if u.cost is not None else ""
+            tail += f"; {overrun_text(event.overrun)}" if event.overrun else ""  # type: ignore[union-attr]
+            return f"run finished: {r}, {plural(n, 'tool call')}{tokens}, {s:.2f}s{tail}"
+        case _:
+            return guidance_line(event, d, width)
+
+
+def guidance_line(event: Event, d: str, width: int) -> str | None:
+    """The line of what a provider decided on its own (guidance, repairs, retries, fallbacks)."""
+    match event:
+        case CallDecision(action=a, reason=why, ranking=ranks):
+            best = ", ".join(f"{n} {s:+.2f}" for n, s in ranks[:3])
+            return f"{d} {'call a tool' if a == 'call' else 'answer in text'}: {why}" + (
+                f" [fit: {best}]" if best else ""
+            )
         case RouteSwitched(provider=p, route=r, reason=why):
             return f"{d} {p}: switched to {r} tool calling from now on ({shorten(why, width)})"
         case ConstraintDropped(provider=p, mechanism=m, reason=why):
@@ -167,21 +192,6 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} answered by {p}" + (f" (after {before})" if before else "")
         case RequestRetried(provider=p):
             return f"{d} {p}: {event.describe()}"  # type: ignore[union-attr]
-        case FinalAnswer(text=t):
-            return f"answer: {t}"
-        case OutputMode(mode=m, detail=x):
-            return f"{d} structured output via {m}" + (f": {x}" if x else "")
-        case OutputValidated(type_name=n, errors=errs, value=v, retry=r) if errs:
-            then = "sent back to the model" if r else "no retries left"
-            return f"{d} answer is not a valid {n} ({then}): " + "; ".join(errs)
-        case OutputValidated(type_name=n, value=v):
-            return f"{d} answer is a valid {n}: {shorten(v or '', width)}"
-        case RunFinished(stop_reason=r, tool_calls=n, usage=u, duration=s, error=e):
-            tail = f", error: {e}" if e else ""
-            tokens = f", {plural(u.total_tokens, 'token')}" if u.total_tokens else ""  # 0: none reported
-            tokens += f", cost {format_cost(u.cost)}" if u.cost is not None else ""
-            tail += f"; {overrun_text(event.overrun)}" if event.overrun else ""  # type: ignore[union-attr]
-            return f"run finished: {r}, {plural(n, 'tool call')}{tokens}, {s:.2f}s{tail}"
         case _:
             return None
 

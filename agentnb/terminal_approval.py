@@ -19,11 +19,11 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-from agentnb.approval import Approve, Decision, Deny, Edit, parse_edit
+from agentnb.control.approval import Approve, Decision, Deny, Edit, parse_edit
 from agentnb.errors import UserError
 from agentnb.messages import ToolCall
 from agentnb.printer import format_arguments
-from agentnb.toolrun import call_in_thread
+from agentnb.tools.running import call_in_thread
 from agentnb.untrusted import untrusted_terminal
 
 

@@ -14,6 +14,11 @@ these functions only, never by hand:
   ``37*91 = 3367``, ``a_b_c`` and ``__init__`` keep their characters; backslashes and entities
   are shown as written (``\\d+\\.\\d+``, ``&lt;``).
 * :func:`untrusted_terminal`: text for a terminal, control and escape sequences shown, not sent.
+* :func:`static_view`: the **last step** of every static view (the finished trace, the debugger,
+  the exports): agentnb's own HTML, already built from escaped text, optionally styled inline, then
+  parsed and cleaned by ``nh3`` with an allow-list of agentnb's tags, attributes and CSS
+  properties. Nothing rewrites HTML after it, so whatever string work happens before (an inliner
+  that unescapes quotes, a template bug) cannot produce a live attribute or a remote fetch.
 
 >>> untrusted_html('<img src=x onerror="alert(1)">')
 '&lt;img src=x onerror=&quot;alert(1)&quot;&gt;'
@@ -118,6 +123,169 @@ def untrusted_terminal(text: str) -> str:
     Line breaks and tabs stay; carriage returns, ANSI escapes and bidi overrides are written out.
     """
     return _CONTROL.sub(lambda m: repr(m.group())[1:-1], str(text))
+
+
+#: What a static view may contain: agentnb's own elements and attributes, nothing that runs.
+_VIEW_TAGS = _TAGS | {"b", "i", "details", "summary", "dl", "dt", "dd", "img", "small"}
+_VIEW_ATTRIBUTES = {
+    "*": {"class", "style", "title", "hidden", "data-depth"},
+    "details": {"open"},
+    "a": {"href", "download", "target"},
+    "img": {"src", "alt", "width", "height"},
+    "ol": {"start"},
+}
+#: CSS properties a static view's inline styles may set: layout and typography only. Properties
+#: that can load a resource (``background-image``, ``list-style-image``, ``border-image``,
+#: ``cursor``, ``content``, ``mask``, ``filter``) are not here; shorthands that could hold a
+#: ``url()`` (``background``, ``list-style``) are kept only with a value :func:`_style_value` passes.
+STYLE_PROPERTIES = frozenset(
+    [
+        "color",
+        "background",
+        "background-color",
+        "opacity",
+        "border",
+        "border-top",
+        "border-bottom",
+        "border-left",
+        "border-right",
+        "border-color",
+        "border-left-color",
+        "border-radius",
+        "border-collapse",
+        "border-spacing",
+        "margin",
+        "margin-top",
+        "margin-bottom",
+        "margin-left",
+        "margin-right",
+        "padding",
+        "padding-top",
+        "padding-bottom",
+        "padding-left",
+        "padding-right",
+        "font-family",
+        "font-size",
+        "font-weight",
+        "font-style",
+        "font-variant-numeric",
+        "line-height",
+        "text-align",
+        "text-decoration",
+        "white-space",
+        "word-break",
+        "overflow",
+        "overflow-x",
+        "overflow-y",
+        "max-height",
+        "max-width",
+        "min-width",
+        "width",
+        "height",
+        "display",
+        "flex",
+        "flex-wrap",
+        "align-items",
+        "justify-content",
+        "gap",
+        "grid-template-columns",
+        "vertical-align",
+        "list-style",
+        "list-style-type",
+    ]
+)
+# A style value may hold only these characters (no quotes, backslash escapes, "@", "<" or "&")
+# and call only these functions: no url(), image-set(), expression(), attr().
+_STYLE_CHARS = re.compile(r"[^A-Za-z0-9\s:;#%.,()!_+*/-]")
+_STYLE_CALL = re.compile(r"([A-Za-z_-]*)\s*\(")
+_STYLE_FUNCTIONS = frozenset({"var", "rgb", "rgba", "hsl", "hsla", "calc"})
+_VAR = re.compile(r"var\(--[\w-]+,\s*([^()]*)\)")
+_IMAGE_DATA = re.compile(r"data:image/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]*")
+_JSON_DATA = re.compile(r"data:application/json;base64,[A-Za-z0-9+/=]*")
+
+
+def static_view(body: str, css: str = "") -> str:
+    r"""agentnb's HTML ``body`` as the final, sanitized fragment of a static view.
+
+    ``css`` (agentnb's stylesheet) is first written into each element's ``style`` attribute by
+    ``css-inline`` (JupyterLab drops ``<style>`` from an untrusted notebook's outputs), then the
+    whole fragment is parsed and cleaned by ``nh3``: only agentnb's tags and attributes stay,
+    no event handler, no script, no ``javascript:`` link, ``data:`` URLs only for raster images and
+    the transcript download, and inline styles only with allowed properties and no ``url()``.
+    Each declaration with a theme variable gets its light fallback first, inside the sanitizer
+    (on the parsed value, serialized escaped), since an untrusted notebook drops ``var()``.
+    Without ``nh3`` (no notebook extra), ``body`` as built: escaped text, unstyled.
+
+    >>> static_view('<details open ontoggle="alert(1)"><summary>x</summary>y</details>')
+    '<details open=""><summary>x</summary>y</details>'
+    >>> static_view('<div class="a">x</div>', ".a{color:var(--c,#111);background:url(//e.x/p)}")
+    '<div class="a">x</div>'
+    >>> static_view('<div class="a">x</div>', ".a{color:var(--c,#111)}")
+    '<div class="a" style="color:#111;color:var(--c, #111)">x</div>'
+    """
+    try:
+        import nh3
+    except ImportError:
+        return body
+    if css:
+        body = _inline_css(body, css)
+    return str(
+        nh3.clean(
+            body,
+            tags=_VIEW_TAGS,
+            clean_content_tags={"script", "style"},
+            attributes=_VIEW_ATTRIBUTES,
+            url_schemes={"http", "https", "mailto", "data"},
+            url_relative="deny",
+            link_rel="noopener noreferrer nofollow",
+            filter_style_properties=STYLE_PROPERTIES,
+            attribute_filter=_view_attribute,
+        )
+    )
+
+
+def _inline_css(body: str, css: str) -> str:
+    """``body`` with ``css`` written into style attributes (``css-inline``); unstyled without it."""
+    try:
+        import css_inline
+
+        return str(_inliner(css_inline).inline_fragment(body, css))
+    except Exception:  # not installed, or a fragment it cannot read: unstyled, nothing lost
+        return body
+
+
+@functools.cache
+def _inliner(css_inline: Any) -> Any:
+    return css_inline.CSSInliner(keep_style_tags=False, load_remote_stylesheets=False)
+
+
+def _view_attribute(tag: str, attr: str, value: str) -> str | None:
+    """nh3's check of one parsed attribute value: None drops the attribute."""
+    if attr == "style":
+        return _style_value(value)
+    if attr in ("href", "src") and value[:5].lower() == "data:":
+        fits = _IMAGE_DATA if tag == "img" else _JSON_DATA if tag == "a" else None
+        return value if fits is not None and fits.fullmatch(value) else None
+    return value
+
+
+def _style_value(style: str) -> str | None:
+    r"""An inline style, with the light fallback before each theme variable; None if it could
+    load something or hide something (a quote, an escape, a function other than var/rgb/calc).
+
+    >>> _style_value("color: var(--jp-ui-font-color1,#1f2328); font-size: 12px")
+    'color: #1f2328;color: var(--jp-ui-font-color1,#1f2328); font-size: 12px'
+    >>> _style_value("background:url(http://e.x/p.png)"), _style_value("color:red;x:\\75rl(a)")
+    (None, None)
+    """
+    if _STYLE_CHARS.search(style) or any(f.lower() not in _STYLE_FUNCTIONS for f in _STYLE_CALL.findall(style)):
+        return None
+    out = []
+    for decl in style.split(";"):
+        if "var(--" in decl:
+            out.append(_VAR.sub(lambda m: m.group(1), decl))
+        out.append(decl)
+    return ";".join(out)
 
 
 def _written_out(m: re.Match[str]) -> str:

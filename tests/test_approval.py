@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from agentnb import Agent, Approve, Deny, Edit, StopRun, ToolContext, UserError, tool
 from agentnb.events import ApprovalDecided, ApprovalRequested, ToolStarted
 from agentnb.printer import TextPrinter
-from agentnb.result import RunResult
+from agentnb.run.result import RunResult
 from agentnb.testing import ScriptedProvider, call
 
 

@@ -170,3 +170,120 @@ def test_the_providers_folders_show_the_design() -> None:
     assert folders == {"openai", "untooled", "guidance", "hf"}
     assert (providers / "base.py").exists() and (providers / "anthropic.py").exists()
     assert not list(providers.glob("openai_*.py")), "the OpenAI modules live in providers/openai/"
+
+
+#: The layers of the package, lowest first: a module may import its own layer and those below,
+#: never one above. Packages in one layer do not import each other (the cycle test holds that).
+LAYERS: list[tuple[str, ...]] = [
+    ("agentnb.errors", "agentnb.version", "agentnb.untrusted"),  # the base: imports nothing of ours
+    ("agentnb.messages",),  # the conversation and its JSON forms
+    ("agentnb.events",),  # what a run reports
+    ("agentnb.control", "agentnb.tracing"),  # approval, budgets, cost; watchers of runs
+    ("agentnb.tools",),  # what a model may call, and running it
+    ("agentnb.output", "agentnb.mcp"),  # structured output; tools from MCP servers
+    ("agentnb.providers",),  # the models
+    ("agentnb.timetravel",),  # replay and cassettes (providers made of recordings), fork, diff
+    ("agentnb.run",),  # Agent, the loop, results, sessions
+    ("agentnb.testing", "agentnb.printer"),  # fake models; the terminal's view of events
+    ("agentnb.evaluation", "agentnb.notebook"),  # many runs; the notebook's views
+    # the face: the package's own names, the command, the demo's tools, documented old paths
+    ("agentnb", "agentnb.__main__", "agentnb.cli", "agentnb.terminal_approval", "agentnb.demo_tools"),
+    ("agentnb.cost", "agentnb.dedupe"),
+]
+#: Imports that go up a layer, each with the reason it is allowed (keep this short).
+UPWARD_ALLOWED: dict[tuple[str, str], str] = {
+    ("agentnb.timetravel.load", "agentnb.run.result"): (
+        "replay, fork and diff take a RunResult or a transcript's path; a path is read into a "
+        "RunResult, imported lazily when one is given"
+    ),
+    ("agentnb.output.structured", "agentnb.providers.untooled.parse"): (
+        "the forgiving JSON reader (load_json) lives with the UnTooled parser; imported lazily, "
+        "only when a structured answer is not strict JSON"
+    ),
+}
+#: At most this many modules at the package's root; the rest live in packages named after their jobs.
+MAX_ROOT_MODULES = 12
+MAX_FUNCTION_LINES = 80
+#: Functions allowed past MAX_FUNCTION_LINES: none.
+KNOWN_LONG_FUNCTIONS: dict[str, int] = {}
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of ``module``: the layer of its longest listed prefix."""
+    best, found = "", -1
+    for index, names in enumerate(LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and len(name) > len(best):
+                best, found = name, index
+    return found
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = sorted(name for name in modules() if layer_of(name) < 0)
+    assert not missing, f"modules in no layer of LAYERS: {missing}"
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    upward = {
+        (name, target): (LAYERS[layer_of(name)], LAYERS[layer_of(target)])
+        for name, targets in graph().items()
+        for target in targets
+        if layer_of(target) > layer_of(name) and (name, target) not in UPWARD_ALLOWED
+    }
+    assert not upward, "imports from a lower layer up:\n" + "\n".join(f"{a} -> {b}" for a, b in sorted(upward))
+    assert all(target in modules() for _, target in UPWARD_ALLOWED), "an allowed upward import names no module"
+
+
+def test_the_root_holds_few_modules() -> None:
+    root = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(root) <= MAX_ROOT_MODULES, f"{len(root)} modules at agentnb/'s root: {root}"
+
+
+def test_every_package_says_what_it_owns() -> None:
+    """Each package's __init__ opens with a docstring of more than a line (what it owns, what it
+    may import)."""
+    bare = []
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+        if len(doc.strip().splitlines()) < 2:
+            bare.append(module_name(init))
+    assert not bare, f"packages without a docstring saying what they own: {bare}"
+
+
+def function_lengths() -> dict[str, int]:
+    """Every function and method in agentnb, by ``module:qualified.name``: lines from ``def`` to its end."""
+    found: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str, module: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                name = f"{prefix}{child.name}"
+                if not isinstance(child, ast.ClassDef):
+                    found[f"{module}:{name}"] = (child.end_lineno or child.lineno) - child.lineno + 1
+                visit(child, name + ".", module)
+            else:
+                visit(child, prefix, module)
+
+    for name, path in modules().items():
+        visit(ast.parse(path.read_text(), str(path)), "", name)
+    return found
+
+
+def test_no_function_is_too_long() -> None:
+    lengths = function_lengths()
+    assert "agentnb.run.loop:run_loop" in lengths and "agentnb.run.agent:Agent.stream" in lengths
+    long = {name: n for name, n in lengths.items() if n > KNOWN_LONG_FUNCTIONS.get(name, MAX_FUNCTION_LINES)}
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_the_loop_body_names_its_phases() -> None:
+    """run_loop's body (agentnb.run.loop.steps) calls each phase by name, so a new phase has an
+    obvious place; each phase says in its docstring's first line what it decides."""
+    from agentnb.run import phases
+
+    source = (PACKAGE / "run" / "loop.py").read_text()
+    body = source[source.index("def steps(") : source.index("async def run_loop(")]
+    for phase in ("ask", "end", "decide", "deduplicate", "approve", "schedule", "execute", "append"):
+        assert f"{phase}(" in body or f"{phase}," in body or f"{phase})" in body, phase
+        doc = getattr(phases, phase).__doc__ or ""
+        assert doc and "\n" not in doc.split("\n\n")[0].strip(), f"{phase}: a one-line docstring first"

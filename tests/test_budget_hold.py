@@ -11,10 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentnb import Agent, RunResult, TextPrinter, Usage, UsageLimits, load_transcript, tool
-from agentnb.budget import chars_estimate
 from agentnb.notebook.header import header_html
 from agentnb.notebook.state import TraceState
-from agentnb.providers.base import Completion, Request
+from agentnb.providers.base import Completion, Request, chars_estimate
 from agentnb.testing import ScriptedProvider, call
 
 

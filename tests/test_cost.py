@@ -10,7 +10,7 @@ import genai_prices
 import pytest
 
 from agentnb import Agent, TextPrinter, Usage, tool
-from agentnb.cost import format_cost, price
+from agentnb.control.cost import format_cost, price
 from agentnb.events import ModelResponse
 from agentnb.providers import OpenAIProvider, Provider
 from agentnb.providers.base import Completion
@@ -86,7 +86,7 @@ def test_widget_header_shows_cost_or_unknown(server: ScriptedServer) -> None:
 
 
 def test_import_agentnb_does_not_load_the_price_table() -> None:
-    code = "import sys, agentnb, agentnb.cost; print('genai_prices' in sys.modules)"
+    code = "import sys, agentnb, agentnb.control.cost; print('genai_prices' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

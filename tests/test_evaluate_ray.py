@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -152,3 +153,96 @@ def test_timeouts_and_failures_stay_per_case_on_ray(cluster: None) -> None:
     t = ev.table.set_index("input")
     assert t.loc["hang", "stop_reason"] == "timeout" and t.loc["fail", "stop_reason"] == "error"
     assert "model down" in t.loc["fail", "error"] and t.loc["ok", "passed"]
+
+
+# --- a worker that dies (issue 39, item 9) -----------------------------------------------------
+
+
+def _worker_pids() -> set[int]:
+    """Our Ray cluster's evaluation workers: the actors under this process's raylet."""
+    found = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if " ".join(p.cmdline()).startswith("ray::_Worker"):
+                found.add(p.pid)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return found
+
+
+class KillAWorker:
+    """A progress view that kills one worker (SIGKILL) once ``after`` rows are done, and notes
+    the workers alive afterwards."""
+
+    def __init__(self, after: int) -> None:
+        self.after = after
+        self.done = 0
+        self.killed: int | None = None
+        self.before: set[int] = set()
+        self.seen: set[int] = set()
+
+    def start(self, ev: Any, total: int, stopper: Any) -> None:
+        pass
+
+    def row(self, row: dict[str, Any]) -> None:
+        self.done += 1
+        if self.done == self.after:
+            self.before = _worker_pids()
+            self.killed = sorted(self.before)[0]
+            os.kill(self.killed, signal.SIGKILL)
+        elif self.killed is not None:
+            self.seen |= _worker_pids()
+
+    def finish(self, ev: Any) -> None:
+        pass
+
+
+def slow_ok(messages: Any, tools: Any) -> str:
+    return "ok"
+
+
+@tool
+def explode() -> str:
+    """Ends the worker's process (a crash that no exception handler sees)."""
+    os._exit(1)
+
+
+def poisoned(messages: Any, tools: Any) -> Any:
+    q = next(m.content for m in messages if isinstance(m, UserMessage))
+    if q == "poison" and not any(m.role == "tool" for m in messages):
+        return call("explode")
+    return "ok"
+
+
+def test_a_killed_worker_is_replaced_and_its_cases_run_again(cluster: None, tmp_path: Path) -> None:
+    killer = KillAWorker(after=6)
+    cases = [f"case {i}" for i in range(40)]
+    log = tmp_path / "killed.jsonl"
+    ev = agentnb.evaluate(
+        Agent(FunctionProvider(slow_ok, delay=0.2)), cases, scorers=[contains("ok")], concurrency=6,
+        executor="ray", ray_workers=2, log=str(log), progress=[killer],
+    )  # fmt: skip
+    assert killer.killed is not None and killer.killed not in _worker_pids()
+    # The cases the dead worker held were sent again: every case passed, none is an error.
+    assert len(ev.rows) == 40 and all(r["passed"] for r in ev.rows), ev.failures()[["input", "error"]]
+    assert not any(r.get("lost") for r in ev.rows)
+    assert killer.seen - killer.before, "no worker was started in place of the killed one"
+
+
+def test_a_case_that_kills_every_worker_is_an_infrastructure_error_that_a_resume_runs_again(
+    cluster: None, tmp_path: Path
+) -> None:
+    log = tmp_path / "poison.jsonl"
+    agent = Agent(FunctionProvider(poisoned), tools=[explode])
+    cases = ["fine 1", "poison", "fine 2", "fine 3"]
+    ev = agentnb.evaluate(agent, cases, scorers=[contains("ok")], executor="ray", ray_workers=2, log=str(log),
+                          progress=False)  # fmt: skip
+    rows = ev.table.set_index("input")
+    assert rows.loc[["fine 1", "fine 2", "fine 3"], "passed"].all()
+    assert not rows.loc["poison", "passed"] and "infrastructure error, not a verdict" in rows.loc["poison", "error"]
+    assert [r.get("lost", False) for r in ev.rows if r["input"] == "poison"] == [True]
+    again = agentnb.evaluate(agent, cases, scorers=[contains("ok")], executor="ray", ray_workers=2, log=str(log),
+                             progress=False)  # fmt: skip
+    assert again.resumed == 3  # the lost case is not done: it ran again
+    assert [r["input"] for r in again.rows if r not in ev.rows][-1:] == ["poison"]
+    assert len(log.read_text().splitlines()) == 5

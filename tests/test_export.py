@@ -57,7 +57,8 @@ def test_trace_outputs_become_static_html_other_widgets_stay() -> None:
     assert "Depth 0 · add ✓" in html and "Depth 1 · answer" in html
     assert "2 + 3 = <strong>5</strong>" in html  # the answer's Markdown rendered
     assert "agentnb-transcript.json" not in html  # the transcript stays in the widget state, not copied again
-    assert "<details" in html and 'class="anb-copy"' in html
+    # static and sanitized: sections fold, nothing runs (no Copy button's onclick, no handler)
+    assert "<details" in html and 'class="anb-copy"' not in html and "onclick" not in html
     # The slider (not a trace) keeps its widget view; the trace's was replaced.
     assert html.count('<script type="application/vnd.jupyter.widget-view+json">') == 1
     (cell,) = StaticTraces().preprocess(_notebook(_output(w)), {})[0].cells

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 
 from agentnb import Agent, tool
 from agentnb.events import EVENT_TYPES, ToolFinished
-from agentnb.history import MessageView
 from agentnb.messages import ToolCall, ToolMessage
+from agentnb.run.history import MessageView
 from agentnb.testing import ScriptedProvider, call
-from agentnb.validate import compilable, fast_validator
+from agentnb.tools.validate import compilable, fast_validator
 
 
 @tool

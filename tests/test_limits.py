@@ -66,7 +66,7 @@ def test_no_request_allowed_ends_at_once() -> None:
     ],
 )
 def test_token_budgets(limits: UsageLimits, name: str, calls: int) -> None:
-    # Held before each request (agentnb.budget): the last request that fits, a second of its
+    # Held before each request (agentnb.run.budget): the last request that fits, a second of its
     # size would not, goes without tools, and the run ends within the budget.
     model = walk(calls, usage=Usage(100, 10))  # a text answer when asked without tools
     out = io.StringIO()

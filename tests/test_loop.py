@@ -24,7 +24,7 @@ from agentnb.events import (
     ValidationResult,
 )
 from agentnb.messages import ToolCall
-from agentnb.result import RunResult
+from agentnb.run.result import RunResult
 from agentnb.testing import FunctionProvider, ScriptedProvider, Streamed, call, tool_chunks
 
 calls_made: list[int] = []

@@ -28,7 +28,7 @@ from agentnb.messages import (
 from agentnb.printer import format_event
 from agentnb.providers import Completion, Request, TextChunk, ToolCallChunk, get_provider
 from agentnb.providers.openai import OpenAIProvider
-from agentnb.result import RunResult
+from agentnb.run.result import RunResult
 
 KEY = "sk-responses-test-0123456789"
 PNG = b"\x89PNG\r\n\x1a\nfake"

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentnb import Tool
-from agentnb.dedupe import fingerprint
+from agentnb.tools.dedupe import fingerprint
 
 # (annotation, strategy of values of that type, a value that is never of that type)
 LEAVES = [

@@ -21,6 +21,6 @@ def test_each_public_name_has_an_example(name: str) -> None:
         assert ">>>" in doc, f"{name} has no example in its docstring"
         assert not doc.startswith(f"{name}("), f"{name} has only the generated dataclass docstring"
     else:  # a constant: documented, with an example, in the module that defines it
-        module = next(m for m in ("agentnb.agent", "agentnb") if hasattr(__import__(m, fromlist=["_"]), name))
+        module = next(m for m in ("agentnb.run.agent", "agentnb") if hasattr(__import__(m, fromlist=["_"]), name))
         text = inspect.getsource(__import__(module, fromlist=["_"]))
         assert "#: " in text and ">>> " in text and name in text.split(">>>", 1)[1], name

@@ -120,12 +120,12 @@ def test_save_and_load_continue_the_conversation(tmp_path: Any) -> None:
         (json.dumps({"version": 2, "output": "x"}).encode(), "not a saved session"),
         (
             json.dumps(
-                {"kind": "agentnb.session", "version": 1, "messages": [{"role": "alien"}], "turn_starts": [0]}
+                {"kind": "agentnb.run.session", "version": 1, "messages": [{"role": "alien"}], "turn_starts": [0]}
             ).encode(),
             "alien",
         ),
         (
-            json.dumps({"kind": "agentnb.session", "version": 1, "messages": [], "turn_starts": [5]}).encode(),
+            json.dumps({"kind": "agentnb.run.session", "version": 1, "messages": [], "turn_starts": [5]}).encode(),
             "turn_starts",
         ),
     ],

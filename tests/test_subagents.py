@@ -133,7 +133,7 @@ def test_parallel_inner_runs_share_the_outer_token_budget() -> None:
     models = [notes_while_tools_are_offered() for _ in "ab"]
     agent, _ = two_busy_helpers(UsageLimits(total_tokens=1000), models)  # 110 tokens a request
     r = agent.run("go")
-    # Held before every request in the tree (agentnb.budget): alone, each helper would take 10
+    # Held before every request in the tree (agentnb.run.budget): alone, each helper would take 10
     # notes (1,210 tokens); together they stop within what the outer run has left.
     assert 0 < r.usage.total_tokens <= 1000 and r.overrun == ()
     limits = [e.event for e in r.events if isinstance(e, SubAgentEvent) and e.event.kind == "limit_reached"]

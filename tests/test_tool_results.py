@@ -12,9 +12,9 @@ import pytest
 from agentnb import Agent, Image, tool
 from agentnb.events import AttachmentAdded, ToolFinished
 from agentnb.messages import UserMessage
-from agentnb.rendering import MAX_ROWS, render_value
 from agentnb.testing import ScriptedProvider, call
 from agentnb.tools import ToolContext
+from agentnb.tools.rendering import MAX_ROWS, render_value
 
 np = pytest.importorskip("numpy")
 pd = pytest.importorskip("pandas")
@@ -127,7 +127,7 @@ def test_models_and_dataclasses_are_json() -> None:
 
 def test_rendering_needs_none_of_the_libraries() -> None:
     code = (
-        "import sys; import agentnb; from agentnb.rendering import render_value;"
+        "import sys; import agentnb; from agentnb.tools.rendering import render_value;"
         "print(render_value({'a': 1}), render_value(b'xy'));"
         "print(sorted(m for m in ('numpy', 'PIL', 'pandas', 'matplotlib') if m in sys.modules))"
     )
@@ -137,7 +137,7 @@ def test_rendering_needs_none_of_the_libraries() -> None:
 
 def test_returned_generators_ranges_and_dict_views_are_their_items() -> None:
     """A tool returning ``(x for x in ...)`` gave the model '"<generator object <genexpr> at 0x...>"'."""
-    from agentnb.rendering import MAX_ITEMS, render_value
+    from agentnb.tools.rendering import MAX_ITEMS, render_value
 
     assert render_value(i * i for i in range(4)) == "[0, 1, 4, 9]"
     assert render_value({"keys": {"a": 1}.keys(), "span": range(2), "m": map(str, [1])}) == (

@@ -118,6 +118,7 @@ def test_every_event_kind_is_shown() -> None:
         # agents as tools and sessions: tests/test_trace_nested.py
         "sub_agent",
         "history_trimmed",
+        "forked",  # a fork's lineage: tests/test_timetravel_fork.py
     }
     assert seen | others == set(EVENT_TYPES)
 

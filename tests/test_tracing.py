@@ -14,9 +14,9 @@ from opentelemetry.trace import StatusCode
 import agentnb
 from agentnb import Agent, tool
 from agentnb.messages import Usage
-from agentnb.observe import watching
 from agentnb.providers.base import Completion
 from agentnb.testing import ScriptedProvider, call
+from agentnb.tracing.observe import watching
 from agentnb.tracing.otel import SpanWatcher
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwx0123456789"

@@ -230,7 +230,7 @@ def test_an_answer_that_only_counts_is_stopped_early(local) -> None:  # type: ig
 
 def test_a_token_budget_holds_with_the_embedded_model(local) -> None:  # type: ignore[no-untyped-def]
     # The in-process model counts a request's input tokens with its own tokenizer before it is
-    # sent (agentnb.budget), so a run ends within its budget: by a last request without tools,
+    # sent (agentnb.run.budget), so a run ends within its budget: by a last request without tools,
     # or, when not even that fits, with agentnb's text and no request (issue 39: a budget of 200
     # was overrun without a word).
     from agentnb import UsageLimits

@@ -85,7 +85,7 @@ def _runs() -> dict[str, RunResult]:
     follow = Agent(ScriptedProvider([ALL])).run(ALL, history=main)
     failed = Agent(ScriptedProvider([RuntimeError(ALL)])).run(ALL)
     typed = Agent(ScriptedProvider([ALL, json.dumps({"note": ALL})]), output_type=Note).run(ALL)
-    from agentnb.approval import Deny
+    from agentnb.control.approval import Deny
 
     gated = Agent(
         ScriptedProvider([call("echo", text=ALL), ALL]),

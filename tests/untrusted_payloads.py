@@ -35,9 +35,14 @@ PAYLOADS = [
     '<svg><a xlink:href="javascript:alert(21)"><text>PWN21</text></a></svg>',
     f'<img srcset="http://{EVIL}/PWN22.png 1x" src="data:image/svg+xml,<svg onload=alert(22)>">',
     "\x1b]0;PWN23\x07\x1b[2J\x1b[31mred\r\u202ePWN23",
+    # issue 36: text that an HTML rewrite after escaping turned into attributes (quotes, var())
+    "style=\"var(--a,b) open ontoggle=document.title='PWN24' x",
+    f'style="var(--a,b);x:1" style=background-image:url(http://{EVIL}/PWN25.png) y "',
+    '" onmouseover="document.title=\'PWN26\'" x="&quot; style=&quot;var(--b,c)&quot;',
+    f"'style='color:var(--c,d);background:url(http://{EVIL}/PWN27.png)' open ontoggle=document.title='PWN27' '",
 ]
 ALL = "\n\n".join(PAYLOADS)
-MARKERS = [f"PWN{i}" for i in range(1, 24)]
+MARKERS = [f"PWN{i}" for i in range(1, 28)]
 
 _BAD_TAGS = {
     "script", "iframe", "frame", "frameset", "object", "embed", "applet", "form", "input", "textarea",

@@ -1,5 +1,8 @@
 """Many runs: evaluate agents over a dataset, resumably, locally or on Ray.
 
+Layer: a view of many runs, beside :mod:`agentnb.notebook`; may import the run, the
+providers, the tools and everything below them, never the CLI.
+
 ``evaluate(agent | {name: agent}, dataset, scorers=..., concurrency=8, repeats=1, timeout=None,
 log=None, executor="local")`` returns an :class:`Evaluation` (table, summary, comparison, traces).
 Parts: :mod:`.cases` (dataset in), :mod:`.scorers`, :mod:`.run` (the driver),
@@ -17,7 +20,8 @@ Parts: :mod:`.cases` (dataset in), :mod:`.scorers`, :mod:`.run` (the driver),
 from __future__ import annotations
 
 from agentnb.evaluation.cases import Case, load_cases
-from agentnb.evaluation.results import Comparison, Evaluation
+from agentnb.evaluation.compare import Comparison
+from agentnb.evaluation.results import Evaluation
 from agentnb.evaluation.run import DEFAULT_CONCURRENCY, Stopper, aevaluate, evaluate
 from agentnb.evaluation.scorers import (
     Scorer,

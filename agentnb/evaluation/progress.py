@@ -16,6 +16,7 @@ widget's display is replaced by static HTML, so a saved notebook shows it withou
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -38,6 +39,7 @@ class Tally:
         self.passed = dict.fromkeys(agents, 0)
         self.errors = dict.fromkeys(agents, 0)
         self.new = 0
+        self.from_log = 0  # rows read back from the log (a resume), not run now
         self.clock = clock
         self.started = clock()
 
@@ -47,6 +49,7 @@ class Tally:
         self.passed[a] = self.passed.get(a, 0) + bool(row.get("passed"))
         self.errors[a] = self.errors.get(a, 0) + bool(row.get("error") or row.get("scorer_errors"))
         self.new += new
+        self.from_log += not new
 
     @property
     def finished(self) -> int:
@@ -69,7 +72,8 @@ class Tally:
     def speed(self) -> str:
         left = self.left()
         eta = "" if left is None or self.finished >= self.total else f" · ~{left:.0f} s left"
-        return f"{self.rate():.1f} runs/s{eta}"
+        resumed = f" · {self.from_log} from the log (resumed)" if self.from_log else ""
+        return f"{self.rate():.1f} runs/s{eta}{resumed}"
 
 
 class ProgressWidget:
@@ -84,6 +88,7 @@ class ProgressWidget:
         self.widget = widgets.VBox([widgets.HBox([self.bar, self.stop_button]), self.lines])
         self.tally: Tally | None = None
         self._last = 0.0
+        self._cell = contextlib.ExitStack()
         from IPython.display import display
 
         self._handle: Any = display(self.widget, display_id=True)
@@ -94,6 +99,11 @@ class ProgressWidget:
             self.tally.add(row, new=False)
         self.bar.max = max(1, total)
         self.stop_button.on_click(lambda _: self._stop(stopper))
+        # Under evaluate(...) / %agent_eval the cell's thread waits for the runs: it serves the
+        # widget's messages meanwhile, or the Stop click would arrive only once all had run.
+        from agentnb.notebook.inplace import lent_cell
+
+        self._cell.enter_context(lent_cell())
         self._draw()
 
     def _stop(self, stopper: Any) -> None:
@@ -119,13 +129,21 @@ class ProgressWidget:
     def finish(self, ev: Any) -> None:
         from IPython.display import HTML
 
+        self._cell.close()
         t = self.tally
         assert t is not None
         self._draw()  # the last rows, which the throttle may have held back
         self.stop_button.disabled = True
+        from agentnb.evaluation.report import stopped_note
+
         state = "stopped" if ev.stopped else "finished"
+        note = f"<br>{untrusted_html(stopped_note(ev))}" if ev.stopped else ""
+        resumed = f" ({t.from_log} read back from the log)" if t.from_log else ""
         lines = "<br>".join(untrusted_html(t.line(a)) for a in t.agents)
-        html = f'<div class="{NO_MATH}"><b>evaluation {state}</b>: {t.finished}/{t.total} runs<br>{lines}</div>'
+        html = (
+            f'<div class="{NO_MATH}"><b>evaluation {state}</b>: {untrusted_html(str(t.finished))}/{untrusted_html(str(t.total))} '
+            f"runs{untrusted_html(resumed)}<br>{lines}{note}</div>"
+        )
         if self._handle is not None:
             self._handle.update(HTML(html))  # static: a saved notebook shows it without a kernel
         self.widget.close()

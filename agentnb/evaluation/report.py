@@ -1,4 +1,4 @@
-"""Views of a finished evaluation: summary text, an HTML table, a plot, and a widget.
+"""Views of a finished evaluation: summary text, an HTML table and a plot (the widget: :mod:`.view`).
 
 Every text from a model, a tool or the dataset goes through :mod:`agentnb.untrusted`.
 The HTML (``Evaluation._repr_html_``) needs no kernel: it survives saving and nbconvert.
@@ -24,6 +24,8 @@ def summary_lines(ev: Any) -> list[str]:
         rate = "n/a" if rec["n"] == 0 else f"{rec['pass_rate']:.0%} [{rec['ci_low']:.0%}, {rec['ci_high']:.0%}]"
         p50, p95 = rec["latency_p50"], rec["latency_p95"]
         lat = "" if math.isnan(p50) else f"  latency p50 {p50:.2f} s p95 {p95:.2f} s"
+        if rec.get("queue_wait_p50", 0) >= 0.005:  # runs waited for a busy in-process model: apart from their time
+            lat += f" (queue wait p50 {rec['queue_wait_p50']:.2f} s)"
         # a scorer that raised scores nothing: say so, or its rows read as plain failures
         failed = f"  scorer errors {rec['scorer_errors']} (table column scorer_errors)" if rec["scorer_errors"] else ""
         lines.append(
@@ -36,10 +38,10 @@ def summary_lines(ev: Any) -> list[str]:
 def summary_text(ev: Any) -> str:
     head = f"Evaluation: {len(ev.rows)} rows, {len(ev.agents)} agent(s), scorers {ev.scorers}"
     if ev.stopped:
-        head += " (stopped: the rest can be resumed from the log)" if ev.log else " (stopped)"
+        head += f" ({stopped_note(ev)})"
     lines = [head, *("  " + line for line in summary_lines(ev))]
     if len(ev.agents) >= 2:
-        lines.append("  " + untrusted_terminal(repr(ev.compare())))
+        lines.append("  " + untrusted_terminal(ev.compare().verdict()))
     return "\n".join(lines)
 
 
@@ -54,9 +56,16 @@ def summary_html(ev: Any) -> str:
     rows = "".join(f"<li>{untrusted_html(line)}</li>" for line in summary_lines(ev))
     extra = ""
     if len(ev.agents) >= 2:
-        extra = f"<p>{untrusted_html(repr(ev.compare()))}</p>"
-    state = " (stopped)" if ev.stopped else ""
-    return f"<b>Evaluation{state}</b>: {len(ev.rows)} rows<ul>{rows}</ul>{extra}"
+        extra = f"<p>{untrusted_html(ev.compare().verdict())}</p>"
+    state = f" ({untrusted_html(stopped_note(ev))})" if ev.stopped else ""
+    return f"<b>Evaluation</b>{state}: {len(ev.rows)} rows<ul>{rows}</ul>{extra}"
+
+
+def stopped_note(ev: Any) -> str:
+    """What a stopped evaluation's views say: what is left, and how to finish it."""
+    if ev.log:
+        return "stopped: run the same call again to resume from the log; the logged cases are not run twice"
+    return "stopped: evaluate with log=... to be able to resume"
 
 
 def table_html(ev: Any, sort_by: str | None = None, ascending: bool = True, limit: int = MAX_ROWS) -> str:
@@ -82,6 +91,8 @@ def table_html(ev: Any, sort_by: str | None = None, ascending: bool = True, limi
         "error",
         "latency",
     ]
+    if any(r.get("queue_wait") for r in ev.rows):
+        cols.append("queue_wait")
     if max(r.get("repeat", 0) for r in ev.rows) > 0:
         cols.insert(3, "repeat")
     head = "".join(f"<th>{untrusted_html(c)}</th>" for c in cols)
@@ -99,7 +110,7 @@ def _sortable(col: Any) -> Any:
 
 
 def _fmt(v: Any, column: str = "") -> Any:
-    if column == "latency" and isinstance(v, float):
+    if column in ("latency", "queue_wait") and isinstance(v, float):
         return f"{v:.2f} s"
     if isinstance(v, float):
         return f"{v:.3g}"
@@ -157,46 +168,3 @@ def _meta_columns(ev: Any, most: int = 2) -> list[str]:
                 values.setdefault(k, set()).add(str(v))
     n_cases = len({r["case"] for r in ev.rows})
     return [k for k, vs in values.items() if 1 < len(vs) <= min(8, max(2, n_cases // 2))][:most]
-
-
-class EvaluationView:
-    """A widget: summary, table (sort by any column; failing rows first) and "open trace" for a row."""
-
-    def __init__(self, ev: Any) -> None:
-        import ipywidgets as widgets
-
-        self.ev = ev
-        columns = ["failing first", "row", "case", "agent", *ev.scorers, "latency", "stop_reason", "output"]
-        self.sort = widgets.Dropdown(options=columns, value="failing first", description="sort by")
-        self.descending = widgets.Checkbox(value=False, description="descending")
-        self.row = widgets.BoundedIntText(value=0, min=0, max=max(0, len(ev.rows) - 1), description="row")
-        self.open = widgets.Button(description="open trace", icon="search")
-        self.html = widgets.HTML()
-        self.trace = widgets.Output()
-        self.sort.observe(lambda _: self.render(), "value")
-        self.descending.observe(lambda _: self.render(), "value")
-        self.open.on_click(lambda _: self.show(self.row.value))
-        controls = widgets.HBox([self.sort, self.descending, self.row, self.open])
-        self.widget = widgets.VBox([widgets.HTML(summary_html(ev)), controls, self.html, self.trace])
-        self.render()
-
-    def render(self) -> None:
-        key = None if self.sort.value == "failing first" else self.sort.value
-        self.html.value = table_html(self.ev, key, ascending=not self.descending.value)
-
-    def show(self, i: int) -> None:
-        self.trace.clear_output()
-        with self.trace:
-            from IPython.display import display
-
-            display(self.ev.trace(i))
-
-    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        data = self.widget._repr_mimebundle_(**kwargs)
-        if isinstance(data, tuple):
-            data, meta = data
-        else:
-            meta = {}
-        data = dict(data)
-        data["text/plain"] = summary_text(self.ev)
-        return data, meta

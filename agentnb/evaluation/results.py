@@ -1,7 +1,7 @@
 """Rows out: :class:`Evaluation` holds one row per case × agent × repeat, and reads them back.
 
-``table`` (pandas), ``summary()`` per agent, ``compare()`` for two agents (a paired McNemar
-test), ``run(i)`` for the whole transcript of row ``i`` (from memory, or from the log).
+``table`` (pandas), ``summary()`` per agent, ``compare()`` for two agents (paired per case,
+:mod:`.compare`), ``run(i)`` for the whole transcript of row ``i`` (from memory, or from the log).
 Memory holds rows; with a log the transcripts stay on disk.
 
 >>> ev = Evaluation(["a"], ["ok"])
@@ -14,11 +14,11 @@ Memory holds rows; with a log the transcripts stay on disk.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Any
 
 from agentnb.errors import UserError
-from agentnb.evaluation.stats import mcnemar_exact, percentile, wilson
+from agentnb.evaluation.compare import Comparison, compare_rows
+from agentnb.evaluation.stats import percentile, wilson
 
 #: Columns of ``Evaluation.table`` before the score columns and after them (then metadata).
 FIRST = ["case", "agent", "repeat", "input", "output", "value", "expected"]
@@ -31,31 +31,11 @@ AFTER = [
     "input_tokens",
     "output_tokens",
     "latency",
+    "queue_wait",
     "error",
     "scorer_errors",
     "run_id",
 ]
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Two agents on the same cases: how many changed each way, and McNemar's exact p-value."""
-
-    a: str
-    b: str
-    pairs: int
-    both_pass: int
-    only_a: int
-    only_b: int
-    neither: int
-    p_value: float
-    changed: Any  # a DataFrame: case, repeat, a's and b's pass, direction
-
-    def __repr__(self) -> str:
-        return (
-            f"Comparison({self.a!r} vs {self.b!r}: {self.pairs} paired cases, {self.only_a} pass only with {self.a!r}, "
-            f"{self.only_b} only with {self.b!r}; McNemar exact p = {self.p_value:.3g})"
-        )
 
 
 class Evaluation:
@@ -87,6 +67,42 @@ class Evaluation:
         self.resumed = 0  # rows read back from the log instead of run
         self._offsets: dict[str, int] = {}
         self._results: dict[str, Any] = {}
+
+    @classmethod
+    def load(cls, log: str | os.PathLike[str]) -> Evaluation:
+        """An evaluation read back from its log alone (after a restart), without its agents.
+
+        Rows, table, summary, comparison and each row's trace, as the evaluation that wrote the
+        log had them (a structured answer comes back as the JSON it was written as). A case
+        logged more than once (resumed) shows once; a case lost to the infrastructure (a dead
+        Ray worker) shows as the error it was, unless a later run of it is in the log.
+
+        >>> import os, tempfile
+        >>> from agentnb import Agent, evaluate
+        >>> from agentnb.testing import ScriptedProvider
+        >>> log = os.path.join(tempfile.mkdtemp(), "runs.jsonl")
+        >>> _ = evaluate(Agent(ScriptedProvider(["4"])), ["2 + 2?"], scorers=["contains"], log=log, progress=False)
+        >>> ev = Evaluation.load(log)
+        >>> ev.agents, ev.scorers, ev.run(0).output
+        (['agent'], ['contains'], '4')
+        """
+        from agentnb.evaluation.log import read_log
+
+        path = os.fspath(log)
+        if not os.path.isfile(path):
+            raise UserError(f"no evaluation log at {path!r}")
+        chosen: dict[str, tuple[dict[str, Any], int]] = {}
+        for row, offset in read_log(path):
+            key = row["key"]
+            if key not in chosen or (chosen[key][0].get("lost") and not row.get("lost")):
+                chosen[key] = (row, offset)
+        agents = list(dict.fromkeys(str(r.get("agent")) for r, _ in chosen.values()))
+        scorers = list(dict.fromkeys(k for r, _ in chosen.values() for k in r.get("scores") or {}))
+        ev = cls(agents, scorers, log=path)
+        for row, offset in chosen.values():
+            ev.add(row, offset=offset)
+        ev.resumed = len(ev.rows)
+        return ev
 
     def add(self, row: dict[str, Any], *, result: Any = None, offset: int | None = None) -> None:
         """Keep a finished row (and its transcript's place: in memory without a log, else its log offset)."""
@@ -124,8 +140,11 @@ class Evaluation:
         return pd.DataFrame.from_records(records, columns=None if records else FIRST + self.scorers + AFTER)
 
     def summary(self) -> Any:
-        """Per agent: cases, pass rate with its 95% Wilson interval, mean scores, tokens, latency, errors."""
-        import pandas as pd
+        """Per agent: cases, pass rate with its 95% Wilson interval, mean scores, tokens, latency, errors.
+
+        A DataFrame with exact values, shown rounded (:mod:`agentnb.evaluation.summary`).
+        """
+        from agentnb.evaluation.summary import Summary
 
         out = []
         for agent in self.agents:
@@ -148,48 +167,32 @@ class Evaluation:
             lat = [r["latency"] for r in rows if r.get("latency") is not None]
             rec["latency_p50"] = percentile(lat, 50)
             rec["latency_p95"] = percentile(lat, 95)
+            rec["queue_wait_p50"] = percentile([r.get("queue_wait") or 0.0 for r in rows], 50)
             rec["errors"] = sum(1 for r in rows if r.get("error"))
             rec["scorer_errors"] = sum(len(r.get("scorer_errors") or {}) for r in rows)
             out.append(rec)
-        return pd.DataFrame.from_records(out)
+        return Summary.from_records(out)
 
     def compare(self, a: str | None = None, b: str | None = None) -> Comparison:
-        """Pair agent ``a``'s and ``b``'s rows case by case (and repeat): changes and McNemar's exact test."""
-        import pandas as pd
+        """Pair agent ``a``'s and ``b``'s rows per case: which is better, and whether significantly.
 
+        One run per case: McNemar's exact test. With repeats, each case's pass rate over its
+        repeats, and the exact sign test (see :mod:`agentnb.evaluation.compare`).
+        """
         if a is None or b is None:
             if len(self.agents) < 2:
                 raise UserError("compare() needs two agents: evaluate a dict {name: agent} of at least two")
-            a, b = a or self.agents[0], b or self.agents[1]
+            a = a or self.agents[0]
+            b = b or next(x for x in self.agents if x != a)
         for name in (a, b):
             if name not in self.agents:
                 raise UserError(f"no agent {name!r} in this evaluation (agents: {self.agents})")
-        side = {(r["case"], r["repeat"]): bool(r.get("passed")) for r in self.rows if r.get("agent") == a}
-        other = {(r["case"], r["repeat"]): bool(r.get("passed")) for r in self.rows if r.get("agent") == b}
-        both = [k for k in side if k in other]
-        counts = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
-        changed = []
-        for k in both:
-            counts[(side[k], other[k])] += 1
-            if side[k] != other[k]:
-                changed.append(
-                    {
-                        "case": k[0],
-                        "repeat": k[1],
-                        a: side[k],
-                        b: other[k],
-                        "direction": f"only {a if side[k] else b} passes",
-                    }
-                )
-        only_a, only_b = counts[(True, False)], counts[(False, True)]
-        return Comparison(
-            a, b, len(both), counts[(True, True)], only_a, only_b, counts[(False, False)],
-            mcnemar_exact(only_a, only_b),
-            pd.DataFrame.from_records(changed, columns=["case", "repeat", a, b, "direction"] if not changed else None),
-        )  # fmt: skip
+        if a == b:
+            raise UserError(f"compare() needs two different agents, not {a!r} twice")
+        return compare_rows(self.rows, a, b)
 
     def run(self, i: int) -> Any:
-        """The whole :class:`~agentnb.result.RunResult` of ``table`` row ``i`` (from memory or the log)."""
+        """The whole :class:`~agentnb.run.result.RunResult` of ``table`` row ``i`` (from memory or the log)."""
         rows = self._ordered()
         if not -len(rows) <= i < len(rows):
             raise UserError(f"row {i} is out of range: the table has {len(rows)} rows")
@@ -199,12 +202,34 @@ class Evaluation:
             return self._results[key]
         if key in self._offsets and self.log is not None:
             from agentnb.evaluation.log import load_transcript_at
-            from agentnb.result import RunResult
+            from agentnb.run.result import RunResult
 
             data = load_transcript_at(self.log, self._offsets[key])
             if data is not None:
                 return RunResult.from_dict(data, output_type=self.output_types.get(row["agent"]))
         raise UserError(f"row {i} has no transcript kept (evaluate with log=... to keep them on disk)")
+
+    def diff(self, case: Any, a: str | None = None, b: str | None = None, repeat: int = 0) -> Any:
+        """The :class:`~agentnb.RunDiff` of two agents' runs of ``case`` (its id, or its index).
+
+        ``a`` and ``b`` default to the first two agents; the runs' transcripts must be kept
+        (in memory, or with ``log=``).
+        """
+        if a is None or b is None:
+            if len(self.agents) < 2:
+                raise UserError("diff() needs two agents: evaluate a dict {name: agent} of at least two")
+            a, b = a or self.agents[0], b or self.agents[1]
+        rows = self._ordered()
+        picked = []
+        for name in (a, b):
+            at = [i for i, r in enumerate(rows) if r.get("agent") == name and r.get("repeat", 0) == repeat
+                  and (r.get("case") == case or r.get("index") == case)]  # fmt: skip
+            if not at:
+                raise UserError(f"no row for case {case!r}, agent {name!r}, repeat {repeat} (agents: {self.agents})")
+            picked.append(self.run(at[0]))
+        from agentnb.timetravel.diff import diff
+
+        return diff(picked[0], picked[1], labels=(a, b))
 
     def trace(self, i: int) -> Any:
         """Row ``i``'s run in the trace widget (needs ipywidgets)."""
@@ -225,7 +250,7 @@ class Evaluation:
 
     def view(self) -> Any:
         """A widget: the summary, the table (sortable; failing rows first) and a row's trace on demand."""
-        from agentnb.evaluation.report import EvaluationView
+        from agentnb.evaluation.view import EvaluationView
 
         return EvaluationView(self)
 

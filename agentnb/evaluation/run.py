@@ -96,7 +96,7 @@ async def aevaluate(
     wanted = {_key(c, name, r) for _, c, name, r in work}
     if log is not None:
         for row, offset in read_log(log):
-            if row["key"] in wanted and row["key"] not in ev.keys:
+            if row["key"] in wanted and row["key"] not in ev.keys and not row.get("lost"):
                 ev.add(row, offset=offset)
         ev.resumed = len(ev.rows)
     todo = iter([w for w in work if _key(w[1], w[2], w[3]) not in ev.keys])
@@ -163,7 +163,7 @@ def evaluate(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> E
     >>> ev.summary()["pass_rate"].tolist()
     [1.0]
     """
-    from agentnb.sync import run_sync
+    from agentnb.run.sync import run_sync
 
     # Views are made here, in the caller's thread: in Jupyter the runs go to a worker thread,
     # and a widget must be displayed from the cell's own thread to land in its output.
@@ -185,9 +185,13 @@ async def _worker(
         if stopper.stopped.is_set():
             return
         start = perf_counter()
-        result, timed_out = await runner.run(name, case, timeout)
-        latency = perf_counter() - start
-        row = make_row(index, case, name, repeat, result, latency, timeout if timed_out else None)
+        outcome = await runner.run(name, case, timeout)
+        result = outcome.result
+        latency = perf_counter() - start - outcome.waited  # the run's own time, not its wait
+        row = make_row(index, case, name, repeat, result, latency, timeout if outcome.timed_out else None)
+        row["queue_wait"] = round(outcome.waited, 6)
+        if outcome.lost is not None:
+            row["lost"] = True  # not a verdict: a resume from the log runs the case again
         passed = row["error"] is None
         for check in checks:
             value, error = await apply(check, case, result)
@@ -237,6 +241,7 @@ def make_row(
         "input_tokens": result.usage.input_tokens,
         "output_tokens": result.usage.output_tokens,
         "latency": round(latency, 6),
+        "queue_wait": 0.0,
         "error": error,
         "run_id": uuid.uuid4().hex[:12],
         "metadata": case.metadata,
@@ -252,7 +257,7 @@ def _key(case: Case, agent: str, repeat: int) -> str:
 
 
 def _agents(agent: Any) -> dict[str, Any]:
-    from agentnb.agent import Agent
+    from agentnb.run.agent import Agent
 
     agents = dict(agent) if isinstance(agent, dict) else {"agent": agent}
     if not agents:

@@ -1,7 +1,7 @@
 """Scorers: ``(case, result) -> bool | float``, named, with a pass threshold.
 
 A scorer's value is a bool or a number; a row passes when every scorer's value is at least
-its ``threshold`` (True counts 1, False 0). Any plain function ``(case, result)`` is a scorer
+its ``threshold`` (True counts 1, False 0); a ``Scorer(..., gate=False)`` is only recorded. Any plain function ``(case, result)`` is a scorer
 named after the function; it may be async. A scorer that raises is recorded as an error for
 that case and scorer (the value is None, the row fails), and the evaluation goes on.
 
@@ -31,16 +31,27 @@ _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?(?:[eE][-+]?\d+)?|-?\.\d+")
 
 @dataclass(frozen=True)
 class Scorer:
-    """A named scoring function ``fn(case, result)``; ``threshold``: the least value that passes."""
+    """A named scoring function ``fn(case, result)``; ``threshold``: the least value that passes.
+
+    ``gate=False`` makes a score that is recorded (a column, a mean in the summary) but does not
+    decide ``passed``: a measurement such as the answer's length or the tool calls made.
+
+    >>> words = Scorer("words", lambda case, result: len(result.output.split()), gate=False)
+    >>> words.passes(0), words.passes(None)
+    (True, True)
+    """
 
     name: str
     fn: Callable[[Any, Any], Any]
     threshold: float = 0.5
+    gate: bool = True
 
     def __call__(self, case: Any, result: Any) -> Any:
         return self.fn(case, result)
 
     def passes(self, value: Any) -> bool:
+        if not self.gate:
+            return True
         return value is not None and float(value) >= self.threshold
 
 

@@ -1,5 +1,8 @@
 """Typed events: everything the loop does, as frozen dataclasses tagged by ``kind``.
 
+Layer: above :mod:`agentnb.messages`; may import it and :mod:`agentnb.errors` only, so
+every other part of agentnb can import the events.
+
 The loop renders nothing; the widget, the magics, the terminal printer and the transcript
 recorder all consume these. Every event carries the recursion ``depth`` it happened at
 (depth 0 is the first model call of a run; each round of tool calls adds one).
@@ -14,11 +17,11 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
-from agentnb.codec import decode_v1, decoders
 from agentnb.events.base import DedupAction, StopReason, event_to_dict
 from agentnb.events.control import (
     ApprovalDecided,
     ApprovalRequested,
+    Forked,
     HistoryTrimmed,
     ProviderAnswered,
     RequestRetried,
@@ -55,7 +58,8 @@ from agentnb.events.run import (
     UnknownTool,
     ValidationResult,
 )
-from agentnb.fastinit import fast_init
+from agentnb.messages.codec import decoders, untag_v1
+from agentnb.messages.fastinit import fast_init
 
 __all__ = [
     "EVENT_TYPES",
@@ -72,6 +76,7 @@ __all__ = [
     "DirectOutput",
     "Event",
     "FinalAnswer",
+    "Forked",
     "GuidanceSkipped",
     "HistoryTrimmed",
     "LimitReached",
@@ -134,6 +139,7 @@ Event: TypeAlias = (
     | ProviderAnswered
     | SubAgentEvent
     | HistoryTrimmed
+    | Forked
 )
 
 EVENT_TYPES: dict[str, type] = {
@@ -151,15 +157,24 @@ def event_from_dict(d: dict[str, Any], version: int = 2) -> Event:
     cls = EVENT_TYPES.get(d.get("kind"))  # type: ignore[arg-type]
     if cls is None:
         raise ValueError(f"unknown event kind {d.get('kind')!r}")
-    if version < 2:
-        kwargs = {k: decode_v1(v) for k, v in d.items() if k != "kind"}
-    else:
-        read = decoders(cls)
-        unknown = set(d) - set(read)
-        if unknown:
-            raise ValueError(f"{d['kind']} event has unknown fields {sorted(unknown)}")
-        kwargs = {k: read[k](v) for k, v in d.items() if k != "kind"}
+    read = decoders(cls)
+    unknown = set(d) - set(read) - {"kind"}
+    if unknown:
+        raise ValueError(f"{d['kind']} event has unknown fields {sorted(unknown)}")
+    kwargs = {}
+    for k, v in d.items():  # every version is type-checked: views show these values
+        if k != "kind":
+            try:
+                kwargs[k] = read[k](untag_v1(v) if version < 2 else v)
+            except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                raise ValueError(f"{d['kind']}.{k}: {_why(exc)}") from None
     return cls(**kwargs)  # type: ignore[no-any-return]
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing field {exc.args[0]!r}" if exc.args else "a field is missing"
+    return str(exc) or type(exc).__name__
 
 
 # A sub-agent's event is an event again (and so on down): read it back as one.

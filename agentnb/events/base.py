@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal, TypeAlias
 
-from agentnb.codec import encode
+from agentnb.messages.codec import encode
 
 
 class _EventBase:
@@ -21,5 +21,5 @@ DedupAction: TypeAlias = Literal["execute", "skip", "allow_repeat"]
 
 
 def event_to_dict(event: Any) -> dict[str, Any]:
-    """An event as JSON data: fields by name, values without type tags (see :mod:`agentnb.codec`)."""
+    """An event as JSON data: fields by name, values without type tags (see :mod:`agentnb.messages.codec`)."""
     return {f.name: encode(getattr(event, f.name)) for f in dataclasses.fields(event)}

@@ -11,7 +11,7 @@ from agentnb.events.base import _EventBase
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequested(_EventBase):
-    """A call needs a decision before it runs (see :mod:`agentnb.approval`); the run waits."""
+    """A call needs a decision before it runs (see :mod:`agentnb.control.approval`); the run waits."""
 
     depth: int
     call_id: str
@@ -107,3 +107,37 @@ class HistoryTrimmed(_EventBase):
     kept_messages: int
     reason: str
     kind: Literal["history_trimmed"] = "history_trimmed"
+
+
+@dataclass(frozen=True, slots=True)
+class Forked(_EventBase):
+    """This run is a fork (:meth:`agentnb.RunResult.fork`) of run ``parent`` at step ``forked_at``.
+
+    Its steps before ``live_from`` come from the parent's recording (no request, no tool run);
+    ``edit`` says what changed at ``forked_at``: ``{"reply": ...}``, ``{"arguments": ...}``,
+    ``{"tool_result": ...}``, ``{"system": ...}`` and/or ``{"agent": ...}``.
+    """
+
+    depth: int
+    parent: str | None
+    forked_at: int
+    edit: dict[str, Any]
+    live_from: int
+    kind: Literal["forked"] = "forked"
+
+    def describe(self) -> str:
+        """The edit in words, e.g. ``the result of lookup replaced: 'rain'``."""
+        e, parts = self.edit, []
+        if "reply" in e:
+            r = e["reply"]
+            said = repr(r) if isinstance(r, str) else ", ".join(f"{c.get('name')}(...)" for c in r or ())
+            parts.append(f"the reply replaced: {said}")
+        if "arguments" in e:
+            parts.append(f"the arguments of {e['arguments'].get('call')} edited")
+        if "tool_result" in e:
+            parts.append(f"the result of {e['tool_result'].get('call')} replaced: {e['tool_result'].get('result')!r}")
+        if "system" in e:
+            parts.append("a new system prompt")
+        if "agent" in e:
+            parts.append(f"another agent ({e['agent'].get('name') or e['agent'].get('provider')})")
+        return "; ".join(parts) or "no edit (the step re-run live)"

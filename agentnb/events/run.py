@@ -24,12 +24,14 @@ class RunStarted(_EventBase):
     kind: Literal["run_started"] = "run_started"
     #: The agent's name (``Agent(name=...)``); spans are named ``invoke_agent {name}``.
     agent_name: str | None = None
-    #: The conversation this run belongs to (a :class:`~agentnb.session.Session`'s id).
+    #: The conversation this run belongs to (a :class:`~agentnb.run.session.Session`'s id).
     conversation_id: str | None = None
     #: The model asked for, where the provider names one (``gpt-4o-mini``).
     model: str | None = None
     #: Who serves the model, in OpenTelemetry's words (``openai``, ``anthropic``, ...).
     vendor: str | None = None
+    #: This run's id (a fork names its parent by it); None in transcripts older than it.
+    run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +156,7 @@ class AttachmentAdded(_EventBase):
 
 @dataclass(frozen=True, slots=True)
 class LimitReached(_EventBase):
-    """A limit of the run was reached: the model must answer in text now (see :mod:`agentnb.limits`).
+    """A limit of the run was reached: the model must answer in text now (see :mod:`agentnb.control.limits`).
 
     ``limit`` names it (``tool_calls``, ``requests``, ``total_tokens``, ``cost``, ``seconds``...);
     ``value`` is the limit and ``used`` what the run had used (for budgets other than tool calls).
@@ -193,7 +195,7 @@ class FinalAnswer(_EventBase):
     text: str
     kind: Literal["final_answer"] = "final_answer"
     #: Who wrote ``text``: the model, or agentnb when the model would only call tools after
-    #: it was asked to answer in text (see :mod:`agentnb.endings`).
+    #: it was asked to answer in text (see :mod:`agentnb.run.endings`).
     by: Literal["model", "agentnb"] = "model"
 
 
@@ -242,5 +244,5 @@ class RunFinished(_EventBase):
     error: str | None = None
     kind: Literal["run_finished"] = "run_finished"
     #: Every budget of the run's ``UsageLimits`` it went past: ``(limit, value, used)``
-    #: (:func:`agentnb.budget.overrun`); empty when it kept them all.
+    #: (:func:`agentnb.run.budget.overrun`); empty when it kept them all.
     overrun: tuple[tuple[str, float, float], ...] = ()

@@ -1,5 +1,8 @@
 """Tool sources: Model Context Protocol servers (the ``mcp`` extra).
 
+Layer: beside :mod:`agentnb.output`, above :mod:`agentnb.tools`; may import the tools,
+messages and errors; only the run's callers (the notebook, the CLI) import it.
+
 Tool *sources* live here, apart from model providers (:mod:`agentnb.providers`)::
 
     from agentnb.mcp import MCPServer

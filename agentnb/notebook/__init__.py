@@ -1,5 +1,7 @@
 """The notebook front end: ``%agent`` magics, the live trace widget, the step-through debugger.
 
+Layer: the top, beside :mod:`agentnb.evaluation`; may import every other package.
+
 Nothing in the core imports this package; ipywidgets is imported only when a widget is built.
 
 >>> from agentnb.notebook import Debugger, TraceWidget  # doctest: +SKIP
@@ -17,6 +19,7 @@ _LAZY = {
     "AgentMagics": "agentnb.notebook.magics",
     "load_ipython_extension": "agentnb.notebook.magics",
     "trace_text": "agentnb.notebook.text",
+    "fork_editor": "agentnb.notebook.trace",
 }
 
 __all__ = sorted(_LAZY)

@@ -55,6 +55,8 @@ def value_table(value_json: str | None, max_rows: int = 20) -> str:
         body = "".join(
             "<tr>" + "".join(f"<td>{cell(r.get(c, ''))}</td>" for c in cols) + "</tr>" for r in value[:max_rows]
         )
-        more = f'<div class="anb-m">{len(value)} rows, first {max_rows} shown</div>' if len(value) > max_rows else ""
+        more = (
+            f'<div class="anb-m">{len(value)} rows, first {int(max_rows)} shown</div>' if len(value) > max_rows else ""
+        )
         return f'<table class="anb-value">{head}{body}</table>{more}'
     return f"<pre>{escape(json.dumps(value, ensure_ascii=False, indent=1))}</pre>"

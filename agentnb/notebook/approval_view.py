@@ -20,7 +20,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from agentnb.approval import Approve, Decision, Deny, Edit, parse_edit
+from agentnb.control.approval import Approve, Decision, Deny, Edit, parse_edit
 from agentnb.errors import StopRun, UserError
 from agentnb.messages import ToolCall
 from agentnb.notebook.blocks import STYLE

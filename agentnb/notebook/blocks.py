@@ -17,7 +17,7 @@ from typing import Any
 
 from agentnb.events import RunStarted
 from agentnb.messages import AssistantMessage, Message, ToolMessage, UserMessage
-from agentnb.transcript import transcript_bytes
+from agentnb.run.transcript import transcript_bytes
 from agentnb.untrusted import untrusted_html as escape
 
 _COPY_JS = (
@@ -69,7 +69,7 @@ def context_html(started: RunStarted, earlier: Sequence[Message] = ()) -> str:
     rows.append(f"<dt>tools</dt><dd>{escape(', '.join(started.tools) or '(none)')}</dd>")
     first = (started.prompt or "").strip().splitlines()[0] if (started.prompt or "").strip() else ""
     short = first if len(first) <= 80 else first[:79] + "…"
-    turn = f"Turn {started.turn} · " if started.turn > 1 else ""
+    turn = f"Turn {escape(started.turn)} · " if started.turn > 1 else ""
     out = [
         f'<details class="anb-ctx"><summary>{turn}Prompt: {escape(short)} · system prompt, provider, model</summary>'
         f"<dl>{''.join(rows)}</dl></details>"
@@ -91,7 +91,7 @@ def context_html(started: RunStarted, earlier: Sequence[Message] = ()) -> str:
 
 def _turns(messages: Sequence[Message]) -> list[tuple[str, str, str | None]]:
     """(prompt, what happened, answer) for each earlier user prompt."""
-    from agentnb.loop import ATTACHMENT_NOTE
+    from agentnb.run.loop import ATTACHMENT_NOTE
 
     turns: list[tuple[str, str, str | None]] = []
     calls = 0

@@ -42,6 +42,7 @@ class MagicOptions:
     new: bool | None = None
     output_type: str | None = None
     mcp: tuple[str, ...] | None = None
+    fork: int | None = None
 
     def merged_over(self, defaults: MagicOptions) -> MagicOptions:
         """These options, with unset ones taken from ``defaults``."""
@@ -83,12 +84,13 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--new": ("new", True),
     "--output-type": ("output_type", "str"),
     "--mcp": ("mcp", "multi"),
+    "--fork": ("fork", "int"),
 }
 
 USAGE = (
     "options: -p/--provider SPEC|VAR, -m/--model NAME, --base-url URL, --tool-calling auto|native|untooled, "
     "-t/--tools a,b|none, -n/--max-tool-calls N, -c/--tool-choice auto|required|none|TOOL, -s/--system TEXT, "
-    "--stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new, --mcp CMD|URL|VAR, --output-type TYPE"
+    "--stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new, --mcp CMD|URL|VAR, --output-type TYPE, --fork N"
 )
 
 _TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
@@ -147,7 +149,7 @@ def check_out(name: str, ns: dict[str, Any]) -> None:
     import keyword
 
     from agentnb.notebook.pending import PendingResult
-    from agentnb.result import RunResult
+    from agentnb.run.result import RunResult
 
     if keyword.iskeyword(name):
         raise UserError(f"--out {name} is a Python keyword: the result could not be read; choose another name")

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentnb.agent import Agent
 from agentnb.notebook.stepper import Pause, Stepper
+from agentnb.run.agent import Agent
 
 __all__ = ["Debugger", "Pause"]
 

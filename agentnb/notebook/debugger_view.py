@@ -165,7 +165,5 @@ class DebuggerView(LiveDisplay, widgets.VBox):
         if r is None:
             head = '<span class="anb-bad">the run failed</span>'
         else:
-            head = f"run ended: <b>{escape(r.stop_reason)}</b> · {plural(r.tool_calls, 'tool call')}"
-        return (
-            f'<div class="anb anb-m"><i class="fa fa-flag-checkered"></i> Debugger: {head} · {" · ".join(parts)}</div>'
-        )
+            head = f"run ended: <b>{escape(r.stop_reason)}</b> · {escape(plural(r.tool_calls, 'tool call'))}"
+        return f'<div class="anb anb-m"><i class="fa fa-flag-checkered"></i> Debugger: {head} · {escape(" · ".join(parts))}</div>'

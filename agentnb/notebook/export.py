@@ -21,8 +21,9 @@ from typing import Any
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 
-from agentnb.notebook.snapshot import KEY
-from agentnb.untrusted import NO_MATH, untrusted_markdown
+from agentnb.notebook.blocks import STYLE
+from agentnb.notebook.snapshot import _CSS, KEY
+from agentnb.untrusted import NO_MATH, static_view, untrusted_markdown
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -37,7 +38,8 @@ class StaticTraces(Preprocessor):  # type: ignore[misc]
             if not snap or WIDGET not in data:
                 continue
             answer = snap.get("answer")
-            html = snap["html"]
+            # the notebook file is untrusted: its stored snapshot is sanitized again, as a whole
+            html = STYLE + static_view(str(snap.get("html", "")), _CSS)
             if answer is not None:
                 html += (
                     f'<div class="anb {NO_MATH}" style="border-left:3px solid #1a7f37;padding:0 0 0 10px;margin:6px 0">'

@@ -9,10 +9,10 @@ True
 
 from __future__ import annotations
 
-from agentnb.budget import overrun_text
-from agentnb.cost import format_cost
+from agentnb.control.cost import format_cost
 from agentnb.notebook.state import TraceState
 from agentnb.printer import plural
+from agentnb.run.budget import overrun_text
 from agentnb.untrusted import untrusted_html as escape
 
 _STOP_TEXT = {
@@ -25,7 +25,7 @@ _STOP_TEXT = {
 }
 
 
-#: A budget of :class:`~agentnb.limits.UsageLimits` as the header names it.
+#: A budget of :class:`~agentnb.control.limits.UsageLimits` as the header names it.
 _LIMIT_NAMES = {"requests": "request", "input_tokens": "input-token", "output_tokens": "output-token",
                 "total_tokens": "token", "seconds": "time"}  # fmt: skip
 
@@ -58,24 +58,26 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
     ]
     limit = state.started.max_tool_calls if state.started else None
     calls = f"{state.tool_calls}/{limit}" if limit is not None else str(state.tool_calls)
-    stats = [f"model calls <b>{state.model_calls}</b>", f"tool calls <b>{calls}</b>"]
+    stats = [f"model calls <b>{escape(state.model_calls)}</b>", f"tool calls <b>{escape(calls)}</b>"]
     if state.started is not None and state.started.turn > 1:
-        stats.insert(0, f"turn <b>{state.started.turn}</b>")
+        stats.insert(0, f"turn <b>{escape(state.started.turn)}</b>")
     if elapsed is not None:
         took = f"<b>{_secs(elapsed)}</b>"
         if paused >= 0.05:
             took += f" (+{_secs(paused)} paused)"
         stats.append(took)
     if state.usage.total_tokens:
-        stats.append(f"tokens <b>{state.usage.input_tokens}</b> in · <b>{state.usage.output_tokens}</b> out")
-        stats.append(f"cost <b>{format_cost(state.usage.cost)}</b>")
+        stats.append(
+            f"tokens <b>{escape(state.usage.input_tokens)}</b> in · <b>{escape(state.usage.output_tokens)}</b> out"
+        )
+        stats.append(f"cost <b>{escape(format_cost(state.usage.cost))}</b>")
     if state.started is not None:
         stats.append(f"model <b>{escape(state.started.provider)}</b>")
     parts.append('<span class="anb-stat">' + " · ".join(stats) + "</span>")
     dropped = state.dropped_calls
     if dropped:
         what = plural(dropped, "unfinished tool call")
-        parts.append(f'<span class="anb-warn" title="not in the transcript, not counted">{what} dropped</span>')
+        parts.append(f'<span class="anb-warn" title="not in the transcript, not counted">{escape(what)} dropped</span>')
     if state.finished is not None and state.finished.overrun:
         over = overrun_text(state.finished.overrun)
         parts.append(f'<span class="anb-bad" title="a UsageLimits budget the run went past">{escape(over)}</span>')

@@ -8,12 +8,13 @@ Two ways a cell can wait for a run while the trace widget waits for Approve / De
   back a widget's next state update until the previous one was acknowledged that way: the
   second edit of the same text field would never arrive. :func:`acknowledge` publishes that
   status for an update of the panel's fields.
-* ``agent.run()``: the run goes on a worker thread and the cell's thread waits
-  (:mod:`agentnb.sync`). While a call waits for approval, the run lends that thread
+* ``agent.run()`` and ``evaluate(...)``: the run goes on a worker thread and the cell's thread waits
+  (:mod:`agentnb.run.sync`). While a call waits for approval (and while an evaluation's progress
+  widget is shown, for its Stop: :func:`lent_cell`), the run lends that thread
   :func:`serve_comms`: it reads the kernel's shell messages itself, hands widget messages
   (``comm_*``) to their handlers as ipykernel would, and keeps every other message (the next
   cell's ``execute_request``...) to give back to the kernel, in order, when it stops. Nothing is
-  read while no call waits.
+  read while nothing waits for a click.
 
 Kernels other than ipykernel 7 (where the shell messages arrive otherwise) cannot be served:
 :func:`comm_server` returns None and the widget says to use ``%agent`` instead.
@@ -48,7 +49,7 @@ def current_kernel() -> Any:
 def held_cell(name: str) -> Iterator[None]:
     """While the block runs (a call of tool ``name`` waits for a click), the cell that
     ``agent.run()`` holds serves the widget's messages; a kernel that cannot is a UserError."""
-    from agentnb.sync import BLOCKING_CELL
+    from agentnb.run.sync import BLOCKING_CELL
 
     cell = BLOCKING_CELL.get()
     kernel = current_kernel() if cell is not None else None
@@ -67,8 +68,27 @@ def held_cell(name: str) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def lent_cell() -> Iterator[bool]:
+    """While the block runs, the cell that a sync call holds (``evaluate(...)``, ``%agent_eval``)
+    serves the kernel's widget messages, so a Stop button reaches the work; yields whether it does.
+
+    Nothing to lend (the cell awaits, or no kernel, or a kernel that cannot be served): the block
+    runs as it is, and only a kernel interrupt stops the work.
+    """
+    from agentnb.run.sync import BLOCKING_CELL
+
+    cell = BLOCKING_CELL.get()
+    job = comm_server(current_kernel()) if cell is not None else None
+    if cell is None or job is None:
+        yield False
+        return
+    with cell.lend(job):
+        yield True
+
+
 def comm_server(kernel: Any) -> Callable[[Callable[[], bool]], None] | None:
-    """A job for :meth:`agentnb.sync.BlockingCell.lend` that serves ``kernel``'s widget
+    """A job for :meth:`agentnb.run.sync.BlockingCell.lend` that serves ``kernel``'s widget
     messages on the cell's thread until ``stop()``; None where this kernel cannot be served."""
     manager = getattr(getattr(kernel, "shell_channel_thread", None), "manager", None)
     if manager is not None:  # ipykernel 7 with a shell channel thread: main-shell messages
@@ -99,11 +119,29 @@ def serve_comms(kernel: Any, socket: Any, reply: Any, stop: Callable[[], bool], 
         _take(kernel, socket, reply, kept)  # drain: the socket's event must not be lost
     finally:
         _serving.on = False
-        loop = asyncio.get_event_loop()
-        for frames in kept:  # the kernel's own path; they queue behind this cell, in order
-            task = loop.create_task(kernel.shell_main(None, frames))
-            _given_back.add(task)
-            task.add_done_callback(_given_back.discard)
+        if kept:  # the kernel's own path; they queue behind this cell, in order
+            _keep(asyncio.get_event_loop().create_task(_give_back(kernel, kept)))
+
+
+async def _give_back(kernel: Any, kept: list[Any]) -> None:
+    """Hand ``kept`` to the kernel in order, behind any request it read before the cell blocked.
+
+    ipykernel may have read the next request (Run All sends them all at once) just before the
+    cell's code started; its handler then reaches ``shell_main`` two task hops later
+    (``_async_in_context``). Queued at once, the requests kept here went ahead of it: the cell
+    after an ``evaluate(...)`` ran after the ones after it. Yielding first lets it queue first.
+    """
+    import asyncio
+
+    for _ in range(2):
+        await asyncio.sleep(0)
+    for frames in kept:  # each queues on the kernel's lock now, in the order they arrived
+        _keep(asyncio.ensure_future(kernel.shell_main(None, frames)))
+
+
+def _keep(task: Any) -> None:
+    _given_back.add(task)
+    task.add_done_callback(_given_back.discard)
 
 
 def _take(kernel: Any, socket: Any, reply: Any, kept: list[Any]) -> None:

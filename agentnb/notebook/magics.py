@@ -30,15 +30,15 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class, no_var_expand
 
-from agentnb.agent import Agent
 from agentnb.errors import UserError
 from agentnb.messages import Message
 from agentnb.notebook.config import MagicOptions, check_out, interpolate, parse_line, type_from_text
 from agentnb.notebook.lookup import DEFAULT_PROVIDER, NamespaceLookup
 from agentnb.notebook.runner import RunHandle, drive, run_blocking
 from agentnb.providers import Provider
-from agentnb.result import RunResult
-from agentnb.session import Session
+from agentnb.run.agent import Agent
+from agentnb.run.result import RunResult
+from agentnb.run.session import Session
 
 __all__ = ["DEBUGGER_VAR", "DEFAULT_PROVIDER", "RESULT_VAR", "AgentMagics", "load_ipython_extension"]
 
@@ -111,6 +111,8 @@ class AgentMagics(NamespaceLookup, Magics):
           --mcp CMD|URL|VAR        tools of an MCP server: a command line ("python server.py"), an
                                    http(s) URL, or an MCPServer variable; repeat for more servers.
                                    A server starts once and is reused by later runs.
+          --fork N                 fork the last result (_agent_result) at step N: its editor opens
+                                   there, prefilled; "Fork from here" runs the fork below
 
         ``{name}`` in the prompt is replaced by the notebook variable (``{{`` for a brace).
         """
@@ -141,6 +143,8 @@ class AgentMagics(NamespaceLookup, Magics):
                 raise UserError(f"%agent_config takes only options, not {rest!r}")
             if opts.new or opts.out:
                 raise UserError("--new and --out apply to one run, not as defaults")
+            if opts.fork is not None:
+                raise UserError("--fork forks the last result; it is no default")
             merged = opts.merged_over(self.defaults)
             if opts.provider or opts.model:
                 self._provider(merged)  # a wrong spec is reported now, not at the first run
@@ -185,6 +189,9 @@ class AgentMagics(NamespaceLookup, Magics):
 
     def _plan(self, line: str, cell: str | None) -> _Plan | None:
         opts, prompt = parse_line(line)
+        if opts.fork is not None:
+            self._fork(opts.fork, prompt, cell)
+            return None
         if cell is not None:
             if prompt:
                 raise UserError(f"%%agent takes options on its first line and the prompt in the cell; not {prompt!r}")
@@ -192,6 +199,17 @@ class AgentMagics(NamespaceLookup, Magics):
         if not prompt:
             raise UserError("no prompt: write it after the options (%agent) or in the cell body (%%agent)")
         return self._prepare(opts.merged_over(self.defaults), prompt)
+
+    def _fork(self, at: int, prompt: str, cell: str | None) -> None:
+        """``%agent --fork N``: the fork editor of the last result, open at step N."""
+        if prompt or (cell or "").strip():
+            raise UserError("--fork N takes no prompt: the fork's edit is made in the editor it opens")
+        result = self.shell.user_ns.get("_agent_result")
+        if not isinstance(result, RunResult):
+            raise UserError("no result to fork: run %agent first (its result is _agent_result)")
+        from agentnb.notebook.trace import fork_editor
+
+        _display(fork_editor(result, at))
 
     def _prepare(self, opts: MagicOptions, prompt: str) -> _Plan | None:
         """Build the agent; start a step-through run (returns None) or say how to run."""

@@ -68,7 +68,7 @@ def trimmed_html(n: Any) -> str:
     """A session's note that older turns were left out of what the model reads."""
     return (
         f'<div class="anb-block anb-note"><span class="anb-warn">history trimmed</span> '
-        f'<span class="anb-m">{n.dropped_turns} earlier turn{"s" if n.dropped_turns != 1 else ""} '
-        f"({n.dropped_messages} messages) left out to fit {escape(n.reason)}; the model reads "
-        f"{n.kept_messages} earlier messages</span></div>"
+        f'<span class="anb-m">{escape(n.dropped_turns)} earlier turn{"s" if n.dropped_turns != 1 else ""} '
+        f"({escape(n.dropped_messages)} messages) left out to fit {escape(n.reason)}; the model reads "
+        f"{escape(n.kept_messages)} earlier messages</span></div>"
     )

@@ -16,6 +16,7 @@ from agentnb.events import (
     CallSteered,
     ConstraintDropped,
     DirectOutput,
+    Forked,
     GuidanceSkipped,
     HistoryTrimmed,
     LimitReached,
@@ -55,6 +56,12 @@ def note_html(n: object) -> str:
         )
     if isinstance(n, HistoryTrimmed):
         return trimmed_html(n)
+    if isinstance(n, Forked):
+        return (
+            f'<div class="anb-block anb-note"><span class="anb-warn">forked at step {escape(str(n.forked_at))}</span> '
+            f'<span class="anb-m">from run {escape(n.parent or "(unknown)")}: {escape(n.describe())}; steps before '
+            f"{escape(str(n.live_from))} are the recording's</span></div>"
+        )
     if isinstance(n, LimitReached) and n.limit != "tool_calls":
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(limit_text(n.limit, n.value, n.used))}'
@@ -63,7 +70,7 @@ def note_html(n: object) -> str:
     if isinstance(n, LimitReached):
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">tool-call limit reached</span> '
-            f'<span class="anb-m">{n.tool_calls}/{n.max_tool_calls}: the model must answer in text now</span></div>'
+            f'<span class="anb-m">{escape(n.tool_calls)}/{escape(n.max_tool_calls)}: the model must answer in text now</span></div>'
         )
     if isinstance(n, ReasoningSummary):
         return (
@@ -97,7 +104,7 @@ def note_html(n: object) -> str:
         return (
             f'<div class="anb-block anb-note"><span class="anb-ok">call steered</span> '
             f'<span class="anb-m"><code>{escape(n.name)}</code> decoded token by token on {escape(n.provider)} '
-            f"in {n.requests} request{plural}; {escape(changed)}</span></div>"
+            f"in {escape(n.requests)} request{plural}; {escape(changed)}</span></div>"
         )
     if isinstance(n, GuidanceSkipped):
         return skipped_html(n)

@@ -57,7 +57,7 @@ class Section:
 def section_html(depth: int, title: str, inner: str, open: bool) -> str:
     """A depth as a ``<details>`` element (collapsible in the browser, no widget needed)."""
     attr = " open" if open else ""
-    return f'<details class="anb-depth" data-depth="{depth}"{attr}><summary>{escape(title)}</summary>{inner}</details>'
+    return f'<details class="anb-depth" data-depth="{escape(depth)}"{attr}><summary>{escape(title)}</summary>{inner}</details>'
 
 
 def depth_title(v: DepthView, pause: Pause | None = None) -> str:
@@ -87,7 +87,7 @@ _ENDED = {"cancelled": "stopped", "error": "failed"}
 def _past(limit: Any) -> str:
     """Why a call asked for past a limit was not run."""
     if limit.limit == "tool_calls":
-        return f"past the tool-call limit ({limit.max_tool_calls}); the model was told"
+        return f"past the tool-call limit ({escape(limit.max_tool_calls)}); the model was told"
     return f"past the {escape(limit.limit)} limit; the model was told"
 
 
@@ -152,13 +152,13 @@ def _model_html(v: DepthView, pause: Pause | None) -> str:
     head = '<span class="anb-h">Model call</span>'
     if r is not None:
         offer = f"tools: {escape(', '.join(r.tools))} ({escape(r.tool_choice)})" if r.tools else "no tools offered"
-        head += f' <span class="anb-m">{plural(r.n_messages, "message")} · {offer}</span>'
+        head += f' <span class="anb-m">{escape(plural(r.n_messages, "message"))} · {offer}</span>'
     body = []
     if v.text and v.final is None:  # the final answer is shown once, rendered, below the trace
         body.append(f"<pre>{escape(''.join(v.text))}</pre>")
     if v.call_deltas and v.response is None:
         for i, parts in sorted(v.call_deltas.items()):
-            body.append(f'<div class="anb-m">streaming call #{i}: <code>{escape(parts[0])}</code></div>')
+            body.append(f'<div class="anb-m">streaming call #{escape(i)}: <code>{escape(parts[0])}</code></div>')
             body.append(f"<pre>{escape(''.join(parts[1:]))}</pre>")
     if v.output_mode is not None:
         m = v.output_mode
@@ -170,8 +170,8 @@ def _model_html(v: DepthView, pause: Pause | None) -> str:
         if v.final is not None:
             what += " (the final answer, below)"
         u = resp.usage
-        tokens = f" · {u.input_tokens} in / {u.output_tokens} out tokens" if u.total_tokens else ""
-        body.append(f'<div class="anb-m">replied with {what} in {_secs(resp.duration)}{speed}{tokens}</div>')
+        tokens = f" · {escape(u.input_tokens)} in / {escape(u.output_tokens)} out tokens" if u.total_tokens else ""
+        body.append(f'<div class="anb-m">replied with {escape(what)} in {_secs(resp.duration)}{speed}{tokens}</div>')
         if resp.tool_calls and r is not None and not r.tools:  # answered "not executed" by the loop
             names = escape(", ".join(c.name for c in resp.tool_calls))
             body.append(

@@ -22,12 +22,12 @@ import threading
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from agentnb.agent import Agent
 from agentnb.events import Event
-from agentnb.loop import StepController
 from agentnb.messages import Message
-from agentnb.result import RunResult
-from agentnb.toolrun import SYNC_TOOLS_IN_THREAD
+from agentnb.run.agent import Agent
+from agentnb.run.loop import StepController
+from agentnb.run.result import RunResult
+from agentnb.tools.running import SYNC_TOOLS_IN_THREAD
 
 _thread_loop: asyncio.AbstractEventLoop | None = None
 _thread_lock = threading.Lock()

@@ -1,6 +1,6 @@
 """The step-through debugger's model (no widgets): pause before each model call and each tool call.
 
-A :class:`Stepper` is the loop's :class:`~agentnb.loop.StepController`. It runs the agent as
+A :class:`Stepper` is the loop's :class:`~agentnb.run.loop.StepController`. It runs the agent as
 a background task (the cell returns at once and the kernel stays responsive), stops at every
 pause, and resumes when told to: by buttons (the view in :mod:`agentnb.notebook.debugger_view`
 calls these same methods) or from Python, which is how tests and executed notebooks drive it::
@@ -29,15 +29,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from agentnb.agent import Agent
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event
-from agentnb.loop import ToolDecision
 from agentnb.messages import Message, ToolCall
 from agentnb.notebook.runner import RunHandle, drive, start_run
 from agentnb.printer import format_arguments
 from agentnb.providers.base import Request
-from agentnb.result import RunResult
+from agentnb.run.agent import Agent
+from agentnb.run.loop import ToolDecision
+from agentnb.run.result import RunResult
 
 State = Literal["idle", "running", "paused", "finished"]
 S = TypeVar("S", bound="Stepper")

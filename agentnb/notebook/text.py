@@ -31,7 +31,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from agentnb.budget import overrun_text
 from agentnb.events import (
     DedupDecision,
     Event,
@@ -45,6 +44,7 @@ from agentnb.events import (
     ValidationResult,
 )
 from agentnb.printer import format_event, plural, shorten
+from agentnb.run.budget import overrun_text
 from agentnb.untrusted import untrusted_terminal
 
 _DEDUP = {

@@ -42,7 +42,7 @@ from agentnb.notebook.snapshot import static_html as trace_static_html
 from agentnb.notebook.state import Pause, TraceState
 from agentnb.notebook.text import summary_line, trace_text
 from agentnb.notebook.trace_controls import TraceControls
-from agentnb.result import RunResult
+from agentnb.run.result import RunResult
 
 
 class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
@@ -102,6 +102,7 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         tools.layout.align_items = "center"
         tools.layout.flex = "0 0 auto"
         tools.add_class("anb-toolbar")
+        self.toolbar = tools
         self.stop_button = widgets.Button(
             description="Stop", icon="stop", button_style="danger", disabled=True, tooltip="Stop the run"
         )
@@ -184,6 +185,9 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         if result is not None:
             self.result = result
             self._save.value = STYLE + save_link(result)
+            from agentnb.notebook.fork_view import attach  # "Fork…": agentnb.timetravel, loaded here
+
+            attach(self, result)
         if self.state.finished is not None:
             self._final_render()
         else:
@@ -366,6 +370,13 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         if self.result is None and self.state.finished is not None:  # fed by on_event: save its events
             self._save.value = STYLE + save_link(events_result(self.state))
         self._publish_static()  # a saved notebook then shows the trace without a kernel
+
+
+def fork_editor(result: RunResult, at: int | None = None) -> Any:
+    """The fork editor of a finished run, open at step ``at`` (what ``%agent --fork N`` shows)."""
+    from agentnb.notebook.fork_view import ForkPanel
+
+    return ForkPanel(result, TraceWidget, at=at)
 
 
 def _small_button(label: str, icon: str, tip: str) -> widgets.Button:

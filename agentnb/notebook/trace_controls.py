@@ -36,7 +36,7 @@ class TraceControls:
     approver_name = "widget"
 
     async def decide_approval(self, call: Any, tool: Any = None) -> Any:
-        """Wait for Approve / Deny / Edit on ``call`` (the loop asks; see :mod:`agentnb.approval`).
+        """Wait for Approve / Deny / Edit on ``call`` (the loop asks; see :mod:`agentnb.control.approval`).
 
         While it waits the run is paused and Stop ends it. Under ``agent.run()`` in a cell, the
         cell's thread serves the widget's messages meanwhile (:mod:`agentnb.notebook.inplace`).

@@ -1,5 +1,8 @@
 """Model backends behind one interface, and provider specs (``"openai:gpt-4o-mini"``, ``"local"``).
 
+Layer: above :mod:`agentnb.tools` and :mod:`agentnb.output`; may import them, control
+(cost), events, messages and errors; never the run (:mod:`agentnb.run`) or a view.
+
 Heavy backends (openai, torch/transformers) are imported only when used.
 
 >>> from agentnb.providers import parse_spec

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 __all__ = ["close_on", "http_client", "with_http_client"]
@@ -105,7 +105,8 @@ def _transport_class(http: Any) -> type:
     return _classes[name]
 
 
-def _make_transport_class(http: Any) -> type:
+def _error_mapper(http: Any) -> Callable[[BaseException], BaseException]:
+    """The function that turns an aiohttp exception into the SDK's HTTP library's."""
     import aiohttp
 
     def mapped(exc: BaseException) -> BaseException:
@@ -125,6 +126,13 @@ def _make_transport_class(http: Any) -> type:
             return http.ReadError(text)
         return http.TransportError(text)
 
+    return mapped
+
+
+def _make_transport_class(http: Any) -> type:
+    import aiohttp
+
+    mapped = _error_mapper(http)
     errors = (aiohttp.ClientError, asyncio.TimeoutError, ConnectionError)
 
     class ResponseStream(http.AsyncByteStream):  # type: ignore[misc, name-defined]

@@ -64,7 +64,7 @@ class AnthropicProvider(Provider):
     back with its tool calls, as the API requires; they are never shown as text.
     """
 
-    price_provider = "anthropic"  # agentnb.cost
+    price_provider = "anthropic"  # agentnb.control.cost
 
     supports_native_tools = True
     supports_streaming = True

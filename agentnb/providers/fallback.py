@@ -32,7 +32,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from agentnb.cost import priced
+from agentnb.control.cost import priced
 from agentnb.errors import AuthenticationError, ProviderError, UserError
 from agentnb.events import ProviderAnswered
 from agentnb.providers.base import Chunk, Completion, Provider, Request

@@ -16,7 +16,7 @@ timeout is an error at once). The wait grows exponentially (``initial * factor *
 ``max_delay``) with ±``jitter`` so that many clients do not retry in step.
 
 Each retry is a :class:`~agentnb.events.RequestRetried` event ("rate limited, retrying in
-2.0 s"). In a run it comes out of the event stream as the wait begins (:mod:`agentnb.live`);
+2.0 s"). In a run it comes out of the event stream as the wait begins (:mod:`agentnb.providers.live`);
 called outside a run, the provider attaches it to its completion (``Completion.events``).
 
 >>> policy = RetryPolicy(initial=1.0, factor=2.0, jitter=0.0)
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from agentnb.events import RequestRetried
-from agentnb.live import LIVE_NOTES
+from agentnb.providers.live import LIVE_NOTES
 
 T = TypeVar("T")
 

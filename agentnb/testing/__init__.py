@@ -1,5 +1,8 @@
 """Fake models for tests, docs and notebooks: scripted, not clever.
 
+Layer: above the run; may import the providers, tools, messages and errors (it is
+imported by tests and docs, never by agentnb's own modules).
+
 :class:`ScriptedProvider` answers from a queue of replies; :class:`FunctionProvider` asks a
 function. Both record every :class:`~agentnb.providers.Request` they received in
 ``requests``, so a test can assert what the model was shown. :class:`ScriptedServer`
@@ -84,7 +87,7 @@ def tool_chunks(index: int, name: str, arguments: str, pieces: int = 3, id: str 
 
 
 class _Recording(Provider):
-    # Not priced (agentnb.cost): a fake's usage has no price unless it says so (Usage(cost=...)).
+    # Not priced (agentnb.control.cost): a fake's usage has no price unless it says so (Usage(cost=...)).
     __test__ = False
     supports_streaming = True
 

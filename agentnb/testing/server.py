@@ -285,14 +285,50 @@ def _zip_longest(rows: list[list[Any]]) -> list[list[Any]]:
 # -- HTTP ---------------------------------------------------------------------------------
 
 
+class _Writer(BaseHTTPRequestHandler):
+    """Writing a JSON response or an event stream (a reply that may break off on purpose)."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else headers and body wait out a 40 ms delayed ACK
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+        pass
+
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        try:
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
+            self.close_connection = True
+
+    def _sse(self, chunks: list[dict[str, Any]], reply: Reply) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
+        for n, event in enumerate(events):
+            if reply.disconnect_after is not None and n >= reply.disconnect_after:
+                # Drop the socket without the final zero-length chunk: a broken stream.
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+                return
+            data = event.encode()
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
 def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # else headers and body wait out a 40 ms delayed ACK
-
-        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
-            pass
-
+    class Handler(_Writer):
         def do_GET(self) -> None:
             if self.path.rstrip("/").endswith("/_requests"):
                 self._json(200, [asdict(r) for r in server.requests])
@@ -340,38 +376,6 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 self._sse(stream_chunks(reply, model, include), reply)
             else:
                 self._json(200, completion_body(reply, model), reply.headers)
-
-        def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            try:
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)
-                self.close_connection = True
-
-        def _sse(self, chunks: list[dict[str, Any]], reply: Reply) -> None:
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("transfer-encoding", "chunked")
-            self.end_headers()
-            events = [f"data: {json.dumps(c)}\n\n" for c in chunks] + ["data: [DONE]\n\n"]
-            for n, event in enumerate(events):
-                if reply.disconnect_after is not None and n >= reply.disconnect_after:
-                    # Drop the socket without the final zero-length chunk: a broken stream.
-                    self.wfile.flush()
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    self.close_connection = True
-                    return
-                data = event.encode()
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
 
     return Handler
 

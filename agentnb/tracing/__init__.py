@@ -1,5 +1,8 @@
 """Tracing: agentnb's runs as OpenTelemetry spans (an event consumer, see :mod:`.otel`).
 
+Layer: beside :mod:`agentnb.control`, above the events; may import events, errors and
+the version; the run imports it (its watchers), never the other way round.
+
 ``opentelemetry-api`` is imported only when :func:`instrument` is called
 (``pip install 'agentnb[otel]'`` brings the API, the SDK and the OTLP/HTTP exporter).
 
@@ -23,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from agentnb import observe
+from agentnb.tracing import observe
 
 
 def instrument(

@@ -1,6 +1,6 @@
 """OpenTelemetry spans from a run's events (the OTel GenAI semantic conventions).
 
-A :class:`SpanWatcher` is an event consumer (:mod:`agentnb.observe`), like the printer: it
+A :class:`SpanWatcher` is an event consumer (:mod:`agentnb.tracing.observe`), like the printer: it
 turns each run's events into spans, as they happen.
 
 * ``invoke_agent {agent}``: from ``run_started`` to ``run_finished`` (the whole run);
@@ -57,6 +57,7 @@ _NOTES = (
     "limit_reached",
     "direct_output",
     "history_trimmed",
+    "forked",
     "attachment",
 )
 _PRIVATE = frozenset({"depth", "kind", "text", "arguments", "rejected", "image", "event"})  # content or bulk

@@ -226,6 +226,58 @@ stop_model = ScriptedProvider([call("delete_file", path="/tmp/never.txt"), "neve
 stopped = Agent(stop_model, tools=[delete_file]).run("delete /tmp/never.txt", on_event=w2)
 print("stopped run() returned:", stopped.stop_reason, "| ran never.txt:", "/tmp/never.txt" in ran)"""
 
+EVAL_SETUP = """\
+%load_ext agentnb
+from agentnb import Agent
+from agentnb.evaluation import aevaluate, contains, evaluate
+from agentnb.testing import FunctionProvider
+
+slow = Agent(FunctionProvider(lambda messages, tools: "ok", delay=0.25))
+cases = [f"case {i}" for i in range(400)]  # 50 s at 2 in flight: only a Stop ends it sooner"""
+
+EVAL_SYNC = """\
+ev_sync = evaluate(slow, cases, scorers=[contains("ok")], concurrency=2)
+print("evaluate stopped:", ev_sync.stopped, len(ev_sync.rows) < len(cases))"""
+
+EVAL_ASYNC = """\
+ev_async = await aevaluate(slow, cases, scorers=[contains("ok")], concurrency=2)
+print("aevaluate stopped:", ev_async.stopped, len(ev_async.rows) < len(cases))"""
+
+EVAL_MAGIC = """\
+ev_magic = %agent_eval cases slow --concurrency 2
+print("agent_eval stopped:", ev_magic.stopped, len(ev_magic.rows) < len(cases))"""
+
+EVAL_VIEWS = """\
+from agentnb.evaluation import Scorer, exact, regex
+
+quick = {"tools": Agent(FunctionProvider(lambda m, t: "ok")), "plain": Agent(FunctionProvider(lambda m, t: "no"))}
+words = Scorer("words", lambda case, result: len(result.output.split()), gate=False)
+wide = evaluate(quick, cases[:6], scorers=[contains("ok"), exact("ok"), regex("o+"), words], progress=False)
+display(wide.summary())
+wide.view()"""
+
+
+FORK = '''\
+%load_ext agentnb
+from agentnb import tool
+from agentnb.testing import ScriptedProvider, call
+
+ran = []  # what the tool really did
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    ran.append(city)
+    return "sunny"
+
+model = ScriptedProvider([call("weather", city="Paris"), "Sunny in Paris.", "Rain in Paris: take a coat."])'''
+
+FORK_RUN = """\
+%%agent -p model --tools weather --out first
+Weather in Paris?"""
+
+FORK_OPEN = "%agent --fork 0"
+
 
 LIVE_SETUP = '''\
 import os
@@ -268,6 +320,8 @@ def main() -> None:
     write("highlighting.ipynb", (HIGHLIGHT_PY, HIGHLIGHT_AGENT))
     write("hostile.ipynb", (HOSTILE, HOSTILE_RUN, HOSTILE_REPLAY))
     write("approval.ipynb", (APPROVAL, APPROVAL_RUN, APPROVAL_AFTER, APPROVAL_SYNC, APPROVAL_SYNC_STOP))
+    write("eval_stop.ipynb", (EVAL_SETUP, EVAL_SYNC, EVAL_ASYNC, EVAL_MAGIC, EVAL_VIEWS))
+    write("fork.ipynb", (FORK, FORK_RUN, FORK_OPEN))
     write("live_on_event.ipynb", (LIVE_SETUP, LIVE_RUN, LIVE_AFTER))
 
 

@@ -15,6 +15,7 @@ import pytest
 from lab_harness import open_and_run_all, screenshot
 
 pytestmark = pytest.mark.browser
+expect = pytest.importorskip("playwright.sync_api").expect
 
 NOTEBOOK = "approval.ipynb"
 
@@ -70,11 +71,13 @@ def test_approve_deny_edit_and_a_blocking_run_in_the_browser(lab: Any, page: Any
 
     # --- 1. the first call waits: the widget says so, nothing has run -------------------------
     panel = _pending(page, 0, "c1")
-    assert trace.locator(".anb-badge").first.inner_text() == "paused"
+    expect(trace.locator(".anb-badge").first).to_have_text("paused", timeout=30_000)
     assert json.loads(panel.locator("pre").inner_text()) == {"path": "/tmp/old.log"}
-    depth = trace.locator(".anb-depth").last.inner_text()
-    assert "waiting for approval (widget)" in depth and "paused before this tool call" in depth, depth
-    assert "running…" not in trace.inner_text() and "waiting for the model" not in trace.inner_text()
+    depth = trace.locator(".anb-depth").last
+    expect(depth).to_contain_text("waiting for approval (widget)", timeout=30_000)
+    expect(depth).to_contain_text("paused before this tool call", timeout=30_000)
+    expect(trace).not_to_contain_text("running…", timeout=30_000)
+    expect(trace).not_to_contain_text("waiting for the model", timeout=30_000)
     screenshot(trace, "approval_pending.png")
     # no horizontal scrollbar: nothing in the panel is wider than the panel
     wide = panel.evaluate(
@@ -97,8 +100,8 @@ def test_approve_deny_edit_and_a_blocking_run_in_the_browser(lab: Any, page: Any
     panel.locator("textarea").fill('{"path": 3}')
     panel.locator(".widget-button", has_text="Run with these arguments").click()
     panel.locator(".anb-bad", has_text="invalid arguments").wait_for(timeout=10_000)
-    assert "not of type 'string'" in panel.inner_text()
-    assert trace.locator(".anb-badge").first.inner_text() == "paused"
+    expect(panel).to_contain_text("not of type 'string'", timeout=30_000)
+    expect(trace.locator(".anb-badge").first).to_have_text("paused", timeout=30_000)
     panel.locator("textarea").fill('{"path": "/tmp/notes.txt"}')
     panel.locator(".widget-button", has_text="Run with these arguments").click()
 
@@ -135,7 +138,7 @@ def test_approve_deny_edit_and_a_blocking_run_in_the_browser(lab: Any, page: Any
     # --- agent.run(): the cell is busy ([*]) and the panel still answers clicks ---------------
     panel = _pending(page, 1)
     sync = page.locator(".anb-trace").nth(1)
-    assert sync.locator(".anb-badge").first.inner_text() == "paused"
+    expect(sync.locator(".anb-badge").first).to_have_text("paused", timeout=30_000)
     assert json.loads(panel.locator("pre").inner_text()) == {"path": "/tmp/sync.txt"}
     prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
     assert prompts[3].strip() == "[*]:" and prompts[4].strip() == "[*]:", prompts  # held, and queued
@@ -155,4 +158,4 @@ def test_approve_deny_edit_and_a_blocking_run_in_the_browser(lab: Any, page: Any
         " return !!b && b.textContent === 'stopped'; }",
         timeout=10_000,
     )
-    assert "waiting for approval" not in page.locator(".anb-trace").nth(2).inner_text()
+    expect(page.locator(".anb-trace").nth(2)).not_to_contain_text("waiting for approval", timeout=30_000)

@@ -14,6 +14,7 @@ import pytest
 from lab_harness import open_and_run_all, screenshot
 
 pytestmark = pytest.mark.browser
+expect = pytest.importorskip("playwright.sync_api").expect
 
 NOTEBOOK = "trace_and_debugger.ipynb"
 
@@ -131,10 +132,10 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
             break
         seen.append(message.inner_text())
         if len(seen) == 1:  # paused before the first model call: not made, not counted
-            head = dbg.locator(".anb-head").inner_text()
-            assert _badge(dbg).inner_text() == "paused" and "model calls 0" in head, head
-            assert "paused before this model call" in dbg.locator(".anb-depth").first.inner_text()
-            assert "waiting for the model" not in dbg.inner_text()
+            expect(_badge(dbg)).to_have_text("paused", timeout=30_000)
+            expect(dbg.locator(".anb-head")).to_contain_text("model calls 0", timeout=30_000)
+            expect(dbg.locator(".anb-depth").first).to_contain_text("paused before this model call", timeout=30_000)
+            expect(dbg).not_to_contain_text("waiting for the model", timeout=30_000)
             screenshot(dbg, "debugger_paused_model.png")
         if "tool call add" in seen[-1]:
             _copy_and_fold_while_paused(page, dbg)
@@ -150,17 +151,17 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     # The kernel ran the next cell while the debugger was paused.
     free = page.locator(".jp-OutputArea-output", has_text="kernel is free while")
     free.scroll_into_view_if_needed()
-    assert free.inner_text().strip() == "kernel is free while paused before the model call at depth 0"
+    expect(free).to_have_text("kernel is free while paused before the model call at depth 0", timeout=30_000)
     # The final display update re-renders the view: wait until it is there again.
-    page.wait_for_timeout(500)
     dbg = page.locator(".anb-debugger").first
-    dbg.locator(".anb-debugger-summary", has_text="run ended").wait_for(timeout=10_000)
-    assert dbg.locator(".anb-md strong", has_text="42").count() == 1
-    assert "tool calls 1/10" in dbg.locator(".anb-head").inner_text()
+    dbg.locator(".anb-debugger-summary", has_text="run ended").wait_for(timeout=30_000)
+    expect(dbg.locator(".anb-md strong", has_text="42")).to_have_count(1, timeout=30_000)
+    expect(dbg.locator(".anb-head")).to_contain_text("tool calls 1/10", timeout=30_000)
     # One summary line instead of five greyed-out buttons.
-    assert not dbg.locator(".anb-debugger-bar").is_visible()
-    summary = dbg.locator(".anb-debugger-summary").inner_text()
-    assert "run ended: answer · 1 tool call · 3 pauses · 1 edit · 0 skips" in summary, summary
+    expect(dbg.locator(".anb-debugger-bar")).to_be_hidden(timeout=30_000)
+    expect(dbg.locator(".anb-debugger-summary")).to_contain_text(
+        "run ended: answer · 1 tool call · 3 pauses · 1 edit · 0 skips", timeout=30_000
+    )
     # Original -> edited, both in the trace.
     edited = dbg.locator(".anb-edit")
     assert json.loads(edited.locator("pre.anb-old").inner_text()) == {"a": 2, "b": 3}
@@ -175,11 +176,11 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     reopened = page.context.new_page()
     reopened.goto(lab.notebook_url(NOTEBOOK))
     reopened.locator(".anb-static").first.wait_for(timeout=60_000)
-    reopened.wait_for_timeout(1500)
+    static = reopened.locator(".anb-static")
+    expect(static).to_have_count(4, timeout=30_000)  # the trace, the follow-up, the decision, the debugger
+    reopened.wait_for_timeout(1500)  # a widget output would say "model not found" by now
     outputs = reopened.locator(".jp-OutputArea")
     assert "model not found" not in " ".join(outputs.all_inner_texts())
-    static = reopened.locator(".anb-static")
-    assert static.count() == 4, static.count()  # the trace, the follow-up, the decision, the debugger
     first_trace = static.first
     first_trace.scroll_into_view_if_needed()
     assert "tool calls 4/10" in first_trace.locator(".anb-head").inner_text()
@@ -245,8 +246,8 @@ def _edit_with_a_mistake_first(page: Any, dbg: Any) -> None:
                 f"no 'invalid arguments' problem; the debugger reads:\n{dbg.inner_text()[-1500:]}"
             ) from None
     # The problem stands beside the "paused before ..." line, which is still there.
-    assert "paused before tool call add(a=2, b=3)" in dbg.locator(".anb-debugger-where").inner_text()
-    assert "'x' is not of type 'integer'" in problem.inner_text()
+    expect(dbg.locator(".anb-debugger-where")).to_contain_text("paused before tool call add(a=2, b=3)", timeout=30_000)
+    expect(problem).to_contain_text("'x' is not of type 'integer'", timeout=30_000)
     where, why = (dbg.locator(s).bounding_box() for s in (".anb-debugger-where", ".anb-debugger-problem"))
     assert abs(where["y"] - why["y"]) < 20 and why["x"] > where["x"]  # side by side
     screenshot(dbg, "debugger.png")
@@ -263,7 +264,7 @@ def test_stop_during_a_tool_marks_it_cancelled(lab: Any, page: Any) -> None:
         "() => [...document.querySelectorAll('.anb-trace .anb-depth > summary')].some(s => s.textContent.includes('nap'))",
         timeout=30_000,
     )
-    assert _badge(trace).inner_text() == "running"
+    expect(_badge(trace)).to_have_text("running", timeout=10_000)
     trace.locator(".anb-tool", has_text="running…").wait_for(timeout=10_000)
     screenshot(trace, "trace_running.png")
     trace.locator(".widget-button", has_text="Stop").click()
@@ -272,14 +273,14 @@ def test_stop_during_a_tool_marks_it_cancelled(lab: Any, page: Any) -> None:
     out = page.locator(".jp-OutputArea-output", has_text="after stop:")
     out.wait_for(timeout=30_000)
     out.scroll_into_view_if_needed()
-    assert out.inner_text().strip() == "after stop: cancelled 2"
-    page.wait_for_timeout(300)
+    expect(out).to_have_text("after stop: cancelled 2", timeout=30_000)
     trace.scroll_into_view_if_needed()
-    text = trace.inner_text()
-    assert "running…" not in text and "waiting for the model" not in text and "asking the model" not in text
-    assert "cancelled: stopped while it ran" in text
-    head = trace.locator(".anb-head").inner_text()
-    assert "tool calls 2/30" in head and "1 unfinished tool call dropped" in head, head
+    for gone in ("running…", "waiting for the model", "asking the model"):
+        expect(trace).not_to_contain_text(gone, timeout=30_000)
+    expect(trace).to_contain_text("cancelled: stopped while it ran", timeout=30_000)
+    head = trace.locator(".anb-head")
+    expect(head).to_contain_text("tool calls 2/30", timeout=30_000)
+    expect(head).to_contain_text("1 unfinished tool call dropped", timeout=30_000)
     screenshot(trace, "trace_stopped.png")
 
 

@@ -36,6 +36,7 @@ _LIVE_MARKUP = """() => {
       for (const a of el.attributes) {
         if (a.name.startsWith('on') && !el.classList.contains('anb-copy')) bad.push(tag + ' ' + a.name);
         if (/^\\s*(javascript|vbscript|data:text)/i.test(a.value) && ['href', 'src', 'action'].includes(a.name)) bad.push(tag + ' ' + a.value);
+        if (a.name === 'style' && /url\\(|image-set|expression/i.test(a.value)) bad.push(tag + ' style ' + a.value);
       }
       if (tag === 'img' && !(el.getAttribute('src') || '').startsWith('data:image/')) bad.push('img ' + el.getAttribute('src'));
     }
@@ -109,10 +110,35 @@ def _jupyter(*args: str, cwd: Path) -> None:
     subprocess.run([jupyter, *args], cwd=cwd, env=env, check=True, capture_output=True, timeout=180)
 
 
-def test_hostile_text_stays_text_in_the_static_export(tmp_path: Path, page: Any) -> None:
-    shutil.copy(NOTEBOOKS / NOTEBOOK, tmp_path / "run.ipynb")
-    _jupyter("nbconvert", "--to", "notebook", "--execute", "--inplace", "run.ipynb", cwd=tmp_path)
+def test_hostile_text_stays_text_in_the_static_export(tmp_path: Path, page: Any, executed: Path) -> None:
+    _executed(executed, tmp_path)
     _jupyter("nbconvert", "--to", "agentnb_html", "run.ipynb", cwd=tmp_path)
+    requests = _open_offline_file(page, tmp_path / "run.html")
+    trace = page.locator(".anb-static").first
+    page.wait_for_timeout(1000)
+    assert "PWN" not in page.evaluate("() => document.title")
+    assert page.evaluate(_LIVE_MARKUP) == []
+    assert not [u for u in requests if "evil.example" in u or "PWN" in u]
+    assert "PWN1" in page.locator(".anb-md").first.inner_text()
+    screenshot(trace, "hostile_static_export.png")
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory: Any) -> Path:
+    """The hostile notebook run to its end by nbconvert, its outputs stored (static traces); once
+    for the module."""
+    folder = tmp_path_factory.mktemp("hostile")
+    shutil.copy(NOTEBOOKS / NOTEBOOK, folder / "run.ipynb")
+    _jupyter("nbconvert", "--to", "notebook", "--execute", "--inplace", "run.ipynb", cwd=folder)
+    return folder / "run.ipynb"
+
+
+def _executed(executed: Path, tmp_path: Path) -> Path:
+    shutil.copy(executed, tmp_path / "run.ipynb")
+    return tmp_path / "run.ipynb"
+
+
+def _open_offline_file(page: Any, path: Path) -> list[str]:
     requests: list[str] = []
 
     def block(route: Any) -> None:  # offline: the file loads; everything else is recorded and refused
@@ -123,12 +149,51 @@ def test_hostile_text_stays_text_in_the_static_export(tmp_path: Path, page: Any)
             route.abort()
 
     page.route("**/*", block)
-    page.goto((tmp_path / "run.html").as_uri())
-    trace = page.locator(".anb-static").first
-    trace.wait_for(timeout=10_000)
-    page.wait_for_timeout(1000)
+    page.goto(path.as_uri())
+    page.locator(".anb-static").first.wait_for(timeout=10_000)
+    return requests
+
+
+def test_hostile_text_stays_text_in_both_exports(tmp_path: Path, page: Any, executed: Path) -> None:
+    """The preprocessor on nbconvert's own HTML export, beside the agentnb_html exporter above."""
+    _executed(executed, tmp_path)
+    _jupyter(
+        "nbconvert",
+        "--to",
+        "html",
+        "--HTMLExporter.preprocessors=agentnb.notebook.export.StaticTraces",
+        "--output",
+        "plain.html",
+        "run.ipynb",
+        cwd=tmp_path,
+    )
+    requests = _open_offline_file(page, tmp_path / "plain.html")
+    page.wait_for_function("() => document.readyState === 'complete'")
     assert "PWN" not in page.evaluate("() => document.title")
     assert page.evaluate(_LIVE_MARKUP) == []
     assert not [u for u in requests if "evil.example" in u or "PWN" in u]
-    assert "PWN1" in page.locator(".anb-md").first.inner_text()
-    screenshot(trace, "hostile_static_export.png")
+    shown = page.locator(".anb-static").first.inner_text()
+    assert "ontoggle=document.title='PWN24'" in shown  # the issue's payload, as text
+
+
+@pytest.mark.parametrize("trusted", [True, False])
+def test_a_saved_hostile_notebook_reopened_cold_is_inert(
+    lab: Any, page: Any, tmp_path: Path, trusted: bool, executed: Path
+) -> None:
+    """Reopened from disk (the run long over), signed by the user or never signed: in the
+    trusted view the handlers would run, in the untrusted one a style would fetch."""
+    name = f"cold_{'trusted' if trusted else 'untrusted'}.ipynb"
+    shutil.copy(executed, lab.root / "work" / name)
+    if trusted:
+        _jupyter("trust", name, cwd=lab.root / "work")
+    requests = _watch(page)
+    page.goto(lab.notebook_url(name))
+    page.locator(".anb-static").first.wait_for(timeout=60_000)
+    # the stored traces are rendered; whatever would fire on load or on toggle, fires now
+    page.wait_for_function("() => document.querySelectorAll('.anb-static details').length > 2", timeout=30_000)
+    for details in page.locator(".anb-static details").all()[:30]:
+        details.evaluate("e => { e.open = !e.open; }")
+    page.wait_for_function("() => document.readyState === 'complete'")
+    _assert_inert(page, requests)
+    text = page.locator(".anb-static").first.inner_text()
+    assert "PWN24" in text and "PWN27" in text

@@ -13,6 +13,7 @@ import pytest
 from lab_harness import Voila, screenshot
 
 pytestmark = pytest.mark.browser
+expect = pytest.importorskip("playwright.sync_api").expect
 
 
 @pytest.fixture(scope="module")
@@ -33,9 +34,11 @@ def test_trace_and_debugger_work_in_voila(voila: Voila, page: Any) -> None:
         "() => { const b = document.querySelector('.anb-trace .anb-badge'); return !!b && b.textContent === 'finished'; }",
         timeout=30_000,
     )
-    assert "tool calls 4/10" in trace.locator(".anb-head").inner_text()
-    assert trace.locator("img[alt='attached image']").count() == 1
-    assert trace.locator(".anb-md strong", has_text="17").count() == 1
+    # The badge, the image and the rendered answer can arrive in separate widget updates: each
+    # is waited for (it failed once under load when counted at once after "finished").
+    expect(trace.locator(".anb-head")).to_contain_text("tool calls 4/10", timeout=30_000)
+    expect(trace.locator("img[alt='attached image']")).to_have_count(1, timeout=30_000)
+    expect(trace.locator(".anb-md strong", has_text="17")).to_have_count(1, timeout=30_000)
     screenshot(trace, "voila_trace.png")
 
     dbg = page.locator(".anb-debugger").first
@@ -46,7 +49,8 @@ def test_trace_and_debugger_work_in_voila(voila: Voila, page: Any) -> None:
         where.locator("b", has_text="paused before").wait_for(timeout=30_000)
         before = where.inner_text()
         if steps == 1:
-            assert "paused before tool call add(a=2, b=3)" in before
+            expect(where).to_contain_text("paused before tool call add(a=2, b=3)", timeout=30_000)
+            before = where.inner_text()
             screenshot(dbg, "voila_debugger.png")
         dbg.locator(".widget-button", has_text="Step").click()
         steps += 1
@@ -62,6 +66,6 @@ def test_trace_and_debugger_work_in_voila(voila: Voila, page: Any) -> None:
         )
         assert steps < 10
     assert steps == 3
-    assert "run ended: answer · 1 tool call" in dbg.locator(".anb-debugger-summary").inner_text()
-    assert dbg.locator(".anb-md strong", has_text="5").count() == 1
+    expect(dbg.locator(".anb-debugger-summary")).to_contain_text("run ended: answer · 1 tool call", timeout=30_000)
+    expect(dbg.locator(".anb-md strong", has_text="5")).to_have_count(1, timeout=30_000)
     screenshot(dbg, "voila_debugger_finished.png")

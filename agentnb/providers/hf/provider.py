@@ -271,10 +271,7 @@ class TransformersProvider(ToolChoice, Provider):
         if constraint is not None:
             measured = InProcessSource(self, prompt, logits, probe)
             guide = self._guide(constraint, logits, options, pick, after_results, notes, measured)
-        generator = None
-        if options.temperature > 0:
-            generator = torch.Generator(device="cpu")
-            generator.manual_seed(options.seed if options.seed is not None else torch.seed())
+        generator = _seeded_generator(options)
         steer = self._steering(guide, options, source)
         # A call still open when the budget is spent gets closing_reserve more tokens to close it.
         limit = options.max_new_tokens + (options.closing_reserve if steer is not None else 0)
@@ -351,6 +348,17 @@ class TransformersProvider(ToolChoice, Provider):
 
     def _decode(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+
+def _seeded_generator(options: GenerationOptions) -> Any:
+    """The random generator that sampling draws from (None: greedy decoding draws nothing)."""
+    if options.temperature <= 0:
+        return None
+    import torch
+
+    generator = torch.Generator(device="cpu")
+    generator.manual_seed(options.seed if options.seed is not None else torch.seed())
+    return generator
 
 
 def _pick(logits: Any, options: GenerationOptions, generator: Any) -> int:

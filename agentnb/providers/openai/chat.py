@@ -111,7 +111,7 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
     'untooled'
     """
 
-    price_provider = "openai"  # agentnb.cost
+    price_provider = "openai"  # agentnb.control.cost
 
     supports_native_tools = True
     supports_streaming = True

@@ -256,7 +256,7 @@ class UnTooled(Provider):
         counted = self.inner.estimate_input_tokens(inner)
         if counted is not None:
             return counted
-        from agentnb.budget import chars_estimate
+        from agentnb.providers.base import chars_estimate
 
         return chars_estimate(inner.messages)
 

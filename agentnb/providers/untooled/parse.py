@@ -27,8 +27,8 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from agentnb.jsonsafe import MAX_DEPTH, depth_error, too_deep
 from agentnb.messages import ToolCall
+from agentnb.messages.jsonsafe import MAX_DEPTH, depth_error, too_deep
 
 #: A call may follow at most this much prose ("Sure, I'll check: {...}").
 MAX_PREAMBLE = 200

@@ -1,0 +1,144 @@
+"""Fork from here: pick a step of a finished run, edit it in the debugger's editor, run the fork.
+
+The panel sits under a trace (its "Fork…" button opens it; ``%agent --fork N`` shows it open
+at step N). The editor is prefilled with what the recording holds at that step (a tool's
+result, a call's arguments, the reply, the system prompt); a bad edit is shown beside the
+button, not raised. Each fork runs live in a new trace below, its recorded prefix folded, with
+its diff against the parent under it. The view depends on :mod:`agentnb.timetravel`; nothing
+there imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import ipywidgets as widgets
+
+from agentnb.errors import UserError
+from agentnb.timetravel.diff import diff
+from agentnb.timetravel.drafts import KINDS, edit_from_text, prefill, step_choices
+from agentnb.untrusted import untrusted_html as escape
+
+
+class ForkPanel(widgets.VBox):
+    """The fork editor for one finished run (``result`` must know its agent, or pass ``agent``)."""
+
+    def __init__(self, result: Any, make_trace: Any, at: int | None = None, agent: Any = None) -> None:
+        self.result = result
+        self.make_trace = make_trace  # the trace widget's class (the view below never imports it)
+        self.agent = agent
+        self.forks: list[Any] = []  # the RunResults of the forks made here, in order
+        self.tasks: list[asyncio.Task[Any]] = []
+        choices = step_choices(result)
+        if not choices:
+            raise UserError("this run made no model step to fork from")
+        first = choices[0][1] if at is None else at
+        if first not in [d for _, d in choices]:
+            raise UserError(f"fork step {at!r} is out of range: this run has steps 0 to {choices[-1][1]}")
+        self.step = widgets.Dropdown(options=choices, value=first, description="Step")
+        self.kind = widgets.Dropdown(options=[(v, k) for k, v in KINDS.items()], value=self._kind(first))
+        self.kind.description = "Edit"
+        self.editor = widgets.Textarea(rows=5)
+        self.editor.layout.width = "auto"
+        self.editor.layout.flex = "1 1 auto"
+        self.editor.add_class("anb-editor")  # the debugger's editor
+        self.fork_button = widgets.Button(description="Fork from here", icon="code-fork", button_style="primary")
+        self.fork_button.layout.width = "auto"
+        self.fork_button.on_click(lambda _: self.fork())
+        self.problem = widgets.HTML()
+        self.problem.add_class("anb-fork-problem")
+        self.below = widgets.VBox()  # the forks' traces
+        self.step.observe(lambda _: self._refill(kind_too=True), names="value")
+        self.kind.observe(lambda _: self._refill(), names="value")
+        self._refill()
+        bar = widgets.HBox([self.step, self.kind])
+        bar.layout.flex_flow = "row wrap"
+        buttons = widgets.HBox([self.fork_button, self.problem])
+        buttons.layout.align_items = "center"
+        super().__init__([bar, self.editor, buttons, self.below])
+        self.add_class("anb-fork")
+
+    def _kind(self, at: int) -> str:
+        """The edit a step suggests: a tool result where it called, else its reply."""
+        return (
+            "tool_result" if any(d == at and "calls " in label for label, d in step_choices(self.result)) else "reply"
+        )
+
+    def _refill(self, kind_too: bool = False) -> None:
+        if kind_too:
+            self.kind.value = self._kind(self.step.value)
+        try:
+            self.editor.value = prefill(self.result, self.step.value, self.kind.value)
+        except UserError as exc:
+            self.editor.value = ""
+            self.problem.value = f'<span style="color:#cf222e">✗ {escape(str(exc))}</span>'
+        else:
+            self.problem.value = ""
+
+    def fork(self) -> Any:
+        """What "Fork from here" does: the fork runs in a new trace below (a task when the kernel's
+        loop runs, else now); a bad edit is shown beside the button. Returns the trace widget."""
+        at = self.step.value
+        try:
+            edits = edit_from_text(self.result, at, self.kind.value, self.editor.value)
+        except UserError as exc:
+            self.problem.value = f'<span style="color:#cf222e">✗ {escape(str(exc))}</span>'
+            return None
+        if self.agent is not None:
+            edits["agent"] = self.agent
+        trace = self.make_trace(open_depths=1)
+        title = widgets.HTML(
+            f'<div class="anb anb-m">fork of step [{escape(str(at))}]: {escape(KINDS[self.kind.value])} edited; '
+            "the steps before it are the recording's (folded)</div>"
+        )
+        after = widgets.HTML()
+        box = widgets.VBox([title, trace, after])
+        self.below.children = (*self.below.children, box)
+        self.problem.value = ""
+
+        async def go() -> Any:
+            try:
+                done = await self.result.afork(at, on_event=trace, **edits)
+            except UserError as exc:  # refused before anything ran: no trace for it
+                self.problem.value = f'<span style="color:#cf222e">✗ {escape(str(exc))}</span>'
+                self.below.children = tuple(c for c in self.below.children if c is not box)
+                return None
+            trace.finish(done)
+            trace.open_depths = max(1, trace.state.current_depth - done.lineage.live_from + 1)  # prefix folded
+            trace.expand_all(None)
+            shown = diff(self.result, done, labels=("parent", "fork"))._repr_html_()  # escaped inside
+            after.value = f"<details><summary>diff with the parent run</summary>{shown}</details>"
+            self.forks.append(done)
+            return done
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            from agentnb.run.sync import run_sync
+
+            if run_sync(go) is None:
+                return None
+        else:  # a click in the kernel: the fork runs on its loop, the kernel stays free
+            self.tasks.append(loop.create_task(go()))
+        return trace
+
+
+def attach(trace: Any, result: Any) -> None:
+    """Give a finished trace its "Fork…" button (only for a run whose agent is known)."""
+    if getattr(result, "agent", None) is None or getattr(trace, "fork_button", None) is not None:
+        return
+    button = widgets.Button(description="Fork…", icon="code-fork", tooltip="Fork this run from a step")
+    button.layout.width = "auto"
+    button.layout.height = "24px"
+    button.add_class("anb-small")
+
+    def open_panel(_: Any = None) -> None:
+        if getattr(trace, "fork_panel", None) is None:
+            trace.fork_panel = ForkPanel(result, type(trace))
+            trace.children = (*trace.children, trace.fork_panel)
+
+    button.on_click(open_panel)
+    trace.fork_button = button
+    trace.open_fork_panel = open_panel
+    trace.toolbar.children = (*trace.toolbar.children, button)

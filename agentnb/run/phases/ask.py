@@ -1,0 +1,158 @@
+"""The ask phase: is a request left in the budgets, what the model is offered, and its reply."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Generator, Iterator
+from contextlib import aclosing
+from time import perf_counter
+
+from agentnb.control.cost import priced
+from agentnb.errors import ModelBehaviorError, StopRun
+from agentnb.events import (
+    Event,
+    FinalAnswer,
+    LimitReached,
+    ModelRequest,
+    ModelResponse,
+    RequestRetried,
+    StepDecision,
+    TextDelta,
+    ToolCallDelta,
+)
+from agentnb.providers.base import Completion, Request, TextChunk
+from agentnb.providers.live import one, with_notes
+from agentnb.run.budget import capped, hold, out_of_tokens
+from agentnb.run.endings import OpenStep, out_of_requests
+from agentnb.run.history import MessageView
+from agentnb.run.state import Item, LoopState, Relay, Wait
+
+
+def ask(run: LoopState) -> Iterator[Item]:
+    """Decide whether a request is left and what the model is offered; send it; take the reply."""
+    cfg, state = run.cfg, run.state
+    if cfg.refresh is not None and (fresh := cfg.refresh()) is not None:
+        run.tools, run.all_tools, run.names = fresh, tuple(fresh.values()), tuple(fresh)
+    if run.ledger.budgets:  # this run's limits, and those of the runs that called it
+        yield from budgets(run)
+        if run.over:
+            return
+    run.limited = run.ledger.calls_left() <= 0 or state.limit is not None
+    run.offer = offer = bool(run.tools) and not run.limited and run.choice != "none"
+    request = Request(
+        MessageView(state.messages),
+        run.all_tools if offer else (),
+        run.choice if offer else "none",
+        cfg.settings,
+        None,
+        cfg.output,
+    )
+    if run.gauge is not None:  # a token budget: held before the request is sent
+        request = yield from hold_tokens(run, request)
+        if run.over:
+            return
+        offer = run.offer
+    run.ledger.add_request()  # now, before any wait: a parallel run sees it at once
+    yield ModelRequest(run.depth, len(request.messages), run.names if offer else (), request.tool_choice)
+    if cfg.controller is not None:
+        try:
+            yield Wait(cfg.controller.before_model(run.depth, request))
+        except StopRun:  # announced above, never sent: say so, so no view counts it
+            yield StepDecision(run.depth, "model", "stop")
+            raise
+    start = perf_counter()
+    if cfg.stream or run.live:  # live: retries come out as they wait (agentnb.providers.live)
+        yield Relay(receive(run, request))
+        completion = run.completion
+        assert completion is not None  # receive() raises otherwise
+    else:
+        yield (reply := Wait(cfg.provider.complete(request)))
+        completion = run.completion = reply.result
+    used = completion.usage
+    if run.gauge is not None:
+        run.gauge.learn(used)
+    if used.input_tokens or used.output_tokens:
+        used = priced(cfg.provider, used)
+        state.usage += used
+        run.ledger.add_usage(used)
+    state.step = OpenStep(run.depth, completion)
+    for note in completion.events:  # the provider's own decisions, at this depth
+        yield dataclasses.replace(note, depth=run.depth)
+    yield ModelResponse(
+        run.depth,
+        completion.text,
+        completion.tool_calls,
+        used,
+        perf_counter() - start,
+        finish_reason=completion.finish_reason,
+        model=completion.model,
+    )
+    # A named or required choice forces the first call only (as the OpenAI Agents SDK
+    # resets it): forcing every turn would loop until the limit.
+    run.choice = "auto" if run.choice != "none" else run.choice
+
+
+def hold_tokens(run: LoopState, request: Request) -> Generator[Event, None, Request]:
+    """The request as it may be sent within every token budget (agentnb.run.budget): the
+    last one that fits goes without tools, its reply bounded to what is left; one that would
+    not fit is never sent (the run ends with agentnb's text)."""
+    cfg, state, gauge = run.cfg, run.state, run.gauge
+    assert gauge is not None
+    held = hold(run.ledger, need := gauge.estimate(request))
+    if held.verdict == "last" and run.offer:  # a second request of its size would not fit
+        state.limit, run.limited, run.offer = state.limit or held.limit, True, False
+        yield LimitReached(
+            run.depth, cfg.max_tool_calls, state.tool_calls, limit=held.limit or "", value=held.value, used=held.used
+        )
+        request = dataclasses.replace(request, tools=(), tool_choice="none")
+        held = hold(run.ledger, need := gauge.estimate(request))
+    if held.verdict == "refuse":  # it would not fit: never sent
+        if state.limit is None:
+            state.limit = held.limit
+            yield LimitReached(
+                run.depth,
+                cfg.max_tool_calls,
+                state.tool_calls,
+                limit=held.limit or "",
+                value=held.value,
+                used=held.used,
+            )
+        state.stop_reason = "limit"
+        state.output, who = out_of_tokens(state.output, state.messages, held, need)
+        yield FinalAnswer(run.depth, state.output, by=who)
+        run.over = True
+        return request
+    return dataclasses.replace(request, settings=capped(request.settings, cfg.provider, held.reply_cap))
+
+
+def budgets(run: LoopState) -> Iterator[Event]:
+    """Decide whether a budget was reached (said once) and whether a request is left (else end)."""
+    cfg, state, ledger = run.cfg, run.state, run.ledger
+    if state.limit is None and (hit := ledger.reached()) is not None:
+        state.limit, value, amount = hit
+        yield LimitReached(run.depth, cfg.max_tool_calls, state.tool_calls, limit=hit[0], value=value, used=amount)
+    if ledger.spent():  # no request left: the run ends with the text it has
+        state.stop_reason = "limit"
+        state.limit = state.limit or "requests"
+        state.output, who = out_of_requests(state.output, state.messages, ledger.requests)
+        yield FinalAnswer(run.depth, state.output, by=who)
+        run.over = True
+
+
+async def receive(run: LoopState, request: Request) -> AsyncIterator[Event]:
+    """Take a streamed (or live) reply: its pieces as events, the completion into ``run``."""
+    cfg, depth = run.cfg, run.depth
+    run.completion = None
+    source = cfg.provider.stream(request) if cfg.stream else one(cfg.provider.complete, request)
+    async with aclosing(with_notes(source) if run.live else source) as chunks:  # type: ignore[type-var]
+        async for item in chunks:
+            if isinstance(item, Completion):
+                run.completion = item
+            elif isinstance(item, TextChunk):
+                yield TextDelta(depth, item.text)
+            elif isinstance(item, RequestRetried):
+                yield dataclasses.replace(item, depth=depth)
+            else:
+                yield ToolCallDelta(depth, item.index, item.name, item.arguments)
+    if run.completion is None:
+        raise ModelBehaviorError(f"{cfg.provider!r} ended its stream without a completion")

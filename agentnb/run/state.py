@@ -1,0 +1,207 @@
+"""What a run is configured with, what it has produced so far, and what may pause it.
+
+:class:`LoopConfig` and :class:`RunState` are :func:`agentnb.run.loop.run_loop`'s input and its
+accumulating result; :class:`LoopState` is what the loop's phases (:mod:`agentnb.run.phases`)
+hand each other; a :class:`StepController` (the debugger) pauses it before each model call
+and each tool call and answers with a :class:`ToolDecision`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+from agentnb.control.limits import Ledger
+from agentnb.events import Event, StopReason
+from agentnb.messages import Message, ToolCall, ToolMessage, Usage
+from agentnb.providers.live import may_retry
+from agentnb.run.budget import Gauge, holds_tokens
+from agentnb.run.endings import OpenStep
+from agentnb.tools.dedupe import Deduplicator
+from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
+
+if TYPE_CHECKING:
+    from agentnb.control.approval import ApprovalGate
+    from agentnb.control.limits import UsageLimits
+    from agentnb.output import OutputSpec
+    from agentnb.providers.base import Completion, Provider, Request
+    from agentnb.tools import Tool
+    from agentnb.tools.execution import Execution
+
+#: The user message that carries a step's tool images to the model.
+ATTACHMENT_NOTE = "[Attached image(s) from tool result]"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDecision:
+    """What a step controller wants done with a tool call: run it (maybe with edited
+    arguments) or skip it.
+
+    >>> ToolDecision("skip")
+    ToolDecision(action='skip', arguments=None)
+    >>> ToolDecision(arguments={"a": 1}).action
+    'run'
+    """
+
+    action: Literal["run", "skip"] = "run"
+    arguments: dict[str, Any] | None = None
+
+
+class StepController(Protocol):
+    """Pauses a run before each model call and each tool call (the debugger implements this).
+
+    Either method may raise :class:`agentnb.errors.StopRun` to end the run as ``cancelled``.
+
+    >>> from agentnb import Agent, tool
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def add(a: int, b: int) -> int:
+    ...     '''Add two integers.'''
+    ...     return a + b
+    >>> class FixArguments:
+    ...     async def before_model(self, depth, request):
+    ...         pass
+    ...     async def before_tool(self, depth, call):
+    ...         return ToolDecision(arguments={"a": 40, "b": 2})
+    >>> model = ScriptedProvider([call("add", a=1, b=1), "done"])
+    >>> _ = Agent(model, tools=[add]).run("go", controller=FixArguments())
+    >>> model.requests[1].messages[-1].content
+    '42'
+    """
+
+    async def before_model(self, depth: int, request: Request) -> None: ...
+
+    async def before_tool(self, depth: int, call: ToolCall) -> ToolDecision: ...
+
+
+@dataclass(slots=True)
+class LoopConfig:
+    provider: Provider
+    tools: dict[str, Tool]
+    max_tool_calls: int = 10
+    tool_choice: str = "auto"
+    stream: bool = False
+    tool_timeout: float | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    controller: StepController | None = None
+    output: OutputSpec | None = None
+    max_output_retries: int = 2
+    max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS
+    #: Which calls need a decision before they run, and who decides (None: no call does).
+    approval: ApprovalGate | None = None
+    #: Budgets besides the tool-call limit (None: none; see :mod:`agentnb.control.limits`).
+    limits: UsageLimits | None = None
+    #: Tools anew when a tool source changed them (an MCP server's list_changed), else None.
+    refresh: Callable[[], dict[str, Tool] | None] | None = None
+    #: The calling run's ledger, for a run an agent tool started: its limits hold here too.
+    above: Ledger | None = None
+    #: ``(fingerprint, result)`` of calls made before the first step (a fork's recorded prefix).
+    seen: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(slots=True)
+class RunState:
+    """What a run has produced so far; ``messages`` only ever holds completed steps."""
+
+    messages: list[Message]
+    events: list[Event] = field(default_factory=list)
+    usage: Usage = Usage()
+    tool_calls: int = 0
+    kept_tool_calls: int = 0  # the tool calls whose messages are in ``messages``
+    output: str = ""
+    stop_reason: StopReason | None = None
+    value: Any = None
+    output_retries: int = 0
+    #: The step in progress (its model turn and tool calls) until its messages are committed;
+    #: a stop mid-step keeps what it did (agentnb.run.stopped.settle).
+    step: OpenStep | None = None
+    limit: str | None = None  # the limit that ended the run, when one did
+
+
+class LoopState:
+    """What the loop's phases hand each other: the tools offered, the budgets, the open step.
+
+    One per run, made by :func:`agentnb.run.loop.run_loop`; ``depth`` is the model call the
+    run is at, ``completion`` the model's reply in this step and ``plans`` what becomes of each
+    of its calls (a :class:`~agentnb.messages.ToolMessage` answer, an execution, or the index of
+    an earlier call of the same step that it repeats). ``over`` ends the run.
+    """
+
+    __slots__ = (
+        "cfg",
+        "state",
+        "tools",
+        "all_tools",
+        "names",
+        "dedup",
+        "ledger",
+        "live",
+        "threaded",
+        "depth",
+        "choice",
+        "asked_again",
+        "offer",
+        "limited",
+        "completion",
+        "plans",
+        "in_turn",
+        "execs",
+        "nested",
+        "over",
+        "gauge",
+    )
+
+    def __init__(self, cfg: LoopConfig, state: RunState) -> None:
+        self.cfg, self.state = cfg, state
+        self.tools: dict[str, Tool] = cfg.tools
+        self.all_tools: tuple[Tool, ...] = tuple(cfg.tools.values())
+        self.names: tuple[str, ...] = tuple(cfg.tools)
+        self.dedup = Deduplicator()
+        for fp, text in cfg.seen:  # a fork's recorded calls: a repeat is answered from them
+            self.dedup.record(fp, text)
+        self.ledger = Ledger(cfg.limits, cfg.max_tool_calls, cfg.above)
+        #: Estimates each request's input tokens where a token budget holds (agentnb.run.budget).
+        self.gauge: Gauge | None = Gauge(cfg.provider) if holds_tokens(self.ledger) else None
+        self.live = may_retry(cfg.provider)  # its retries come out as they wait (agentnb.providers.live)
+        self.threaded = SYNC_TOOLS_IN_THREAD.get()
+        self.depth = 0
+        self.choice = cfg.tool_choice
+        self.asked_again = False  # a call where none is offered gets one more chance to answer in text
+        self.offer = False  # tools were offered in this step's request
+        self.limited = False  # a limit kept them back
+        self.completion: Completion | None = None
+        self.plans: list[ToolMessage | Execution | int] = []
+        self.in_turn: dict[str, int] = {}  # fingerprint -> the plan of its first call in this step
+        self.execs: list[Execution] = []  # the plans that run, in order
+        self.nested = False  # one of them runs an agent
+        self.over = False
+
+    @property
+    def calls(self) -> tuple[ToolCall, ...]:
+        """The tool calls of this step's reply."""
+        return self.completion.tool_calls if self.completion is not None else ()
+
+
+class Wait:
+    """Yielded by a phase: the loop awaits ``awaitable`` (the model, a tool, a person) and puts
+    its value in ``result``; an exception it raises is thrown into the phase at the yield."""
+
+    __slots__ = ("awaitable", "result")
+
+    def __init__(self, awaitable: Awaitable[Any]) -> None:
+        self.awaitable = awaitable
+        self.result: Any = None
+
+
+class Relay:
+    """Yielded by a phase: the loop yields every event of ``source`` as it comes (a stream)."""
+
+    __slots__ = ("source",)
+
+    def __init__(self, source: AsyncIterator[Event]) -> None:
+        self.source = source
+
+
+#: What a phase yields: an event for the caller, or something the loop must wait for.
+Item: TypeAlias = Event | Wait | Relay

@@ -1,0 +1,100 @@
+"""How a :class:`~agentnb.timetravel.diff.RunDiff` looks: plain text for a terminal, HTML for a
+notebook (and its static export). Every value from a run is untrusted text: it goes through
+:mod:`agentnb.untrusted` as it is inserted, and the HTML is never edited afterwards.
+
+>>> from agentnb import Agent
+>>> from agentnb.testing import ScriptedProvider
+>>> from agentnb.timetravel.diff import diff
+>>> a = Agent(ScriptedProvider(["<b>Paris</b>"])).run("Capital?")
+>>> html = diff_html(diff(a, a.fork(0, reply="<script>x</script>")))
+>>> "<script>" in html, "&lt;script&gt;" in html
+(False, True)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from agentnb.untrusted import untrusted_html as esc
+from agentnb.untrusted import untrusted_terminal
+
+#: At most this many characters of one value in a view (the rest is the transcript's).
+CLIP = 400
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= CLIP else text[: CLIP - 1] + "…"
+
+
+def describe(step: Any) -> list[str]:
+    """A step as short lines: the reply, each call, each result."""
+    if step is None:
+        return ["(no such step)"]
+    lines = []
+    if step.reply:
+        lines.append(f"says: {_clip(step.reply)}")
+    for name, args in step.calls:
+        lines.append(f"calls {name}({_clip(json.dumps(args, ensure_ascii=False, default=str))})")
+    for name, result, error in step.results:
+        lines.append(f"{name} -> {'error: ' if error else ''}{_clip(error or result)}")
+    return lines or ["(no reply)"]
+
+
+def _headline(d: Any) -> str:
+    a, b = d.labels
+    if d.first_divergence is None:
+        return f"{a} and {b} are the same run ({len(d.steps)} steps)"
+    return f"{a} and {b} differ first at step {d.first_divergence} ({d.field})"
+
+
+def diff_text(d: Any) -> str:
+    """The diff as plain text; run text is made safe for a terminal (no escape sequences)."""
+    a, b = d.labels
+    out = [_headline(d)]
+    for i, (x, y) in enumerate(d.steps):
+        if d.first_divergence is None or i < d.first_divergence:
+            out.append(f"  [{i}] same")
+            continue
+        out.append(f"  [{i}]")
+        if x is not None and y is not None and x.system != y.system:
+            out.append(f"    {a} system: {_clip(x.system or '')}")
+            out.append(f"    {b} system: {_clip(y.system or '')}")
+        for label, step in ((a, x), (b, y)):
+            out.extend(f"    {label}: " + line.replace("\n", "\n" + " " * (len(label) + 6)) for line in describe(step))
+    out.append(f"answer ({a} -, {b} +):")
+    out.extend(f"  {line}" for line in d.answer_diff())
+    return untrusted_terminal("\n".join(out))
+
+
+_STYLE = (
+    "<style>.anb-diff{font-family:var(--jp-code-font-family,monospace);font-size:12px}"
+    ".anb-diff td{vertical-align:top;padding:2px 8px;white-space:pre-wrap}"
+    ".anb-diff .same{color:#888}.anb-diff .first{background:rgba(255,200,0,.15)}"
+    ".anb-diff .del{background:rgba(255,0,0,.12)}.anb-diff .add{background:rgba(0,160,0,.12)}</style>"
+)
+
+
+def _cell(step: Any) -> str:
+    return "<br>".join(esc(line) for line in describe(step))
+
+
+def diff_html(d: Any) -> str:
+    """The diff as HTML: the shared steps folded, the rest side by side, the answers' line diff."""
+    a, b = d.labels
+    rows = []
+    same = d.first_divergence if d.first_divergence is not None else len(d.steps)
+    if same:
+        rows.append(f'<tr class="same"><td>[0–{esc(str(same - 1))}]</td><td colspan="2">the same in both</td></tr>')
+    for i, (x, y) in enumerate(d.steps[same:], start=same):
+        mark = ' class="first"' if i == d.first_divergence else ""
+        rows.append(f"<tr{mark}><td>[{esc(str(i))}]</td><td>{_cell(x)}</td><td>{_cell(y)}</td></tr>")
+    answer = []
+    for line in d.answer_diff():
+        cls = {"-": "del", "+": "add"}.get(line[:1], "same")
+        answer.append(f'<div class="{cls}">{esc(line)}</div>')
+    return (
+        f'{_STYLE}<div class="anb-diff"><div><b>{esc(_headline(d))}</b></div>'
+        f"<table><tr><th>step</th><th>{esc(a)}</th><th>{esc(b)}</th></tr>{''.join(rows)}</table>"
+        f"<div><b>answer</b> ({esc(a)} −, {esc(b)} +)</div>{''.join(answer)}</div>"
+    )

@@ -1,0 +1,143 @@
+"""Who watches runs besides the caller: instrumentation (OpenTelemetry) as an event consumer.
+
+A *watcher* has one method, ``start(first: RunStarted)``, called when a run starts; it returns
+a callable that is given every event of that run (``None``: not interested). Watchers come
+from two places: :func:`watch` (every run in the process, e.g. :func:`agentnb.instrument`)
+and ``Agent(instrument=...)`` (that agent's runs). A run nobody watches pays one ``is None``
+test per event.
+
+A run started by another run's tool (an agent used as a tool) is not watched on its own:
+its events reach the outer run's watchers inside :class:`~agentnb.events.SubAgentEvent`.
+
+>>> class Count:
+...     def __init__(self):
+...         self.events = 0
+...     def start(self, first):
+...         def see(event):
+...             self.events += 1
+...         return see
+>>> from agentnb import Agent
+>>> from agentnb.testing import ScriptedProvider
+>>> counter = Count()
+>>> _ = Agent(ScriptedProvider(["hi"]), instrument=counter).run("hello")
+>>> counter.events
+5
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agentnb.events import Event, RunStarted
+
+log = logging.getLogger("agentnb")
+
+
+class Watcher(Protocol):
+    def start(self, first: RunStarted) -> Callable[[Event], Any] | None: ...
+
+
+_GLOBAL: list[Watcher] = []
+
+
+def watch(watcher: Watcher) -> Watcher:
+    """Watch every run in this process (again a no-op for a watcher already watching)."""
+    if not any(w is watcher for w in _GLOBAL):
+        _GLOBAL.append(watcher)
+    return watcher
+
+
+def unwatch(watcher: Watcher) -> None:
+    """Stop a watcher given to :func:`watch` (a no-op when it is not watching)."""
+    _GLOBAL[:] = [w for w in _GLOBAL if w is not watcher]
+
+
+def watching() -> tuple[Watcher, ...]:
+    """The process-wide watchers, in the order they were added."""
+    return tuple(_GLOBAL)
+
+
+@dataclass(frozen=True, slots=True)
+class RunLink:
+    """How a run relates to others, set by sessions and agent tools (not by users).
+
+    ``conversation_id``: the session the run belongs to; ``max_tool_calls``: a tighter bound
+    than the agent's (an inner run gets what its outer run has left); ``nested``: the run is
+    an agent tool's, whose events its outer run passes on (so it is not watched alone);
+    ``turn``: the run's turn in its conversation; ``notes``: events to emit right after
+    ``run_started`` (a session's :class:`~agentnb.events.HistoryTrimmed`); ``ledger``: the
+    calling run's :class:`~agentnb.control.limits.Ledger` (an agent tool's run spends its budgets);
+    ``seen``: ``(fingerprint, result)`` of the calls made before the run's first step (a fork's
+    recorded prefix), so that a repeat of one is answered from it, as in the recorded run.
+    """
+
+    conversation_id: str | None = None
+    max_tool_calls: int | None = None
+    nested: bool = False
+    turn: int | None = None
+    notes: tuple[Any, ...] = ()
+    ledger: Any = None
+    seen: tuple[tuple[str, str], ...] = ()
+
+
+_VENDORS = {"OpenAIProvider": "openai", "ResponsesProvider": "openai", "AnthropicProvider": "anthropic"}
+
+
+def vendor_of(provider: Any) -> str:
+    """Who serves a provider's model, in OpenTelemetry's ``gen_ai.provider.name`` words.
+
+    >>> from agentnb.testing import ScriptedProvider
+    >>> vendor_of(ScriptedProvider(["x"]))
+    'scripted'
+    """
+    while getattr(provider, "inner", None) is not None and type(provider).__name__ == "UnTooled":
+        provider = provider.inner
+    name = type(provider).__name__
+    known = _VENDORS.get(name)
+    if known is not None:
+        return known
+    if name.startswith("Transformers"):
+        return "transformers"
+    return (name[: -len("Provider")] if name.endswith("Provider") and len(name) > 8 else name).lower()
+
+
+def watchers_for(own: Sequence[Watcher], first: RunStarted, link: RunLink | None) -> Callable[[Event], None] | None:
+    """One callable giving each event to every watcher of this run, or None when none watch."""
+    if link is not None and link.nested:
+        return None
+    every = [*_GLOBAL, *own]
+    if not every:
+        return None
+    seen: list[Callable[[Event], Any]] = []
+    for w in every:
+        try:
+            handler = w.start(first)
+        except Exception:  # a broken watcher never breaks a run
+            log.exception("agentnb: a run watcher failed to start")
+            continue
+        if handler is not None:
+            seen.append(handler)
+    if not seen:
+        return None
+
+    only = seen[0]
+
+    def see_one(event: Event) -> None:  # the usual case (one tracer): no loop per event
+        try:
+            only(event)
+        except Exception:
+            log.exception("agentnb: a run watcher failed on a %s event", event.kind)
+
+    def see_all(event: Event) -> None:
+        for handler in seen:
+            try:
+                handler(event)
+            except Exception:
+                log.exception("agentnb: a run watcher failed on a %s event", event.kind)
+
+    see = see_one if len(seen) == 1 else see_all
+    see(first)
+    return see

@@ -1,0 +1,91 @@
+"""Fork from here in a real kernel (no browser): the clicks arrive as the widgets' comm messages.
+
+A Jupyter client plays the front end: it shows a finished run's trace, clicks "Fork…", types a
+new tool result into the editor (a state update, as the browser sends it), clicks "Fork from
+here", and reads the fork's result: it ran as a task on the kernel's loop, the kernel stayed free.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+jupyter_client = pytest.importorskip("jupyter_client")
+pytest.importorskip("ipywidgets")
+pytestmark = pytest.mark.timeout(120)
+
+SHOW = """\
+from IPython.display import display
+from agentnb import Agent, tool
+from agentnb.notebook.trace import TraceWidget
+from agentnb.testing import ScriptedProvider, call
+ran = []
+
+@tool
+def weather(city: str) -> str:
+    '''The weather in a city.'''
+    ran.append(city)
+    return "sunny"
+
+model = ScriptedProvider([call("weather", city="Paris"), "Sunny.", "Rain, take a coat."])
+r = Agent(model, tools=[weather]).run("Paris?")
+w = TraceWidget.replay(r)
+display(w)
+print("FORK-ID", w.fork_button.model_id, flush=True)
+"""
+
+IDS = 'print("PANEL", w.fork_panel.editor.model_id, w.fork_panel.fork_button.model_id, flush=True)'
+
+READ = """\
+import asyncio
+await asyncio.gather(*w.fork_panel.tasks)
+f = w.fork_panel.forks[0]
+print("FORKED", repr(f.output), f.lineage.forked_at, len(model.requests), ran, flush=True)
+"""
+
+
+def _wait_for(kc: Any, needle: str, deadline: float, seen: list[str]) -> str:
+    while time.monotonic() < deadline:
+        for line in seen:
+            if needle in line:
+                return line
+        try:
+            msg = kc.get_iopub_msg(timeout=0.5)
+        except queue.Empty:
+            continue
+        if msg["msg_type"] == "stream":
+            seen.extend(msg["content"]["text"].splitlines())
+        elif msg["msg_type"] == "error":
+            raise AssertionError("\n".join(msg["content"]["traceback"]))
+    raise AssertionError(f"no {needle!r} in time; saw {[line[-160:] for line in seen[-10:]]}")
+
+
+def _comm(kc: Any, comm_id: str, data: dict[str, Any]) -> None:
+    kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": comm_id, "data": data}))
+
+
+def test_fork_from_here_by_clicks_in_a_kernel() -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])}
+    km, kc = jupyter_client.manager.start_new_kernel(kernel_name="python3", env=env)
+    try:
+        deadline = time.monotonic() + 90
+        seen: list[str] = []
+        kc.execute(SHOW)
+        fork_id = _wait_for(kc, "FORK-ID", deadline, seen).split()[1]
+        _comm(kc, fork_id, {"method": "custom", "content": {"event": "click"}})
+        kc.execute(IDS)
+        editor, go = _wait_for(kc, "PANEL", deadline, seen).split()[1:3]
+        _comm(kc, editor, {"method": "update", "state": {"value": "rain"}, "buffer_paths": []})
+        _comm(kc, go, {"method": "custom", "content": {"event": "click"}})
+        kc.execute(READ)
+        line = _wait_for(kc, "FORKED", deadline, seen)
+        # one more model request (step 1), none for step 0, and the tool did not run again
+        assert line == "FORKED 'Rain, take a coat.' 0 3 ['Paris']"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
