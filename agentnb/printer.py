@@ -49,6 +49,7 @@ from agentnb.events import (
     UnknownTool,
     ValidationResult,
 )
+from agentnb.run.budget import overrun_text
 from agentnb.untrusted import untrusted_terminal
 
 
@@ -57,7 +58,8 @@ def limit_text(name: str, value: float | None, used: float | None) -> str:
     if name == "cost":
         return f"cost limit ({format_cost(value)}; used {format_cost(used)})"
     if name == "requests" and value is not None and used is not None:  # reached: one left, for the answer
-        return f"request limit ({value:g}; {used:g} used, the last one is for the answer)"
+        # (the count includes the request about to be made, as the header's "model calls" will)
+        return f"request limit ({value:g}; request {used + 1:g} of {value:g} is the last, for the answer)"
     show = (lambda x: f"{x:g}") if name == "seconds" else (lambda x: str(x))
     amount = "" if used is None else f"; used {show(used)}"
     return f"{name} limit ({show(value) if value is not None else '?'}{amount})"
@@ -155,6 +157,7 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             tail = f", error: {e}" if e else ""
             tokens = f", {plural(u.total_tokens, 'token')}" if u.total_tokens else ""  # 0: none reported
             tokens += f", cost {format_cost(u.cost)}" if u.cost is not None else ""
+            tail += f"; {overrun_text(event.overrun)}" if event.overrun else ""  # type: ignore[union-attr]
             return f"run finished: {r}, {plural(n, 'tool call')}{tokens}, {s:.2f}s{tail}"
         case _:
             return guidance_line(event, d, width)

@@ -90,7 +90,11 @@ def test_async_policy_and_invalid_edit_is_not_run() -> None:
     model = ScriptedProvider([call("guarded", n=1), "ok"])
     result = Agent(model, tools=make_tools(log), approver=policy).run("go")
     assert log == []
-    assert "Invalid arguments for guarded" in model.requests[1].messages[-1].content
+    told = model.requests[1].messages[-1].content
+    # the model is not told to fix arguments it never wrote: the reviewer's change was invalid
+    assert told.startswith("The call to guarded was not run: its reviewer (policy policy) changed the arguments")
+    assert "Your own arguments were not the problem" in told and "Fix the arguments" not in told
+    assert "not of type 'integer'" in told
     assert result.stop_reason == "answer"
 
 

@@ -60,12 +60,14 @@ def test_no_request_allowed_ends_at_once() -> None:
 @pytest.mark.parametrize(
     ("limits", "name", "calls"),
     [
-        (UsageLimits(total_tokens=150), "total_tokens", 2),
-        (UsageLimits(input_tokens=100), "input_tokens", 1),
-        (UsageLimits(output_tokens=25), "output_tokens", 3),
+        (UsageLimits(total_tokens=400), "total_tokens", 1),
+        (UsageLimits(input_tokens=250), "input_tokens", 1),
+        (UsageLimits(output_tokens=45), "output_tokens", 2),
     ],
 )
 def test_token_budgets(limits: UsageLimits, name: str, calls: int) -> None:
+    # Held before each request (agentnb.run.budget): the last request that fits, a second of its
+    # size would not, goes without tools, and the run ends within the budget.
     model = walk(calls, usage=Usage(100, 10))  # a text answer when asked without tools
     out = io.StringIO()
     r = Agent(model, tools=[step], limits=limits).run("go", on_event=TextPrinter(out))
@@ -73,6 +75,7 @@ def test_token_budgets(limits: UsageLimits, name: str, calls: int) -> None:
     assert model.requests[-1].tools == () and len(model.requests) == calls + 1
     assert r.output == "the answer"
     assert f"{name} limit (" in out.getvalue()
+    assert getattr(r.usage, name) <= getattr(limits, name) and r.overrun == ()
     again = RunResult.from_dict(r.to_dict())  # saved and loaded: the limit is still named
     assert again.limit == name and limit_events(again) == limit_events(r)
 

@@ -233,7 +233,9 @@ def test_a_run_ended_by_a_usage_limit_names_that_limit_and_waits_for_nothing() -
     assert "finished at the request limit" in head and "tool-call limit" not in head
     html = static_html(w)
     assert "waiting for the model" not in html and "no model call: agentnb wrote the answer" in html
-    assert "request limit (1; 0 used, the last one is for the answer) reached" in html
+    # the limit's note counts the request it announces, as the header's "model calls 1" does
+    assert "request limit (1; request 1 of 1 is the last, for the answer) reached" in html
+    assert "model calls <b>1</b>" in head and "0 used" not in html
 
 
 @pytest.mark.parametrize(

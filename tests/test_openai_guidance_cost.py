@@ -22,7 +22,7 @@ from agentnb.messages import UserMessage
 from agentnb.notebook.notes import skipped_html
 from agentnb.printer import format_event
 from agentnb.providers import OpenAIProvider, Request
-from agentnb.providers.openai.cost import FLOOR, GuidanceCost
+from agentnb.providers.openai.cost import FLOOR, GuidanceCost, GuidanceTimeError
 
 SETTINGS = {"max_tokens": 60, "temperature": 0.0, "seed": 0}
 
@@ -68,6 +68,51 @@ def test_the_spending_of_a_step_counts_against_its_budget() -> None:
     assert cost.skip("steering", cost.estimate(echo=40), "a call") is None
 
 
+def test_a_guidance_request_runs_under_what_is_left_of_the_budget() -> None:
+    # A stand-in for a slow server's request (a long echo with log-probabilities): it is cut
+    # off when the step's budget runs out, its time counts, and it prices its kind.
+    cost = GuidanceCost(0.3)
+    cost.begin_step()
+    cost.names = "slow-server"
+    started = asyncio.Event()
+
+    async def slow_echo() -> str:
+        started.set()
+        await asyncio.Event().wait()  # never answers
+        return "never"
+
+    async def run() -> GuidanceTimeError:
+        with pytest.raises(GuidanceTimeError) as caught, cost.timing("echo") as counts:
+            counts["tokens"] = 10
+            await cost.within("scoring by echoed log-probabilities", slow_echo())
+        return caught.value
+
+    error = asyncio.run(run())
+    assert started.is_set()
+    event = error.event
+    assert isinstance(event, GuidanceSkipped) and event.provider == "slow-server" and event.budget == 0.3
+    assert event.step == "scoring by echoed log-probabilities" and event.reason.startswith("cut off after 0.3 s")
+    assert 0.29 <= cost.spent < 0.5  # the time it took counts against the step, once (not 0.6)
+    assert cost.estimate(echo=10) is not None and cost.estimate(echo=10) >= 0.29  # and prices an echo
+    # nothing left: the next request is never sent (its coroutine is closed, never awaited)
+    sent = []
+
+    async def never_sent() -> None:
+        sent.append(1)
+
+    with pytest.raises(GuidanceTimeError, match="not sent"):
+        asyncio.run(cost.within("next-token alternatives", never_sent()))
+    assert sent == []
+    # a new step starts with the whole budget again; a request no timing block counts is
+    # counted by within itself; without a budget nothing is cut
+    cost.begin_step()
+    asyncio.run(cost.within("finding the server's chat template", asyncio.sleep(0.05)))
+    assert 0.05 <= cost.spent < 0.3
+    cost.begin_step()
+    assert asyncio.run(cost.within("x", asyncio.sleep(0, "done"))) == "done"
+    assert asyncio.run(GuidanceCost(None).within("x", asyncio.sleep(0.01, "done"))) == "done"
+
+
 @pytest.mark.parametrize("bad", [-1, "fast", True, [1]])
 def test_a_bad_budget_is_a_user_error(bad: object) -> None:
     with pytest.raises(UserError, match="guidance_budget"):
@@ -105,9 +150,9 @@ def server_count(url: str, text: str) -> int:
 
 @pytest.mark.slow
 def test_llama_cpp_guidance_past_its_budget_is_skipped_and_said(llama_url: str) -> None:
-    # A zero budget: each step whose price is known by then is skipped (a two-token echo prices
-    # the ranking's; steering's is known from an earlier step, here given), and the step still
-    # ends in a valid call.
+    # A zero budget holds: no guidance request is sent at all (not even the ones that would
+    # measure a price), each guidance step that would have run says so, and the step still
+    # ends in a reply of the plain route.
     p = OpenAIProvider("smollm2", base_url=llama_url, tool_calling="untooled", settings=SETTINGS, timeout=300,
                        guidance_budget=0.0)  # fmt: skip
     p._cost.observe("stream", tokens=10, seconds=0.5)  # as if a call had been steered before
@@ -115,11 +160,33 @@ def test_llama_cpp_guidance_past_its_budget_is_skipped_and_said(llama_url: str) 
     assert r.error is None, r.error
     skipped = [e for e in r.events if isinstance(e, GuidanceSkipped)]
     steps = {e.step for e in skipped}
-    assert "the tools' fit (call-or-answer decision)" in steps, steps
-    assert "token-by-token steering" in steps, steps
-    assert all(e.estimate > 0 and e.budget == 0 and "ms per" in e.reason for e in skipped)
+    assert steps and steps <= {"finding the server's chat template", "token-by-token steering"}, steps
+    assert all(e.budget == 0 for e in skipped)
+    assert all("not sent" in e.reason or "ms per streamed token" in e.reason for e in skipped), skipped
+    assert p._cost.spent == 0.0 and not p._cost.known("ask") and not p._cost.known("echo")
     assert not any(isinstance(e, CallSteered) for e in r.events)
-    assert r.messages[1].tool_calls and r.messages[1].tool_calls[0].name == "get_weather"
+    assert not any(e.kind == "call_decision" for e in r.events)
+
+
+@pytest.mark.slow
+def test_llama_cpp_default_guidance_holds_its_budget(llama_url: str) -> None:
+    # The defaults on a fresh provider: whatever the guidance does in the first step (measure,
+    # decide, rank, steer, or skip what its measured prices say would not fit), the time its
+    # requests took stays within the step's budget (5 s: no plain request was timed yet).
+    p = OpenAIProvider("smollm2", base_url=llama_url, tool_calling="untooled", settings=SETTINGS, timeout=300)
+    cost, steps = p._cost, []
+    begin = cost.begin_step
+
+    def each_step() -> None:  # what the step before spent, and the budget it had
+        steps.append((cost.spent, cost.limit()))
+        begin()
+
+    cost.begin_step = each_step  # type: ignore[method-assign]
+    r = Agent(p, [get_weather], max_tool_calls=1).run("What is the weather in Paris?")
+    assert r.error is None, r.error
+    steps.append((cost.spent, cost.limit()))
+    assert len(steps) >= 2 and steps[0] == (0.0, FLOOR)  # (steps[0]: before the first step)
+    assert all(spent <= limit + 0.5 for spent, limit in steps[1:]), steps
 
 
 @pytest.mark.slow
@@ -144,3 +211,67 @@ def test_llama_cpp_steered_calls_and_streams_report_usage(llama_url: str) -> Non
     assert isinstance(answer, str) and answer
     # the last reply was the envelope {"answer": ...}: its count is the tokenizer's, not a guess
     assert responses[-1].usage.output_tokens >= server_count(llama_url, answer)
+
+
+# -- who is asked to count tokens -----------------------------------------------------------
+
+
+class _Client:
+    """The parts of the SDK client the token counter uses, recording what it is asked."""
+
+    def __init__(self, owned_by: str, count: int = 7) -> None:
+        self.calls: list[tuple[str, str]] = []
+        self.owned_by, self.count = owned_by, count
+        self.models = self
+
+    def with_options(self, **_: object) -> _Client:
+        return self
+
+    async def list(self) -> object:
+        self.calls.append(("GET", "/v1/models"))
+        model = type("Model", (), {"owned_by": self.owned_by})()
+        return type("Page", (), {"data": [model]})()
+
+    async def post(self, url: str, *, body: dict, cast_to: object) -> object:
+        import httpx
+
+        self.calls.append(("POST", url))
+        return httpx.Response(200, json={"count": self.count})
+
+
+class _Provider:
+    def __init__(self, server: str | None, owned_by: str = "vllm") -> None:
+        self.server, self.base_url, self.model = server, "http://127.0.0.1:9/v1", "m"
+        self.client = _Client(owned_by)
+        self._cost = GuidanceCost(None)
+
+
+@pytest.mark.parametrize(
+    ("server", "owned_by", "asked"),
+    [
+        ("ollama", "me", False),  # a named server that is not llama-cpp-python: never asked
+        (None, "vllm", False),  # an unnamed server that does not say it is llama-cpp-python
+        ("llamacpp", "vllm", True),  # the llamacpp: profile
+        (None, "me", True),  # llama-cpp-python's model list says so
+    ],
+)
+def test_only_a_llama_cpp_server_is_asked_to_count_tokens(server: str | None, owned_by: str, asked: bool) -> None:
+    from agentnb.providers.openai.usage import TokenCounter
+
+    p, counter = _Provider(server, owned_by), TokenCounter()
+    counted = [asyncio.run(counter.count(p, "some text")) for _ in range(2)]
+    posts = [c for c in p.client.calls if c[0] == "POST"]
+    if asked:
+        assert counted == [7, 7] and posts == [("POST", "http://127.0.0.1:9/extras/tokenize/count")] * 2
+    else:
+        assert counted == [None, None] and posts == []
+    # the model list is read at most once per provider, and only for a server not named
+    assert p.client.calls.count(("GET", "/v1/models")) == (1 if server is None else 0)
+
+
+def test_a_llamacpp_spec_names_its_server() -> None:
+    from agentnb.providers.spec import build_one
+
+    assert build_one("llamacpp:smollm2").server == "llamacpp"
+    assert build_one("ollama:qwen2.5").server == "ollama"
+    assert build_one("openai:gpt-4o-mini", api_key="sk-test").server is None

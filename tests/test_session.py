@@ -74,6 +74,19 @@ def test_trimming_is_shown_by_the_printer() -> None:
     assert "history: 1 earlier turn (2 messages) left out (max_tokens=8); the model reads 0 messages" in out.getvalue()
 
 
+def test_max_tokens_counts_the_new_prompt_too() -> None:
+    # The model reads the kept history and the new prompt: together within max_tokens.
+    model = ScriptedProvider(["a", "b"])
+    chat = Session(Agent(model), max_tokens=30)
+    chat.run("x" * 60)  # 19 tokens (4 characters a token, 4 a message), its answer 4
+    r = chat.run("y" * 60)  # another 19: with the first turn, 42
+    read = sum(chat.count_tokens(m) for m in model.requests[1].messages)
+    assert read <= 30, read
+    assert [m.content for m in model.requests[1].messages] == ["y" * 60]
+    (trim,) = [e for e in r.events if e.kind == "history_trimmed"]
+    assert trim.dropped_turns == 1 and trim.reason == "max_tokens=30"
+
+
 def test_spans_carry_the_conversation_id() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -47,6 +47,10 @@ def test_the_inner_runs_show_nested_under_their_calls_escaped() -> None:
     assert "Tool call <code>lookup</code>" in html  # two levels down
     call = w.state.depths[0].calls["call_1"]
     assert call.inner.finished.stop_reason == "answer" and call.inner.answer == "found it"
+    # the inner run comes first, then the result it produced (the order things happened in)
+    researcher_block = html.index("agent <code>researcher</code>")
+    assert researcher_block < html.index('<span class="anb-ok">result</span>')
+    assert html.rindex("found it") > html.index("agent <code>researcher</code>")
 
 
 def test_an_inner_run_shows_live_while_it_runs() -> None:

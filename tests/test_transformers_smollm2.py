@@ -226,3 +226,23 @@ def test_an_answer_that_only_counts_is_stopped_early(local) -> None:  # type: ig
     result = agent.run("open config/app_settings.yaml")
     answer = [e for e in result.events if isinstance(e, ModelResponse)][-1]
     assert answer.usage.output_tokens < 120, (answer.usage, result.output[:200])
+
+
+def test_a_token_budget_holds_with_the_embedded_model(local) -> None:  # type: ignore[no-untyped-def]
+    # The in-process model counts a request's input tokens with its own tokenizer before it is
+    # sent (agentnb.run.budget), so a run ends within its budget: by a last request without tools,
+    # or, when not even that fits, with agentnb's text and no request (issue 39: a budget of 200
+    # was overrun without a word).
+    from agentnb import UsageLimits
+    from agentnb.events import ModelRequest
+
+    agent = Agent(local, tools=[add], settings=SETTINGS)
+    unbounded = agent.run("Add 1234 and 4321.")
+    for budget in (100, 300, unbounded.usage.total_tokens - 1):
+        r = agent.run("Add 1234 and 4321.", limits=UsageLimits(total_tokens=budget))
+        assert r.usage.total_tokens <= budget and r.overrun == (), (budget, r.usage)
+        assert r.stop_reason == "limit" and r.limit == "total_tokens", (budget, r.stop_reason)
+        if not any(isinstance(e, ModelRequest) for e in r.events):
+            assert r.output.startswith("[agentnb] The run reached its total_tokens limit"), r.output
+        else:
+            assert r.output, budget

@@ -173,3 +173,20 @@ def parse_edit(arguments: dict[str, Any] | str, tool: Any = None) -> dict[str, A
 def denied_message(reason: str) -> str:
     """What the model reads for a denied call."""
     return f"The call was denied and not run: {reason}"
+
+
+def bad_edit_message(name: str, by: str, errors: list[str] | tuple[str, ...]) -> str:
+    """What the model reads when the approver replaced its arguments by invalid ones: the call
+    was not run, and the fault is not the model's (it is not asked to fix what it never wrote).
+
+    >>> print(bad_edit_message("delete_file", "widget", ["'path' is a required property"]))
+    The call to delete_file was not run: its reviewer (widget) changed the arguments, and the change does not match the tool's schema:
+    - 'path' is a required property
+    Your own arguments were not the problem. Call it again if it is still needed.
+    """
+    lines = "\n".join(f"- {e}" for e in errors)
+    return (
+        f"The call to {name} was not run: its reviewer ({by}) changed the arguments, and the change does not "
+        f"match the tool's schema:\n{lines}\nYour own arguments were not the problem. Call it again if it is "
+        "still needed."
+    )

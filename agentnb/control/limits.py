@@ -12,11 +12,15 @@ no tools and must answer in text. ``stop_reason`` is ``"limit"`` and the
 :class:`~agentnb.events.LimitReached` event names the limit (``limit="total_tokens"``...).
 
 * ``requests``: model requests in the run; the last one allowed is made without tools.
-* ``input_tokens`` / ``output_tokens`` / ``total_tokens`` / ``cost`` (in US dollars, priced
-  by :mod:`agentnb.control.cost`) / ``seconds`` (wall time since the run started): checked before each
-  model request. Usage is only known after a request, so the final text request (one request)
-  can go past a token, cost or time budget; bound ``requests`` too for a hard count. A ``cost``
-  budget with a model whose price is unknown counts as reached (it cannot be kept).
+* ``input_tokens`` / ``output_tokens`` / ``total_tokens``: held before each request
+  (:mod:`agentnb.run.budget`): the request's input tokens are estimated, the last request that fits
+  goes without tools, one that would not fit is never sent, and the reply is bounded to what is
+  left. An estimate can fall short (a remote tokenizer); the run then says so
+  (``RunResult.overrun``).
+* ``cost`` (in US dollars, priced by :mod:`agentnb.control.cost`) / ``seconds`` (wall time since the run
+  started): checked before each model request, so the last request can go past them (said in
+  ``RunResult.overrun`` too). A ``cost`` budget with a model whose price is unknown counts as
+  reached (it cannot be kept).
 
 An agent used as a tool (:meth:`agentnb.Agent.as_tool`) spends its caller's budgets: its
 requests, tokens, cost and tool calls count toward every run above it as they happen, and it

@@ -243,3 +243,6 @@ class RunFinished(_EventBase):
     duration: float
     error: str | None = None
     kind: Literal["run_finished"] = "run_finished"
+    #: Every budget of the run's ``UsageLimits`` it went past: ``(limit, value, used)``
+    #: (:func:`agentnb.run.budget.overrun`); empty when it kept them all.
+    overrun: tuple[tuple[str, float, float], ...] = ()

@@ -47,7 +47,9 @@ class ApprovalPanel(widgets.VBox):
         self.deny_button = widgets.Button(description="Deny", icon="times", button_style="danger")
         self.reason = widgets.Text(placeholder="reason (the model reads it)")
         self.arguments = widgets.Textarea(rows=3)
-        self.arguments.layout.width = "100%"
+        # 100% plus the widget's own side margins (2px each) overflowed the panel (a horizontal
+        # scrollbar); the margins stay, so the box lines up with the buttons above it
+        self.arguments.layout.width = "calc(100% - 4px)"
         self.edit_button = widgets.Button(description="Run with these arguments", icon="pencil")
         self.edit_button.layout.width = "auto"
         self.error = widgets.HTML()
@@ -58,6 +60,7 @@ class ApprovalPanel(widgets.VBox):
         self.reason.observe(acknowledge, names="value")
         self.arguments.observe(acknowledge, names="value")
         row = widgets.HBox([self.approve_button, self.deny_button, self.reason])
+        row.layout.flex_flow = "row wrap"  # a narrow notebook wraps the reason, never scrolls
         super().__init__([self.label, row, self.arguments, self.edit_button, self.error])
         self.add_class("anb-approval-panel")
         self.layout.display = "none"

@@ -29,7 +29,7 @@ class DebuggerView(LiveDisplay, widgets.VBox):
 
     def __init__(self, debugger: Stepper) -> None:
         self.debugger = debugger
-        self.trace = TraceWidget()
+        self.trace = TraceWidget(show_on_start=False)  # shown inside this view
         self.trace.on_stop(debugger.stop)
         self.trace.stop_button.layout.display = "none"  # the bar has its own Stop
 

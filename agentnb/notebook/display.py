@@ -73,6 +73,9 @@ class LiveDisplay:
     def _ipython_display_(self) -> None:
         from IPython.display import display
 
+        shown = self.__dict__.get("_anb_shown_in")
+        if shown is not None and shown == kernel_cell():
+            return  # shown live when its run started in this cell (``run(on_event=w); w``)
         if self._run_ended():
             data, meta = self.static_bundle()
             display(data, raw=True, metadata=meta)
@@ -82,6 +85,18 @@ class LiveDisplay:
         handle = display(data, raw=True, metadata=meta, display_id=True)
         if handle is not None:
             self._display_handles().append(handle)
+
+    def _show_on_start(self) -> None:
+        """A run starts feeding this widget, displayed nowhere yet, in a kernel's cell: show it
+        live now, so ``agent.run(..., on_event=w); w`` is live; the cell's own display of it
+        at its end is then a no-op (no second view)."""
+        if self._display_handles():
+            return
+        cell = kernel_cell()
+        if cell is None:
+            return
+        self._ipython_display_()
+        self.__dict__["_anb_shown_in"] = cell
 
     def show(self) -> Any:
         """Display it now: live while the run goes on, static once it has ended."""
@@ -106,6 +121,20 @@ class LiveDisplay:
             if moved:
                 for handle in handles:
                     handle.update(data, raw=True, metadata=meta)
+
+
+def kernel_cell() -> int | None:
+    """The number of the cell a Jupyter kernel runs now; None outside a kernel (a terminal,
+    a script, a test's shell)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return None
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return None
+    count = getattr(shell, "execution_count", None)
+    return count if isinstance(count, int) else None
 
 
 @contextlib.contextmanager

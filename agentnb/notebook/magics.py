@@ -242,7 +242,7 @@ class AgentMagics(NamespaceLookup, Magics):
         session = self.session
         session.agent = agent
         earlier = list(session.messages)
-        history, link = session.prepare()
+        history, link = session.prepare(prompt)
         mode = self._mode(opts)
 
         widget: Any = None

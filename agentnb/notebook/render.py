@@ -280,6 +280,8 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
         rows.append(_dedup_html(c))
     if c.approval is not None and not (ended and c.approval.kind == "approval_requested"):  # after the checks, as asked
         rows.append(_approval_html(c.approval))
+    if c.inner is not None:  # the run that produces the result, above it
+        rows.append(inner_html(c.inner, lambda v: (depth_title(v), depth_html(v, preview)), answer_html))
     if c.finished is not None:
         rows.append(_result_html(c, preview))
     elif ended and not c.settled:
@@ -291,8 +293,6 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
         rows.append('<div class="anb-m">running…</div>')
     if c.images:
         rows.append("<div>" + "".join(untrusted_image(i.data, i.mime) for i in c.images) + "</div>")
-    if c.inner is not None:
-        rows.append(inner_html(c.inner, lambda v: (depth_title(v), depth_html(v, preview)), answer_html))
     cls = "anb-toolbad" if bad or (c.finished is not None and c.finished.error) else "anb-tool"
     return f'<div class="anb-block {cls}">{"".join(rows)}</div>'
 

@@ -56,6 +56,8 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         history: the conversation this run continues (a RunResult or messages): its earlier
             turns are listed, folded, above the trace.
         clock: a monotonic clock (injectable for tests).
+        show_on_start: in a notebook cell, display the widget live when its run starts, unless
+            it is displayed already (so ``agent.run(..., on_event=w); w`` is live, shown once).
     """
 
     def __init__(
@@ -66,7 +68,9 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         open_depths: int = 4,
         history: RunResult | Sequence[Message] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        show_on_start: bool = True,
     ) -> None:
+        self.show_on_start = show_on_start
         self.state = TraceState()
         self.result: RunResult | None = None
         self.expanded: bool | None = None  # None: the newest open_depths sections are open
@@ -146,6 +150,8 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
             self._t0 = now
             self._start_ticker()
             self._context_event = event  # rendered with the first flush
+            if self.show_on_start:
+                self._show_on_start()
         self.state.add(event, now)
         if kind == "run_finished":
             self._end_pause(now)
@@ -280,7 +286,7 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         """A widget showing a finished run, from a :class:`RunResult` or a saved transcript."""
         if not isinstance(result, RunResult):
             result = RunResult.load(result)
-        w = cls(**options)
+        w = cls(**{"show_on_start": False, **options})
         w._clock = _FixedClock(w._clock())  # no live ticking for a replay
         for event in result.events:
             w.handle(event)

@@ -68,6 +68,7 @@ class AnthropicProvider(Provider):
 
     supports_native_tools = True
     supports_streaming = True
+    reply_limit_setting = "max_tokens"
 
     def __init__(
         self,

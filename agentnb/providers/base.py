@@ -10,6 +10,7 @@ parsed out of text is invisible to the loop.
 from __future__ import annotations
 
 import json
+import math
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -128,6 +129,9 @@ class Provider(ABC):
     in_process: bool = False
     price_provider: str | None = None
     price_as: str | None = None
+    #: The request setting that bounds a reply's tokens (``max_tokens``...), used to hold a
+    #: token budget (:mod:`agentnb.run.budget`); None: the backend has none agentnb knows.
+    reply_limit_setting: str | None = None
 
     @abstractmethod
     async def complete(self, request: Request) -> Completion:
@@ -140,8 +144,34 @@ class Provider(ABC):
             yield TextChunk(completion.text)
         yield completion
 
+    def estimate_input_tokens(self, request: Request) -> int | None:
+        """The input tokens ``request`` will count, where the backend can tell before sending it
+        (None: unknown; :mod:`agentnb.run.budget` then estimates from characters)."""
+        return None
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+#: Characters a token, when nothing better is known (dense for prose, right for JSON schemas).
+CHARS_PER_TOKEN = 3.0
+
+
+def chars_estimate(messages: Sequence[Any], tools: Sequence[Any] = ()) -> int:
+    """About how many tokens ``messages`` and the ``tools``' schemas are (3 characters a token).
+
+    >>> from agentnb.messages import UserMessage
+    >>> chars_estimate([UserMessage("x" * 30)])  # (30 + 16) / 3
+    16
+    """
+    size = 0
+    for m in messages:
+        size += 16 + len(getattr(m, "content", None) or "")  # (16: the role and the turn's markers)
+        for c in getattr(m, "tool_calls", ()) or ():
+            size += len(c.name) + len(json.dumps(c.arguments, ensure_ascii=False, default=str))
+    for t in tools:
+        size += len(t.name) + len(t.description) + len(json.dumps(t.parameters, ensure_ascii=False, default=str))
+    return math.ceil(size / CHARS_PER_TOKEN)
 
 
 async def collect(stream: AsyncIterator[Chunk | Completion]) -> Completion:

@@ -82,6 +82,7 @@ def build_one(spec: str | Provider, **options: Any) -> Provider:
     kind, model = parse_spec(spec)
     if kind in SERVERS:
         options.setdefault("base_url", SERVERS[kind])
+        options.setdefault("server", kind)  # its quirks (agentnb.providers.openai.usage)
         kind = "openai"
     module, factory = SPEC_KINDS[kind]
     build = getattr(importlib.import_module(module), factory)

@@ -266,7 +266,7 @@ class Agent:
                     _sink(note)
         if refresh is not None:  # the tools as the run left them
             self.tools = self._toolset.current
-        end, result = finished(state, start, error, cfg.output, watch, self)
+        end, result = finished(state, start, error, cfg.output, watch, self, cfg.limits)
         if cancelled is not None:  # the transcript is safe: now let asyncio's cancellation go on
             cancelled.run_result = result  # type: ignore[attr-defined]
             raise cancelled

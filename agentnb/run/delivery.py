@@ -64,13 +64,24 @@ def failed(state: RunState, max_result_chars: int | None, watch: Any, exc: BaseE
 
 
 def finished(
-    state: RunState, start: float, error: BaseException | None, output: Any, watch: Any, agent: Any = None
+    state: RunState,
+    start: float,
+    error: BaseException | None,
+    output: Any,
+    watch: Any,
+    agent: Any = None,
+    limits: Any = None,
 ) -> tuple[RunFinished, RunResult]:
-    """The run's last event, recorded and shown to the watchers, and its result."""
+    """The run's last event, recorded and shown to the watchers, and its result; ``limits``
+    (the run's :class:`~agentnb.UsageLimits`): every budget it went past is on the event."""
+    from agentnb.run.budget import overrun
+
     depth = state.events[-1].depth
     reason = state.stop_reason or "cancelled"
     message = f"{type(error).__name__}: {error}" if error is not None else None
-    end = RunFinished(depth, reason, state.tool_calls, state.usage, perf_counter() - start, message)
+    took = perf_counter() - start
+    over = overrun(limits, state.usage, took)
+    end = RunFinished(depth, reason, state.tool_calls, state.usage, took, message, overrun=over)
     state.events.append(end)
     if watch is not None:
         watch(end)

@@ -60,7 +60,9 @@ def no_answer_text(messages: Sequence[Message], asked: Sequence[str], why: str) 
     )
 
 
-def limit_text(messages: Sequence[Message], limit: str, used: str) -> str:
+def limit_text(
+    messages: Sequence[Message], limit: str, used: str, then: str = "no request was left to ask it for one"
+) -> str:
     """The output of a run a budget ended with no request left to ask for a text answer.
 
     >>> from agentnb.messages import AssistantMessage, ToolCall, ToolMessage
@@ -71,8 +73,8 @@ def limit_text(messages: Sequence[Message], limit: str, used: str) -> str:
     - add(a=1) -> 1
     """
     return _with_results(
-        f"{AGENTNB_MARK} The run reached its {limit} limit ({used}) before the model answered in text, and no "
-        "request was left to ask it for one. This text was written by agentnb, not by the model.",
+        f"{AGENTNB_MARK} The run reached its {limit} limit ({used}) before the model answered in text, and {then}. "
+        "This text was written by agentnb, not by the model.",
         messages,
     )
 

@@ -88,6 +88,18 @@ class RunResult:
         return "tool_calls"
 
     @property
+    def overrun(self) -> tuple[tuple[str, float, float], ...]:
+        """Every budget the run went past, as ``(limit, value, used)``; empty when it kept them.
+
+        Token budgets are held before each request (:mod:`agentnb.run.budget`); what an estimate
+        missed, and ``cost`` or ``seconds`` (checked before a request only), shows here.
+        """
+        for event in reversed(self.events):
+            if event.kind == "run_finished":
+                return event.overrun  # type: ignore[union-attr]
+        return ()
+
+    @property
     def cost(self) -> float | None:
         """What the run's model calls cost in US dollars (None: unknown); see :mod:`agentnb.control.cost`."""
         return self.usage.cost if self.usage.total_tokens else 0.0

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from agentnb.errors import TranscriptError, UserError
 from agentnb.events import Event, HistoryTrimmed
-from agentnb.messages import Message, SystemMessage, message_from_dict
+from agentnb.messages import Message, SystemMessage, UserMessage, message_from_dict
 from agentnb.run.result import RunResult
 from agentnb.run.transcript import write_atomic
 from agentnb.tracing.observe import RunLink
@@ -121,8 +121,12 @@ class Session:
         self.messages, self.starts, self.last = [], [], None
 
     # -- the window ---------------------------------------------------------------------------
-    def window(self) -> tuple[list[Message], HistoryTrimmed | None]:
-        """The history the next run starts from, and the event saying what was left out."""
+    def window(self, prompt: Any = None) -> tuple[list[Message], HistoryTrimmed | None]:
+        """The history the next run starts from, and the event saying what was left out.
+
+        ``prompt``: the next run's prompt; a text prompt counts toward ``max_tokens`` too (the
+        model reads it beside the history).
+        """
         msgs = self.messages
         head: list[Message] = [m for m in msgs[:1] if isinstance(m, SystemMessage)]
         first = len(head)
@@ -131,7 +135,8 @@ class Session:
             return list(msgs), None
         dropped = 0
         # The next prompt adds at least one message: leave room for it.
-        while dropped < len(starts) and not self._fits(head, msgs[starts[dropped] :]):
+        new = self.count_tokens(UserMessage(prompt)) if isinstance(prompt, str) and self.max_tokens else 0
+        while dropped < len(starts) and not self._fits(head, msgs[starts[dropped] :], new):
             dropped += 1
         if dropped == 0:
             return list(msgs), None
@@ -142,18 +147,18 @@ class Session:
         note = HistoryTrimmed(0, dropped, len(msgs) - len(kept), len(kept), reason)
         return kept, note
 
-    def _fits(self, head: list[Message], body: list[Message]) -> bool:
+    def _fits(self, head: list[Message], body: list[Message], new: int = 0) -> bool:
         if self.max_messages is not None and len(body) + 1 > self.max_messages:
             return False
         if self.max_tokens is not None:
-            return sum(self.count_tokens(m) for m in head + body) <= self.max_tokens
+            return new + sum(self.count_tokens(m) for m in head + body) <= self.max_tokens
         return True
 
-    def prepare(self) -> tuple[list[Message] | None, RunLink]:
+    def prepare(self, prompt: Any = None) -> tuple[list[Message] | None, RunLink]:
         """For a run made by other code (the magics, the debugger): the ``history`` to give
-        :meth:`agentnb.Agent.arun` and the link (``_link=``) that makes it this conversation's
-        next turn. Hand the result to :meth:`record` afterwards."""
-        history, note = self.window()
+        :meth:`agentnb.Agent.arun` (for the run's ``prompt``) and the link (``_link=``) that makes
+        it this conversation's next turn. Hand the result to :meth:`record` afterwards."""
+        history, note = self.window(prompt)
         link = RunLink(conversation_id=self.id, turn=self.turns + 1, notes=(note,) if note else ())
         return (history if self.messages else None), link  # None: the agent adds its system prompt
 
@@ -170,19 +175,19 @@ class Session:
     async def arun(self, prompt: Any, **options: Any) -> RunResult:
         """:meth:`agentnb.Agent.arun` continuing this conversation (same options)."""
         _no_history(options)
-        history, link = self.prepare()
+        history, link = self.prepare(prompt)
         return self.record(history, await self.agent.arun(prompt, history=history, _link=link, **options))
 
     def run(self, prompt: Any, **options: Any) -> RunResult:
         """:meth:`agentnb.Agent.run` continuing this conversation (same options)."""
         _no_history(options)
-        history, link = self.prepare()
+        history, link = self.prepare(prompt)
         return self.record(history, self.agent.run(prompt, history=history, _link=link, **options))
 
     async def stream(self, prompt: Any, **options: Any) -> AsyncIterator[Event | RunResult]:
         """:meth:`agentnb.Agent.stream` continuing this conversation; the last item is the result."""
         _no_history(options)
-        history, link = self.prepare()
+        history, link = self.prepare(prompt)
         async for item in self.agent.stream(prompt, history=history, _link=link, **options):
             if isinstance(item, RunResult):
                 item = self.record(history, item)

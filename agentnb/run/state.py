@@ -16,6 +16,7 @@ from agentnb.control.limits import Ledger
 from agentnb.events import Event, StopReason
 from agentnb.messages import Message, ToolCall, ToolMessage, Usage
 from agentnb.providers.live import may_retry
+from agentnb.run.budget import Gauge, holds_tokens
 from agentnb.run.endings import OpenStep
 from agentnb.tools.dedupe import Deduplicator
 from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
@@ -148,6 +149,7 @@ class LoopState:
         "execs",
         "nested",
         "over",
+        "gauge",
     )
 
     def __init__(self, cfg: LoopConfig, state: RunState) -> None:
@@ -159,6 +161,8 @@ class LoopState:
         for fp, text in cfg.seen:  # a fork's recorded calls: a repeat is answered from them
             self.dedup.record(fp, text)
         self.ledger = Ledger(cfg.limits, cfg.max_tool_calls, cfg.above)
+        #: Estimates each request's input tokens where a token budget holds (agentnb.run.budget).
+        self.gauge: Gauge | None = Gauge(cfg.provider) if holds_tokens(self.ledger) else None
         self.live = may_retry(cfg.provider)  # its retries come out as they wait (agentnb.providers.live)
         self.threaded = SYNC_TOOLS_IN_THREAD.get()
         self.depth = 0

@@ -279,6 +279,32 @@ Weather in Paris?"""
 FORK_OPEN = "%agent --fork 0"
 
 
+LIVE_SETUP = '''\
+import os
+import time
+from agentnb import Agent, tool
+from agentnb.notebook import TraceWidget
+from agentnb.testing import ScriptedProvider, call
+
+@tool
+def wait_for_gate() -> str:
+    """Wait until the gate is opened (the test creates open.flag)."""
+    while not os.path.exists("open.flag"):
+        time.sleep(0.05)
+    return "opened"
+'''
+
+LIVE_RUN = """\
+# The pattern of notebook 12: the widget is named only at the end of the cell, yet it is live.
+trace = TraceWidget()
+live_result = Agent(ScriptedProvider([call("wait_for_gate"), "The gate is open."]), tools=[wait_for_gate]).run(
+    "Open the gate.", on_event=trace
+)
+trace"""
+
+LIVE_AFTER = """print("after:", live_result.stop_reason, live_result.output)"""
+
+
 def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -296,6 +322,7 @@ def main() -> None:
     write("approval.ipynb", (APPROVAL, APPROVAL_RUN, APPROVAL_AFTER, APPROVAL_SYNC, APPROVAL_SYNC_STOP))
     write("eval_stop.ipynb", (EVAL_SETUP, EVAL_SYNC, EVAL_ASYNC, EVAL_MAGIC, EVAL_VIEWS))
     write("fork.ipynb", (FORK, FORK_RUN, FORK_OPEN))
+    write("live_on_event.ipynb", (LIVE_SETUP, LIVE_RUN, LIVE_AFTER))
 
 
 if __name__ == "__main__":

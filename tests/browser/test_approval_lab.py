@@ -79,6 +79,12 @@ def test_approve_deny_edit_and_a_blocking_run_in_the_browser(lab: Any, page: Any
     expect(trace).not_to_contain_text("running…", timeout=30_000)
     expect(trace).not_to_contain_text("waiting for the model", timeout=30_000)
     screenshot(trace, "approval_pending.png")
+    # no horizontal scrollbar: nothing in the panel is wider than the panel
+    wide = panel.evaluate(
+        "p => [p, ...p.querySelectorAll('*')].filter(e => e.scrollWidth > e.clientWidth + 1 && "
+        "getComputedStyle(e).overflowX !== 'visible').map(e => e.className)"
+    )
+    assert wide == [], wide
     approve = panel.locator(".widget-button", has_text="Approve")
     approve.click()
 

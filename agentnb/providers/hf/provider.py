@@ -98,6 +98,7 @@ class TransformersProvider(ToolChoice, Provider):
     """
 
     in_process = True  # runs on this machine: costs nothing per call
+    reply_limit_setting = "max_new_tokens"
 
     supports_native_tools = False
     supports_streaming = True
@@ -158,6 +159,9 @@ class TransformersProvider(ToolChoice, Provider):
             text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in chat)
             text += "<|im_start|>assistant\n"
         return list(tok.encode(text, add_special_tokens=False))
+
+    def estimate_input_tokens(self, request: Request) -> int | None:
+        return len(self.encode(request.messages))  # exact: the prompt as it will be encoded
 
     # --- Provider --------------------------------------------------------------------------
 

@@ -95,6 +95,9 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
             allows; the default) or ``"tool"`` (a final-answer tool the model calls with the
             value). A server that refuses ``response_format`` is switched to ``"tool"`` once,
             visibly (an :class:`~agentnb.events.OutputMode` event says which, every step).
+        server: which server this is (``"llamacpp"``, ``"ollama"``..., set by a ``llamacpp:``
+            spec), for its quirks: only llama-cpp-python is asked to count tokens with its
+            tokenizer endpoint (:mod:`~agentnb.providers.openai.usage`). None: not named.
         api: ``"chat"`` (Chat Completions, the default, what compatible servers speak) or
             ``"responses"`` (OpenAI's Responses API, which reasoning models need to keep their
             reasoning across tool calls; see :mod:`agentnb.providers.openai.responses`).
@@ -112,6 +115,7 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
 
     supports_native_tools = True
     supports_streaming = True
+    reply_limit_setting = "max_tokens"
     #: UnTooled tells it when a step follows tool results (see ``_constrain``).
     understands_untooled_hints = True
 
@@ -133,12 +137,14 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
         steer: bool | str = "auto",
         chat_template: str | None = None,
         guidance_budget: float | str | None = "auto",
+        server: str | None = None,
         **client_options: Any,
     ) -> None:
         sdk = _sdk()  # fail now, with the extra to install, rather than at the first call
         if api not in ("chat", "responses"):
             raise UserError(f"api must be 'chat' or 'responses', not {api!r}")
         self.api = api
+        self.server = server
         if not isinstance(model, str) or not model:
             raise UserError(f"OpenAIProvider needs a model name, got {model!r}")
         check_client_options(sdk, client_options)

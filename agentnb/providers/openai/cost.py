@@ -8,9 +8,11 @@ log-probabilities, so against it, with one tool, SmolLM2-135M's first step took 
 every step on (3.0 s without the ranking, 0.5 s without any guidance).
 
 So every request the guidance makes is timed here (seconds per echoed prompt token, per
-streamed token with alternatives, per one-token request), the plain reply requests too, and
+streamed token with alternatives, per prompt token of a one-token request: the server reads
+the whole prompt with its logits), the plain reply requests too, and
 before a guidance step runs its cost is estimated from those figures (the price of an echoed
-token is first read from a two-token echo, before the ranking's probe). A step whose estimate would take
+token is first read from a two-token echo, before the ranking's probe; that of a one-token
+request from one with a two-token prompt, before the first real one). A step whose estimate would take
 the step past its budget is skipped, and a :class:`~agentnb.events.GuidanceSkipped` event says
 which step, the estimate and the figures it came from. The budget per step
 (``OpenAIProvider(guidance_budget=...)``):
@@ -21,7 +23,14 @@ which step, the estimate and the figures it came from. The budget per step
 * a number: that many seconds per step;
 * ``None``: no limit (every step runs, whatever it costs).
 
-A step is never skipped before its price is known: the first request of each kind measures it.
+Pricing requests are small, and a price read from one overestimates a long request (its fixed
+cost is spread over few tokens): on a slow server the guidance is skipped rather than let run
+past the budget. The budget also holds *while* the guidance runs: every guidance request of a
+step (the measuring ones, the template's, each round of a steered call) runs under what is left
+of it (:meth:`GuidanceCost.within`), and one still running when the budget is spent is cut off;
+the guidance of that step ends there, a ``GuidanceSkipped`` event says so, and the step goes on
+without it (the plain request, or the narrowing done so far). The time it took prices its kind
+for the next steps.
 
 >>> cost = GuidanceCost("auto")
 >>> cost.observe("echo", tokens=100, seconds=2.0)     # 20 ms per echoed token
@@ -34,11 +43,12 @@ A step is never skipped before its price is known: the first request of each kin
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from agentnb.errors import UserError
 from agentnb.events import GuidanceSkipped
@@ -47,6 +57,20 @@ from agentnb.events import GuidanceSkipped
 FLOOR = 5.0
 #: Characters per token until the server has counted some of our text.
 CHARS_PER_TOKEN = 3.5
+
+T = TypeVar("T")
+#: What prices an echoed token, or a prompt token of a one-token request, on a server, before
+#: anything longer is sent.
+PRICE = "1, 2"
+
+
+class GuidanceTimeError(Exception):
+    """The step's guidance budget ran out before or during a guidance request; ``event`` (a
+    :class:`~agentnb.events.GuidanceSkipped`) says where. The step goes on without the guidance."""
+
+    def __init__(self, event: GuidanceSkipped) -> None:
+        super().__init__(event.reason)
+        self.event = event
 
 
 def check_budget(budget: Any) -> float | str | None:
@@ -77,12 +101,14 @@ class GuidanceCost:
         self.plain: float | None = None  # seconds of the last plain reply request
         self.spent = 0.0
         self.names = ""
+        self._timed = 0
 
     # -- measuring ------------------------------------------------------------------------
 
     def observe(self, kind: str, *, tokens: int, seconds: float, chars: int = 0) -> None:
         """One request's price: ``kind`` is ``"echo"`` (``tokens`` echoed with log-probabilities),
-        ``"stream"`` (``tokens`` streamed with alternatives), ``"ask"`` (one one-token request)
+        ``"stream"`` (``tokens`` streamed with alternatives), ``"ask"`` (a one-token request of
+        ``tokens`` prompt tokens)
         or ``"plain"`` (a reply)."""
         if kind == "plain":
             self.plain = seconds
@@ -96,11 +122,49 @@ class GuidanceCost:
 
     @contextmanager
     def timing(self, kind: str, tokens: Any = None) -> Iterator[dict[str, int]]:
-        """Time the block; it fills ``tokens`` (and ``chars``) in the dict it is given."""
+        """Time the block; it fills ``tokens`` (and ``chars``) in the dict it is given. A block
+        cut off (the budget ran out) or failed is timed too: what it took prices its kind."""
         counts: dict[str, int] = {"tokens": 1, "chars": 0}
         start = time.perf_counter()
-        yield counts
-        self.observe(kind, tokens=counts["tokens"], seconds=time.perf_counter() - start, chars=counts["chars"])
+        self._timed += 1  # (a request inside is counted here, not again by within)
+        try:
+            yield counts
+        finally:
+            self._timed -= 1
+            self.observe(kind, tokens=counts["tokens"], seconds=time.perf_counter() - start, chars=counts["chars"])
+
+    async def within(self, what: str, work: Awaitable[T]) -> T:
+        """Await one guidance request (``what`` it is for) under what is left of the step's
+        budget; :class:`GuidanceTimeError` when nothing is left or the request is cut off.
+        Its time counts against the budget (once, whether or not it is also timed by kind)."""
+        limit = self.limit()
+        timed, start = self._timed > 0, time.perf_counter()
+        try:
+            if limit is None:
+                return await work
+            left = limit - self.spent
+            if left <= 0.0:
+                if hasattr(work, "close"):
+                    work.close()  # a coroutine never started: no "never awaited" warning
+                raise GuidanceTimeError(self._ran_out(what, limit, 0.0))
+            try:
+                return await asyncio.wait_for(work, left)
+            except asyncio.TimeoutError:
+                if time.perf_counter() - start < left * 0.99:  # the request's own timeout, not ours
+                    raise
+                raise GuidanceTimeError(self._ran_out(what, limit, time.perf_counter() - start)) from None
+        finally:
+            if not timed:  # a request no timing block counts (the chat template's probes)
+                self.spent += time.perf_counter() - start
+
+    def _ran_out(self, what: str, limit: float, took: float) -> GuidanceSkipped:
+        spent = self.spent + took
+        how = f"cut off after {took:.1f} s" if took else "not sent"
+        reason = (
+            f"{how}: the step's guidance had used {spent:.1f} s of its budget of {limit:.1f} s per step; "
+            "the step went on without the rest of its guidance"
+        )
+        return GuidanceSkipped(0, self.names, what, reason, round(spent, 2), round(limit, 2))
 
     def tokens_in(self, text: str) -> int:
         """About how many tokens the server counts in ``text``."""
@@ -111,8 +175,8 @@ class GuidanceCost:
         return self._rates[kind].tokens > 0
 
     def estimate(self, *, echo: int = 0, stream: int = 0, ask: int = 0) -> float | None:
-        """Seconds for ``echo`` echoed tokens, ``stream`` streamed ones and ``ask`` one-token
-        requests; None while a price it needs is unknown."""
+        """Seconds for ``echo`` echoed tokens, ``stream`` streamed ones and one-token requests of
+        ``ask`` prompt tokens in all; None while a price it needs is unknown."""
         total = 0.0
         for kind, count in (("echo", echo), ("stream", stream), ("ask", ask)):
             rate = self._rates[kind].per_token()
@@ -137,7 +201,11 @@ class GuidanceCost:
         limit = self.limit()
         if limit is None or estimate is None or self.spent + estimate <= limit:
             return None
-        names = {"echo": "per echoed token", "stream": "per streamed token", "ask": "per one-token request"}
+        names = {
+            "echo": "per echoed token",
+            "stream": "per streamed token",
+            "ask": "per prompt token of a one-token request",
+        }
         rates = [f"{r * 1000:.0f} ms {names[k]}" for k, v in self._rates.items() if (r := v.per_token()) is not None]
         measured = f" (measured here: {', '.join(rates)})" if rates else ""
         spent = f"; {self.spent:.1f} s spent on guidance this step" if self.spent >= 0.05 else ""

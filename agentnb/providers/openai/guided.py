@@ -10,7 +10,7 @@ from typing import Any
 
 from agentnb.messages import Usage
 from agentnb.providers.base import Completion, Request
-from agentnb.providers.openai.cost import GuidanceCost
+from agentnb.providers.openai.cost import GuidanceCost, GuidanceTimeError
 from agentnb.providers.openai.decide import ServerDecision
 from agentnb.providers.openai.rank import ToolRanker
 from agentnb.providers.openai.steer import ServerSteering
@@ -41,8 +41,13 @@ class GuidedSending:
         narrowed, the events so far, and the steered call when there is one (then it is the reply)."""
         self._cost.begin_step()
         self._cost.names = self.name
-        request, decided = await self._decision.narrow(self, request)
-        request, ranked = await self._ranker.narrow(self, request)
-        notes = (*decided, *ranked)
-        steered = await self._steering.completion(self, request, notes)
+        notes: tuple[Any, ...] = ()
+        try:
+            request, decided = await self._decision.narrow(self, request)
+            notes += decided
+            request, ranked = await self._ranker.narrow(self, request)
+            notes += ranked
+        except GuidanceTimeError as exc:  # the budget ran out: the step goes on as narrowed so far
+            return request, (*notes, exc.event, *self._steering.drain()), None
+        steered = await self._steering.completion(self, request, notes)  # (it stops itself in time)
         return request, (*notes, *self._steering.drain()), steered

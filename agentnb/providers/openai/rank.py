@@ -52,7 +52,7 @@ from typing import Any, Literal
 
 from agentnb.errors import UserError
 from agentnb.providers.base import OutputConstraint, Request
-from agentnb.providers.openai.cost import cost_of
+from agentnb.providers.openai.cost import PRICE, cost_of
 
 #: The request setting UnTooled sends with the query and each tool's ``[[pick]]`` text.
 PICK_HINT = "untooled_pick"
@@ -62,9 +62,9 @@ PROBE = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 
 #: How many alternatives per token a shifted server is asked for (the next token's, read back).
 TOP_K = 400
 _PROBE_K = 5
-#: What prices an echoed token on a server, before anything longer is echoed.
-PRICE = "1, 2"
 _CACHE_SIZE = 256
+#: What a guidance request cut off by the budget was for (the ``GuidanceSkipped`` step).
+ECHO_STEP = "scoring by echoed log-probabilities"
 Convention = Literal["aligned", "shifted"]
 
 
@@ -126,9 +126,14 @@ class ToolRanker:
         return cost.skip(step, cost.estimate(echo=tokens), what)
 
     async def _echo(self, provider: Any, prompt: str, top: int) -> dict[str, Any]:
-        with cost_of(provider).timing("echo") as counts:
-            response = await provider.client.with_options(max_retries=0).completions.create(
-                model=provider.model, prompt=prompt, max_tokens=1, temperature=0.0, echo=True, logprobs=top
+        cost = cost_of(provider)
+        with cost.timing("echo") as counts:
+            counts["tokens"] = cost.tokens_in(prompt)  # until the server says (a request cut off)
+            response = await cost.within(
+                ECHO_STEP,
+                provider.client.with_options(max_retries=0).completions.create(
+                    model=provider.model, prompt=prompt, max_tokens=1, temperature=0.0, echo=True, logprobs=top
+                ),
             )
             logprobs = response.choices[0].logprobs
             data = logprobs.model_dump() if hasattr(logprobs, "model_dump") else logprobs

@@ -370,6 +370,7 @@ def check_client_options(sdk: Any, options: dict[str, Any]) -> None:
         "steer",
         "chat_template",
         "guidance_budget",
+        "server",
     ]
     hints = []
     for name in unknown:

@@ -24,7 +24,7 @@ from typing import Any
 from agentnb.events import ConstraintDropped
 from agentnb.providers.base import Request
 from agentnb.providers.guidance.source import Alternatives, Scored, UnavailableError
-from agentnb.providers.openai.cost import cost_of
+from agentnb.providers.openai.cost import PRICE, GuidanceTimeError, cost_of
 
 
 class ServerSource:
@@ -51,6 +51,8 @@ class ServerSource:
             for head in heads:
                 score = await ranker._score(provider, head, text)
                 out.append(Scored(score, ranker.sizes.get((head, text), 1)))
+        except GuidanceTimeError:
+            raise  # this step only: the server can score
         except Exception as exc:  # no endpoint, no echo, no logprobs: score no more on this server
             raise self._no_scores(exc) from exc
         ranker.works = True
@@ -67,6 +69,8 @@ class ServerSource:
             if follow_up is not None:
                 messages = [*messages, {"role": "user", "content": follow_up}]
             return Alternatives(await _next(provider, steering.template.render(messages)))
+        except GuidanceTimeError:
+            raise
         except Exception as exc:
             if follow_up is None:  # no template, no completions endpoint, no logprobs
                 steering.failed(provider, exc)
@@ -76,10 +80,22 @@ class ServerSource:
         if heads:
             try:
                 return await self.provider._ranker.too_costly(self.provider, list(heads), text, step)
+            except GuidanceTimeError:
+                raise
             except Exception as exc:  # pricing is an echo too
                 raise self._no_scores(exc) from exc
         cost = cost_of(self.provider)
-        return cost.skip(step, cost.estimate(ask=asks), "one request" if asks == 1 else f"{asks} requests")
+        if not cost.known("ask"):
+            return None  # priced by its first request (agentnb.providers.openai.source._next)
+        tokens = asks * self._prompt_tokens()
+        what = "one request" if asks == 1 else f"{asks} requests"
+        return cost.skip(step, cost.estimate(ask=tokens), f"{what} of ~{tokens} prompt tokens")
+
+    def _prompt_tokens(self) -> int:
+        """About how many tokens the conversation is, as the server reads it (its turn markers too)."""
+        messages = self.request.messages
+        text = " ".join(str(getattr(m, "content", None) or "") for m in messages)
+        return self.provider._cost.tokens_in(text) + 8 * (len(messages) + 1) if messages else 8
 
     def _no_scores(self, exc: Exception) -> UnavailableError:
         """Scoring failed: never again on this provider; the event says so when asked for."""
@@ -94,19 +110,45 @@ class ServerSource:
         return UnavailableError(reason, event)
 
 
+#: The guidance request that reads the next token's alternatives (in ``GuidanceSkipped``).
+NEXT_STEP = "next-token alternatives"
+
+
 async def _next(provider: Any, prompt: str) -> dict[str, float]:
-    """The next token's likeliest alternatives after ``prompt`` (one one-token request)."""
+    """The next token's likeliest alternatives after ``prompt`` (one one-token request).
+
+    Its price (seconds per prompt token: the server reads the whole prompt with its logits) is
+    read first from a two-token request; a request that would take the step past its guidance
+    budget is not sent (:class:`~agentnb.providers.openai.cost.GuidanceTimeError`).
+    """
+    cost = cost_of(provider)
+    tokens = cost.tokens_in(prompt)
+    if cost.limit() is not None:
+        if not cost.known("ask"):
+            await _ask(provider, PRICE)
+        skipped = cost.skip(NEXT_STEP, cost.estimate(ask=tokens), f"a one-token request of ~{tokens} prompt tokens")
+        if skipped is not None:
+            raise GuidanceTimeError(skipped)
+    return await _ask(provider, prompt)
+
+
+async def _ask(provider: Any, prompt: str) -> dict[str, float]:
     from agentnb.providers.openai.logprobs import positions
     from agentnb.providers.openai.steer import TOP
 
-    with cost_of(provider).timing("ask"):
-        response = await provider.client.with_options(max_retries=0).completions.create(
-            model=provider.model,
-            prompt=prompt,
-            max_tokens=1,
-            temperature=0.0,
-            logprobs=TOP,
-            extra_body={"repeat_penalty": 1.0},
+    cost = cost_of(provider)
+    with cost.timing("ask") as counts:
+        counts["tokens"] = cost.tokens_in(prompt)  # priced per prompt token
+        response = await cost.within(
+            NEXT_STEP,
+            provider.client.with_options(max_retries=0).completions.create(
+                model=provider.model,
+                prompt=prompt,
+                max_tokens=1,
+                temperature=0.0,
+                logprobs=TOP,
+                extra_body={"repeat_penalty": 1.0},
+            ),
         )
     found = positions(getattr(response.choices[0], "logprobs", None))
     if not found:

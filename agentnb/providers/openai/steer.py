@@ -50,7 +50,7 @@ from agentnb.events import CallSteered, ConstraintDropped
 from agentnb.providers.base import Completion, OutputConstraint, Request
 from agentnb.providers.guidance.byteguide import ByteGuide
 from agentnb.providers.guidance.steer import request_text
-from agentnb.providers.openai.cost import cost_of
+from agentnb.providers.openai.cost import GuidanceTimeError, cost_of
 from agentnb.providers.openai.logprobs import positions
 from agentnb.providers.openai.usage import TokenCounter
 
@@ -60,6 +60,8 @@ TOP = 20
 MAX_ROUNDS = 24
 #: The bonus strength, as in-process (:data:`agentnb.providers.hf.options.COPY_BIAS`).
 STRENGTH = 6.0
+#: The guidance step that decodes a call token by token (in ``GuidanceSkipped`` events).
+STEER_STEP = "token-by-token steering"
 #: Tokens a steered call may take when the request sets no ``max_tokens``.
 DEFAULT_BUDGET = 256
 
@@ -199,7 +201,7 @@ class ServerSteering:
         cost = cost_of(provider)
         longest = max(len(json.dumps({"name": t.name, "arguments": _skeleton(t.parameters)})) for t in tools)
         tokens = cost.tokens_in("x" * longest)
-        return cost.skip("token-by-token steering", cost.estimate(stream=tokens), f"a call of ~{tokens} tokens")
+        return cost.skip(STEER_STEP, cost.estimate(stream=tokens), f"a call of ~{tokens} tokens")
 
     async def after_envelope(
         self, provider: Any, request: Request, text: str, notes: tuple[Any, ...] = ()
@@ -232,6 +234,9 @@ class ServerSteering:
             result = await self._decode(provider, request, messages)
         except UnreadableTokenError:
             return None  # this call only: the server's stream lost a character
+        except GuidanceTimeError as exc:  # this step only: asked for the usual way
+            self.notes.append(exc.event)
+            return None
         except Exception as exc:
             self.failed(provider, exc)
             return None
@@ -258,7 +263,7 @@ class ServerSteering:
         from agentnb.providers.openai.templates import find_template
 
         names = [self.template_name] if self.template_name else None
-        found = await find_template(provider, names)
+        found = await cost_of(provider).within("finding the server's chat template", find_template(provider, names))
         if found is None:
             raise ValueError("no known chat template matches the server's token counts")
         return found
@@ -287,9 +292,10 @@ class ServerSteering:
                 return None
             rounds += 1
             prompts.append(prompt + written)
-            with cost_of(provider).timing("stream") as counts:
-                progress, change, taken = await self._round(
-                    provider, prompt + written, budget - spent, guide, steerer, written
+            cost = cost_of(provider)
+            with cost.timing("stream") as counts:
+                progress, change, taken = await cost.within(
+                    STEER_STEP, self._round(provider, prompt + written, budget - spent, guide, steerer, written)
                 )
                 counts["tokens"] = max(1, progress)
             if change is not None:

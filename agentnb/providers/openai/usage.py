@@ -7,6 +7,11 @@ counted here: by the server's own tokenizer where it has one (llama-cpp-python's
 ``/extras/tokenize/count``), else by the tokens the stream carried (one per chunk or
 log-probability position) and, for the prompt, characters at the rate the server counted them.
 
+Only llama-cpp-python has that endpoint, so only a server known to be llama-cpp-python is asked:
+a ``llamacpp:`` provider, or a server whose model list says so (llama-cpp-python lists its models
+as ``owned_by: "me"``; one ``GET /v1/models``, once per provider). The prompt goes through the
+provider's own SDK client (its connections, its key handling), never a new HTTP client.
+
 >>> root_url("http://127.0.0.1:8000/v1")
 'http://127.0.0.1:8000'
 """
@@ -24,10 +29,20 @@ def root_url(base_url: str) -> str:
 
 
 class TokenCounter:
-    """Per provider: the server's tokenizer endpoint, once found to work (or not)."""
+    """Per provider: whether its server has llama-cpp-python's tokenizer endpoint (and it works)."""
 
     def __init__(self) -> None:
         self.works: bool | None = None
+
+    async def _has_tokenizer(self, provider: Any) -> bool:
+        server = getattr(provider, "server", None)
+        if server is not None:  # a named server: only llama-cpp-python has the endpoint
+            return bool(server == "llamacpp")
+        try:
+            listed = await provider.client.with_options(max_retries=0).models.list()
+            return any(getattr(m, "owned_by", None) == "me" for m in listed.data)
+        except Exception:  # no model list: not known to be llama-cpp-python
+            return False
 
     async def count(self, provider: Any, text: str) -> int | None:
         """The server tokenizer's count of ``text``; None where the server has no tokenizer."""
@@ -35,17 +50,19 @@ class TokenCounter:
             return 0
         if self.works is False or not provider.base_url:
             return None
+        if self.works is None and not await self._has_tokenizer(provider):
+            self.works = False
+            return None
         import httpx
 
         try:
-            async with httpx.AsyncClient(timeout=30) as client:
-                reply = await client.post(
-                    root_url(provider.base_url) + "/extras/tokenize/count",
-                    json={"input": text, "model": provider.model},
-                    headers={"Authorization": f"Bearer {provider._key.value}"},
-                )
+            reply = await provider.client.with_options(max_retries=0).post(
+                root_url(provider.base_url) + "/extras/tokenize/count",
+                body={"input": text, "model": provider.model},
+                cast_to=httpx.Response,
+            )
             count = reply.json().get("count") if reply.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError):
+        except Exception:  # (the SDK's errors, a body that is not JSON)
             count = None
         if not isinstance(count, int) or count < 0:
             self.works = False

@@ -247,6 +247,19 @@ class UnTooled(Provider):
             hint["none"] = self.template.fill("pick_none")
         return hint
 
+    @property
+    def reply_limit_setting(self) -> str | None:  # type: ignore[override]
+        return self.inner.reply_limit_setting
+
+    def estimate_input_tokens(self, request: Request) -> int | None:
+        inner = self.inner_request(request)  # the prompt the text model reads, tools rendered
+        counted = self.inner.estimate_input_tokens(inner)
+        if counted is not None:
+            return counted
+        from agentnb.providers.base import chars_estimate
+
+        return chars_estimate(inner.messages)
+
     # --- Provider --------------------------------------------------------------------------
 
     async def complete(self, request: Request) -> Completion:

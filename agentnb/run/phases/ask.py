@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import aclosing
 from time import perf_counter
 
@@ -22,6 +22,7 @@ from agentnb.events import (
 )
 from agentnb.providers.base import Completion, Request, TextChunk
 from agentnb.providers.live import one, with_notes
+from agentnb.run.budget import capped, hold, out_of_tokens
 from agentnb.run.endings import OpenStep, out_of_requests
 from agentnb.run.history import MessageView
 from agentnb.run.state import Item, LoopState, Relay, Wait
@@ -36,7 +37,6 @@ def ask(run: LoopState) -> Iterator[Item]:
         yield from budgets(run)
         if run.over:
             return
-    run.ledger.add_request()  # now, before any wait: a parallel run sees it at once
     run.limited = run.ledger.calls_left() <= 0 or state.limit is not None
     run.offer = offer = bool(run.tools) and not run.limited and run.choice != "none"
     request = Request(
@@ -47,6 +47,12 @@ def ask(run: LoopState) -> Iterator[Item]:
         None,
         cfg.output,
     )
+    if run.gauge is not None:  # a token budget: held before the request is sent
+        request = yield from hold_tokens(run, request)
+        if run.over:
+            return
+        offer = run.offer
+    run.ledger.add_request()  # now, before any wait: a parallel run sees it at once
     yield ModelRequest(run.depth, len(request.messages), run.names if offer else (), request.tool_choice)
     if cfg.controller is not None:
         try:
@@ -63,6 +69,8 @@ def ask(run: LoopState) -> Iterator[Item]:
         yield (reply := Wait(cfg.provider.complete(request)))
         completion = run.completion = reply.result
     used = completion.usage
+    if run.gauge is not None:
+        run.gauge.learn(used)
     if used.input_tokens or used.output_tokens:
         used = priced(cfg.provider, used)
         state.usage += used
@@ -82,6 +90,39 @@ def ask(run: LoopState) -> Iterator[Item]:
     # A named or required choice forces the first call only (as the OpenAI Agents SDK
     # resets it): forcing every turn would loop until the limit.
     run.choice = "auto" if run.choice != "none" else run.choice
+
+
+def hold_tokens(run: LoopState, request: Request) -> Generator[Event, None, Request]:
+    """The request as it may be sent within every token budget (agentnb.run.budget): the
+    last one that fits goes without tools, its reply bounded to what is left; one that would
+    not fit is never sent (the run ends with agentnb's text)."""
+    cfg, state, gauge = run.cfg, run.state, run.gauge
+    assert gauge is not None
+    held = hold(run.ledger, need := gauge.estimate(request))
+    if held.verdict == "last" and run.offer:  # a second request of its size would not fit
+        state.limit, run.limited, run.offer = state.limit or held.limit, True, False
+        yield LimitReached(
+            run.depth, cfg.max_tool_calls, state.tool_calls, limit=held.limit or "", value=held.value, used=held.used
+        )
+        request = dataclasses.replace(request, tools=(), tool_choice="none")
+        held = hold(run.ledger, need := gauge.estimate(request))
+    if held.verdict == "refuse":  # it would not fit: never sent
+        if state.limit is None:
+            state.limit = held.limit
+            yield LimitReached(
+                run.depth,
+                cfg.max_tool_calls,
+                state.tool_calls,
+                limit=held.limit or "",
+                value=held.value,
+                used=held.used,
+            )
+        state.stop_reason = "limit"
+        state.output, who = out_of_tokens(state.output, state.messages, held, need)
+        yield FinalAnswer(run.depth, state.output, by=who)
+        run.over = True
+        return request
+    return dataclasses.replace(request, settings=capped(request.settings, cfg.provider, held.reply_cap))
 
 
 def budgets(run: LoopState) -> Iterator[Event]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from agentnb.control.approval import denied_message
+from agentnb.control.approval import bad_edit_message, denied_message
 from agentnb.events import (
     ApprovalDecided,
     ApprovalRequested,
@@ -117,8 +117,8 @@ def approve(run: LoopState, p: Pending) -> Iterator[Item]:
         yield ApprovalDecided(run.depth, call.id, call.name, "edit", gate.by, None, arguments)
         errors = tool.validate(arguments) if isinstance(arguments, dict) else ["not a JSON object"]
         yield ValidationResult(run.depth, call.id, call.name, tuple(errors))
-        if errors:
-            p.plan = ToolMessage(call.id, call.name, invalid_message(tool, errors), True)
+        if errors:  # the approver's edit, not the model's call, is invalid
+            p.plan = ToolMessage(call.id, call.name, bad_edit_message(call.name, gate.by, errors), True)
         else:
             p.fp = fingerprint(call.name, {**tool.defaults, **arguments} if tool.defaults else arguments)
     else:
