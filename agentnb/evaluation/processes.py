@@ -20,6 +20,7 @@ makes its runs in flight ``error`` rows; the others go on.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import os
 import selectors
@@ -209,7 +210,7 @@ async def _worker_loop(conn: Any, agents: dict[str, Any], options: dict[str, Any
                 rid = message[0]
                 task = loop.create_task(one(*message))
                 tasks[rid] = task
-                task.add_done_callback(lambda _, rid=rid: tasks.pop(rid, None))
+                task.add_done_callback(functools.partial(_forget, tasks, rid))
         except (EOFError, OSError):  # told to stop, or the driver is gone
             if not ended.done():
                 ended.set_result(None)
@@ -220,3 +221,7 @@ async def _worker_loop(conn: Any, agents: dict[str, Any], options: dict[str, Any
     for task in list(tasks.values()):
         task.cancel()
     await asyncio.gather(*tasks.values(), return_exceptions=True)
+
+
+def _forget(tasks: dict[int, Any], rid: int, _: Any) -> None:
+    tasks.pop(rid, None)

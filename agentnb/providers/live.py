@@ -77,8 +77,8 @@ async def with_notes(items: AsyncIterator[T]) -> AsyncIterator[T | Any]:
                 if notes:
                     yield notes.popleft()
                     continue
-                waiter[0] = asyncio.get_running_loop().create_future()
-                await waiter[0]
+                waiter[0] = future = asyncio.get_running_loop().create_future()
+                await future
         finally:
             waiter[0] = None
             if not step.done():  # the run was stopped: the request is cancelled, and ends first
