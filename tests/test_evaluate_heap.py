@@ -58,7 +58,9 @@ def test_a_collector_that_is_off_or_already_frozen_is_left_as_it_is() -> None:
     gc.freeze()
     mine = gc.get_freeze_count()
     evaluate(probe_agent(seen), ["b"], progress=False)
-    assert seen[-1] == mine and gc.get_freeze_count() == mine  # not thawed by evaluate
+    # neither frozen again (the count would grow) nor thawed (it would fall to 0); frozen objects
+    # that die meanwhile leave the permanent generation, so the count may fall by a few
+    assert mine * 0.9 <= seen[-1] <= mine and mine * 0.9 <= gc.get_freeze_count() <= mine
 
 
 class Broken:

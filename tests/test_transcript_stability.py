@@ -3,8 +3,8 @@
 Each scenario runs an agent over a scripted model (tool calls, parallel calls, tool errors,
 unknown tools and invalid arguments, deduplication, limits, approval, a step controller,
 structured output and its repair, sub-agents, a handoff, streaming, direct output, a provider
-error, a stop) and saves its transcript. Durations are set to 0 (they are the only values that
-differ between two runs); everything else is compared as written, so a refactoring of the loop
+error, a stop) and saves its transcript. Durations and run ids are set to constants (the only
+values that differ between two runs); everything else is compared as written, so a refactoring of the loop
 or a move of its modules that changed one event, one message or one field's order fails here.
 
 After a deliberate change of the transcripts, rewrite the files and review the diff::
@@ -32,10 +32,14 @@ UPDATE = os.environ.get("AGENTNB_UPDATE_SNAPSHOTS") == "1"
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000")
 
 
+#: Fields that differ between two runs of one scenario: timings, and each run's own id (issue 38).
+VARYING = {"duration": 0, "run_id": "RUN"}
+
+
 def normalised(value: Any) -> Any:
-    """``value`` with every ``duration`` set to 0: the one field that differs between runs."""
+    """``value`` with every ``duration`` and ``run_id`` set to a constant: what differs between runs."""
     if isinstance(value, dict):
-        return {k: (0 if k == "duration" else normalised(v)) for k, v in value.items()}
+        return {k: (VARYING[k] if k in VARYING else normalised(v)) for k, v in value.items()}
     if isinstance(value, list):
         return [normalised(v) for v in value]
     return value
@@ -231,7 +235,7 @@ def test_transcript_is_unchanged(name: str) -> None:
 
 
 def test_the_normalisation_touches_durations_only() -> None:
-    """Two runs of one scenario differ in durations alone, so the files compare exactly."""
+    """Two runs of one scenario differ in durations and run ids alone, so the files compare exactly."""
     a, b = s_parallel_and_errors().to_dict(), s_parallel_and_errors().to_dict()
     assert normalised(a) == normalised(b)
     assert normalised({"x": {"duration": 1.5, "y": [{"duration": 2}]}}) == {
