@@ -319,9 +319,15 @@ def _output_types(agents: dict[str, Any], run_options: dict[str, Any]) -> dict[s
 def _views(progress: Any) -> list[Any]:
     from agentnb.evaluation import progress as views
 
+    return progress_views(progress, views.auto_view)
+
+
+def progress_views(progress: Any, auto_view: Callable[..., Any]) -> list[Any]:
+    """The views a ``progress=`` argument asks for: none, ``auto_view``'s (``"auto"``, True), or
+    the views given (one or a list)."""
     if progress is False or progress is None:
         return []
     if progress == "auto" or progress is True:
-        view = views.auto_view(force=progress is True)
+        view = auto_view(force=progress is True)
         return [view] if view is not None else []
     return list(progress) if isinstance(progress, (list, tuple)) else [progress]

@@ -15,7 +15,7 @@ from typing import Any
 from agentnb.errors import UserError
 from agentnb.evaluation.cases import Case, load_cases
 from agentnb.evaluation.log import check_log_path
-from agentnb.evaluation.run import DEFAULT_CONCURRENCY, Stopper
+from agentnb.evaluation.run import DEFAULT_CONCURRENCY, Stopper, progress_views
 from agentnb.evaluation.scorers import as_scorers
 from agentnb.improvement.events import ImproveStarted
 from agentnb.improvement.reflect import as_reflector
@@ -242,9 +242,4 @@ def _unique_ids(cases: list[Case], what: str) -> None:
 def _views(progress: Any) -> list[Any]:
     from agentnb.improvement import views
 
-    if progress is False or progress is None:
-        return []
-    if progress == "auto" or progress is True:
-        view = views.auto_view(force=progress is True)
-        return [view] if view is not None else []
-    return list(progress) if isinstance(progress, (list, tuple)) else [progress]
+    return progress_views(progress, views.auto_view)
