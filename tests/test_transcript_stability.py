@@ -234,6 +234,26 @@ def test_transcript_is_unchanged(name: str) -> None:
     assert got == path.read_text(encoding="utf-8")
 
 
+async def _through_the_generator(cfg: Any, state: Any, sink: Callable[[Any], Any]) -> None:
+    """``drive`` (arun's driver) replaced by the async generator ``Agent.stream`` uses."""
+    from contextlib import aclosing
+
+    from agentnb.run.loop import run_loop
+
+    async with aclosing(run_loop(cfg, state)) as events:
+        async for event in events:
+            sink(event)
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_both_drivers_write_the_same_transcript(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loop's two drivers (events by call for ``arun``, an async generator for ``stream``)
+    run the same phases: every scenario's transcript is the stored one through either."""
+    monkeypatch.setattr("agentnb.run.agent.drive", _through_the_generator)
+    path = SNAPSHOTS / f"{name}.json"
+    assert transcript(SCENARIOS[name]()) == path.read_text(encoding="utf-8")
+
+
 def test_the_normalisation_touches_durations_only() -> None:
     """Two runs of one scenario differ in durations and run ids alone, so the files compare exactly."""
     a, b = s_parallel_and_errors().to_dict(), s_parallel_and_errors().to_dict()

@@ -31,8 +31,8 @@ from agentnb.errors import StopRun, UserError
 from agentnb.events import Event
 from agentnb.messages import Message
 from agentnb.providers import Provider, get_provider
-from agentnb.run.delivery import deliver_end, failed, finished, opening_stops, stopped
-from agentnb.run.loop import RunState, StepController, run_loop
+from agentnb.run.delivery import deliver_end, failed, finished, opening_stops, stopped, taker
+from agentnb.run.loop import RunState, StepController, drive, run_loop
 from agentnb.run.options import check_approval_names, check_options
 from agentnb.run.result import RunResult
 from agentnb.run.runinfo import (
@@ -244,15 +244,15 @@ class Agent:
         try:
             if stop_at_start:
                 raise StopRun
-            async with aclosing(run_loop(cfg, state)) as events:  # type: ignore[type-var]
-                async for event in events:
-                    state.events.append(event)
-                    if watch is not None:
-                        watch(event)
-                    if _sink is None:
+            if _sink is not None:  # arun's: the events by call, no generator hop
+                await drive(cfg, state, taker(state.events, watch, _sink))
+            else:
+                async with aclosing(run_loop(cfg, state)) as events:  # type: ignore[type-var]
+                    async for event in events:
+                        state.events.append(event)
+                        if watch is not None:
+                            watch(event)
                         yield event
-                    else:
-                        _sink(event)
         except (asyncio.CancelledError, KeyboardInterrupt, StopRun) as exc:
             cancelled = stopped(state, cfg.max_result_chars, watch, _sink, exc)
         except UserError:

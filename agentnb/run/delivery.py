@@ -18,7 +18,7 @@ from typing import Any
 from agentnb.errors import StopRun
 from agentnb.events import Event, RunFinished
 from agentnb.run.result import RunResult
-from agentnb.run.runinfo import result_of
+from agentnb.run.runinfo import discard, result_of
 from agentnb.run.state import RunState
 from agentnb.run.stopped import settle
 
@@ -99,3 +99,24 @@ def deliver_end(sink: Sink, end: RunFinished, result: RunResult) -> None:
         if hasattr(exc, "add_note"):  # Python >= 3.11
             exc.add_note("agentnb: the run had finished; its RunResult is this exception's run_result")
         raise
+
+
+def taker(events: list[Event], watch: Callable[[Event], Any] | None, sink: Sink) -> Sink:
+    """What takes each event of a run driven by call: the transcript, the watchers, the sink."""
+    keep = events.append
+    if watch is None and sink is discard:  # nobody listens: the transcript only
+        return keep
+    if watch is None:
+
+        def take(event: Event) -> None:
+            keep(event)
+            sink(event)
+
+        return take
+
+    def take_watched(event: Event) -> None:
+        keep(event)
+        watch(event)
+        sink(event)
+
+    return take_watched

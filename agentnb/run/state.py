@@ -150,10 +150,13 @@ class LoopState:
         "nested",
         "over",
         "gauge",
+        "emit",
     )
 
-    def __init__(self, cfg: LoopConfig, state: RunState) -> None:
+    def __init__(self, cfg: LoopConfig, state: RunState, emit: Callable[[Event], Any]) -> None:
         self.cfg, self.state = cfg, state
+        #: Where the phases say what they decided: each event, in order, as it is decided.
+        self.emit = emit
         self.tools: dict[str, Tool] = cfg.tools
         self.all_tools: tuple[Tool, ...] = tuple(cfg.tools.values())
         self.names: tuple[str, ...] = tuple(cfg.tools)
@@ -185,7 +188,8 @@ class LoopState:
 
 class Wait:
     """Yielded by a phase: the loop awaits ``awaitable`` (the model, a tool, a person) and puts
-    its value in ``result``; an exception it raises is thrown into the phase at the yield."""
+    its value in ``result``; an exception it raises is thrown into the phase at the yield.
+    Every event the phases emitted before it has reached the run's consumer by then."""
 
     __slots__ = ("awaitable", "result")
 
@@ -203,5 +207,5 @@ class Relay:
         self.source = source
 
 
-#: What a phase yields: an event for the caller, or something the loop must wait for.
-Item: TypeAlias = Event | Wait | Relay
+#: What a phase yields: something the loop must wait for (its events it emits).
+Item: TypeAlias = Wait | Relay

@@ -1,7 +1,10 @@
 """The phases of a step of the loop, in the order :func:`agentnb.run.loop.run_loop` runs them.
 
-Each phase is a function of the :class:`~agentnb.run.state.LoopState` that yields the events of
-what it decided and leaves its outcome in that state:
+Each phase is a function of the :class:`~agentnb.run.state.LoopState` that emits the events of
+what it decided (``run.emit``) and leaves its outcome in that state. A phase that waits for the
+model, a tool or a person is a generator that yields what it waits for (a
+:class:`~agentnb.run.state.Wait`, or a :class:`~agentnb.run.state.Relay` of a stream's events);
+the loop's body calls it with ``yield from``:
 
 1. :func:`ask` -- is a request left in the budgets; what the model is offered; its reply;
 2. :func:`end` -- (a reply with no call to run) the run's answer, or one more request;
@@ -12,7 +15,8 @@ what it decided and leaves its outcome in that state:
 4. :func:`execute` -- the scheduled calls run: one inline, several at once, agents live;
 5. :func:`append` -- what the model reads next; a direct output ends the run.
 
-A new phase is a function of the same shape, called from the loop's body where it belongs.
+A new phase is a function of the same shape (a generator only if it waits), called from the
+loop's body where it belongs.
 May import what :mod:`agentnb.run` may; nothing outside the run imports the phases.
 """
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-from agentnb.events import AttachmentAdded, DirectOutput, Event, FinalAnswer, LimitReached
+from agentnb.events import AttachmentAdded, DirectOutput, FinalAnswer, LimitReached
 from agentnb.messages import AssistantMessage, Image, Message, ToolMessage, UserMessage
 from agentnb.run.state import ATTACHMENT_NOTE, LoopState
 from agentnb.tools.dedupe import repeat_message
@@ -12,7 +10,7 @@ from agentnb.tools.execution import Execution, result_limit
 from agentnb.tools.running import clip
 
 
-def append(run: LoopState) -> Iterator[Event]:
+def append(run: LoopState) -> None:
     """Decide what the model reads next (results clipped, images attached) and whether a result is the answer."""
     state, depth, limit_chars, plans = run.state, run.depth, run.cfg.max_result_chars, run.plans
     completion = run.completion
@@ -39,7 +37,7 @@ def append(run: LoopState) -> Iterator[Event]:
             ctx = plan.ctx
             if ctx is not None:
                 for image in ctx.images:
-                    yield AttachmentAdded(depth, plan.call.id, plan.call.name, image)
+                    run.emit(AttachmentAdded(depth, plan.call.id, plan.call.name, image))
                 images += ctx.images
                 if ok and (plan.tool.direct_output or ctx.direct):
                     direct.append(plan)
@@ -51,8 +49,8 @@ def append(run: LoopState) -> Iterator[Event]:
     if direct:
         state.output = "\n\n".join(p.result for p in direct)
         state.stop_reason = "direct_output"
-        yield DirectOutput(depth, direct[0].call.id, direct[0].call.name, state.output)
-        yield FinalAnswer(depth, state.output)
+        run.emit(DirectOutput(depth, direct[0].call.id, direct[0].call.name, state.output))
+        run.emit(FinalAnswer(depth, state.output))
         run.over = True
     elif run.ledger.calls_left() <= 0:
-        yield LimitReached(depth, run.cfg.max_tool_calls, state.tool_calls)
+        run.emit(LimitReached(depth, run.cfg.max_tool_calls, state.tool_calls))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Generator, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import aclosing
 from time import perf_counter
 
@@ -34,11 +34,12 @@ def ask(run: LoopState) -> Iterator[Item]:
     if cfg.refresh is not None and (fresh := cfg.refresh()) is not None:
         run.tools, run.all_tools, run.names = fresh, tuple(fresh.values()), tuple(fresh)
     if run.ledger.budgets:  # this run's limits, and those of the runs that called it
-        yield from budgets(run)
+        budgets(run)
         if run.over:
             return
     run.limited = run.ledger.calls_left() <= 0 or state.limit is not None
     run.offer = offer = bool(run.tools) and not run.limited and run.choice != "none"
+    emit = run.emit
     request = Request(
         MessageView(state.messages),
         run.all_tools if offer else (),
@@ -48,17 +49,17 @@ def ask(run: LoopState) -> Iterator[Item]:
         cfg.output,
     )
     if run.gauge is not None:  # a token budget: held before the request is sent
-        request = yield from hold_tokens(run, request)
+        request = hold_tokens(run, request)
         if run.over:
             return
         offer = run.offer
     run.ledger.add_request()  # now, before any wait: a parallel run sees it at once
-    yield ModelRequest(run.depth, len(request.messages), run.names if offer else (), request.tool_choice)
+    emit(ModelRequest(run.depth, len(request.messages), run.names if offer else (), request.tool_choice))
     if cfg.controller is not None:
         try:
             yield Wait(cfg.controller.before_model(run.depth, request))
         except StopRun:  # announced above, never sent: say so, so no view counts it
-            yield StepDecision(run.depth, "model", "stop")
+            emit(StepDecision(run.depth, "model", "stop"))
             raise
     start = perf_counter()
     if cfg.stream or run.live:  # live: retries come out as they wait (agentnb.providers.live)
@@ -77,22 +78,24 @@ def ask(run: LoopState) -> Iterator[Item]:
         run.ledger.add_usage(used)
     state.step = OpenStep(run.depth, completion)
     for note in completion.events:  # the provider's own decisions, at this depth
-        yield dataclasses.replace(note, depth=run.depth)
-    yield ModelResponse(
-        run.depth,
-        completion.text,
-        completion.tool_calls,
-        used,
-        perf_counter() - start,
-        finish_reason=completion.finish_reason,
-        model=completion.model,
+        emit(dataclasses.replace(note, depth=run.depth))
+    emit(
+        ModelResponse(
+            run.depth,
+            completion.text,
+            completion.tool_calls,
+            used,
+            perf_counter() - start,
+            finish_reason=completion.finish_reason,
+            model=completion.model,
+        )
     )
     # A named or required choice forces the first call only (as the OpenAI Agents SDK
     # resets it): forcing every turn would loop until the limit.
     run.choice = "auto" if run.choice != "none" else run.choice
 
 
-def hold_tokens(run: LoopState, request: Request) -> Generator[Event, None, Request]:
+def hold_tokens(run: LoopState, request: Request) -> Request:
     """The request as it may be sent within every token budget (agentnb.run.budget): the
     last one that fits goes without tools, its reply bounded to what is left; one that would
     not fit is never sent (the run ends with agentnb's text)."""
@@ -101,15 +104,8 @@ def hold_tokens(run: LoopState, request: Request) -> Generator[Event, None, Requ
     held = hold(run.ledger, need := gauge.estimate(request))
     if held.verdict == "last" and run.offer:  # a second request of its size would not fit
         state.limit, run.limited, run.offer = state.limit or held.limit, True, False
-        yield LimitReached(
-            run.depth, cfg.max_tool_calls, state.tool_calls, limit=held.limit or "", value=held.value, used=held.used
-        )
-        request = dataclasses.replace(request, tools=(), tool_choice="none")
-        held = hold(run.ledger, need := gauge.estimate(request))
-    if held.verdict == "refuse":  # it would not fit: never sent
-        if state.limit is None:
-            state.limit = held.limit
-            yield LimitReached(
+        run.emit(
+            LimitReached(
                 run.depth,
                 cfg.max_tool_calls,
                 state.tool_calls,
@@ -117,25 +113,41 @@ def hold_tokens(run: LoopState, request: Request) -> Generator[Event, None, Requ
                 value=held.value,
                 used=held.used,
             )
+        )
+        request = dataclasses.replace(request, tools=(), tool_choice="none")
+        held = hold(run.ledger, need := gauge.estimate(request))
+    if held.verdict == "refuse":  # it would not fit: never sent
+        if state.limit is None:
+            state.limit = held.limit
+            run.emit(
+                LimitReached(
+                    run.depth,
+                    cfg.max_tool_calls,
+                    state.tool_calls,
+                    limit=held.limit or "",
+                    value=held.value,
+                    used=held.used,
+                )
+            )
         state.stop_reason = "limit"
         state.output, who = out_of_tokens(state.output, state.messages, held, need)
-        yield FinalAnswer(run.depth, state.output, by=who)
+        run.emit(FinalAnswer(run.depth, state.output, by=who))
         run.over = True
         return request
     return dataclasses.replace(request, settings=capped(request.settings, cfg.provider, held.reply_cap))
 
 
-def budgets(run: LoopState) -> Iterator[Event]:
+def budgets(run: LoopState) -> None:
     """Decide whether a budget was reached (said once) and whether a request is left (else end)."""
     cfg, state, ledger = run.cfg, run.state, run.ledger
     if state.limit is None and (hit := ledger.reached()) is not None:
         state.limit, value, amount = hit
-        yield LimitReached(run.depth, cfg.max_tool_calls, state.tool_calls, limit=hit[0], value=value, used=amount)
+        run.emit(LimitReached(run.depth, cfg.max_tool_calls, state.tool_calls, limit=hit[0], value=value, used=amount))
     if ledger.spent():  # no request left: the run ends with the text it has
         state.stop_reason = "limit"
         state.limit = state.limit or "requests"
         state.output, who = out_of_requests(state.output, state.messages, ledger.requests)
-        yield FinalAnswer(run.depth, state.output, by=who)
+        run.emit(FinalAnswer(run.depth, state.output, by=who))
         run.over = True
 
 

@@ -16,7 +16,6 @@ from agentnb.events import (
     ApprovalRequested,
     DedupAction,
     DedupDecision,
-    Event,
     StepDecision,
     ToolCallRequested,
     UnknownTool,
@@ -53,9 +52,9 @@ def pending_calls(run: LoopState) -> list[Pending]:
 
 def decide(run: LoopState, p: Pending) -> Iterator[Item]:
     """Decide whether the call may run: within the limit, a known tool, the controller's word, valid arguments."""
-    state, step, call = run.state, run.state.step, p.call
+    state, step, call, emit = run.state, run.state.step, p.call, run.emit
     assert step is not None
-    yield ToolCallRequested(run.depth, call.id, call.name, call.arguments)
+    emit(ToolCallRequested(run.depth, call.id, call.name, call.arguments))
     if p.index >= step.budget or run.ledger.calls_left() <= 0:  # (a parallel run may have used what was left)
         step.budget = min(step.budget, p.index)
         p.plan = ToolMessage(call.id, call.name, "Not executed: the tool-call limit was reached.", True)
@@ -64,7 +63,7 @@ def decide(run: LoopState, p: Pending) -> Iterator[Item]:
     run.ledger.add_tool_call()
     p.tool = tool = run.tools.get(call.name)
     if tool is None:
-        yield UnknownTool(run.depth, call.id, call.name, run.names)
+        emit(UnknownTool(run.depth, call.id, call.name, run.names))
         p.plan = ToolMessage(call.id, call.name, unknown_message(call, run.names), True)
         return
     controller = run.cfg.controller
@@ -72,28 +71,28 @@ def decide(run: LoopState, p: Pending) -> Iterator[Item]:
         yield (asked := Wait(controller.before_tool(run.depth, call)))
         decision = asked.result
         if decision.action == "skip":
-            yield StepDecision(run.depth, "tool", "skip", call.id)
+            emit(StepDecision(run.depth, "tool", "skip", call.id))
             p.plan = ToolMessage(call.id, call.name, "The user skipped this call; it was not run.", True)
             return
         if decision.arguments is not None and decision.arguments != p.arguments:
             p.arguments = decision.arguments
-            yield StepDecision(run.depth, "tool", "edit", call.id, p.arguments)
+            emit(StepDecision(run.depth, "tool", "edit", call.id, p.arguments))
     arguments = p.arguments
     errors = (call.parse_error or "arguments are not valid JSON",) if arguments is None else tool.validate(arguments)
-    yield ValidationResult(run.depth, call.id, call.name, tuple(errors))
+    emit(ValidationResult(run.depth, call.id, call.name, tuple(errors)))
     if errors or arguments is None:
         p.plan = ToolMessage(call.id, call.name, invalid_message(tool, errors), True)
         return
     p.fp = fingerprint(call.name, {**tool.defaults, **arguments} if tool.defaults else arguments)
 
 
-def deduplicate(run: LoopState, p: Pending) -> Iterator[Event]:
+def deduplicate(run: LoopState, p: Pending) -> None:
     """Decide whether the call repeats an earlier one (then it is answered from that one's result)."""
     call = p.call
     p.earlier = earlier = run.dedup.lookup(p.fp)
     seen = earlier is not None or p.fp in run.in_turn
     action: DedupAction = "execute" if not seen else ("allow_repeat" if p.tool.allow_repeat else "skip")
-    yield DedupDecision(run.depth, call.id, call.name, p.fp, seen, action)
+    run.emit(DedupDecision(run.depth, call.id, call.name, p.fp, seen, action))
     if action == "skip" and earlier is not None:
         p.plan = ToolMessage(call.id, call.name, repeat_message(call.name, earlier))
     elif action == "skip":  # a repeat within this step: answered once the first call has run
@@ -105,24 +104,24 @@ def approve(run: LoopState, p: Pending) -> Iterator[Item]:
     gate, call, tool = run.cfg.approval, p.call, p.tool
     if gate is None or not gate.needs(tool):  # no decision, no execution
         return
-    yield ApprovalRequested(run.depth, call.id, call.name, p.arguments, gate.by)
+    run.emit(ApprovalRequested(run.depth, call.id, call.name, p.arguments, gate.by))
     yield (asked := Wait(gate.decide(ToolCall(call.id, call.name, p.arguments), tool)))
     answer = asked.result
     if answer.action == "deny":
         reason = str(answer.reason)
-        yield ApprovalDecided(run.depth, call.id, call.name, "deny", gate.by, reason)
+        run.emit(ApprovalDecided(run.depth, call.id, call.name, "deny", gate.by, reason))
         p.plan = ToolMessage(call.id, call.name, denied_message(reason), True)
     elif answer.action == "edit":
         p.arguments = arguments = answer.arguments
-        yield ApprovalDecided(run.depth, call.id, call.name, "edit", gate.by, None, arguments)
+        run.emit(ApprovalDecided(run.depth, call.id, call.name, "edit", gate.by, None, arguments))
         errors = tool.validate(arguments) if isinstance(arguments, dict) else ["not a JSON object"]
-        yield ValidationResult(run.depth, call.id, call.name, tuple(errors))
+        run.emit(ValidationResult(run.depth, call.id, call.name, tuple(errors)))
         if errors:  # the approver's edit, not the model's call, is invalid
             p.plan = ToolMessage(call.id, call.name, bad_edit_message(call.name, gate.by, errors), True)
         else:
             p.fp = fingerprint(call.name, {**tool.defaults, **arguments} if tool.defaults else arguments)
     else:
-        yield ApprovalDecided(run.depth, call.id, call.name, "approve", gate.by)
+        run.emit(ApprovalDecided(run.depth, call.id, call.name, "approve", gate.by))
 
 
 def schedule(run: LoopState, p: Pending) -> None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Literal
 
-from agentnb.events import Event, FinalAnswer
+from agentnb.events import FinalAnswer
 from agentnb.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from agentnb.run.endings import no_answer_text
 from agentnb.run.state import LoopState
@@ -16,7 +15,7 @@ ANSWER_NOW = (
 )
 
 
-def end(run: LoopState) -> Iterator[Event]:
+def end(run: LoopState) -> None:
     """Decide whether the reply ends the run (its text, validated if typed) or the model is asked again."""
     cfg, state, completion = run.cfg, run.state, run.completion
     assert completion is not None  # the ask phase took a reply
@@ -49,7 +48,7 @@ def end(run: LoopState) -> Iterator[Event]:
         verdict, check, repair = output_step(
             cfg.output, state.output, run.depth, cfg.max_output_retries - state.output_retries
         )
-        yield verdict
+        run.emit(verdict)
         if repair is not None:
             state.output_retries += 1
             state.messages.append(repair)
@@ -58,7 +57,7 @@ def end(run: LoopState) -> Iterator[Event]:
         state.value = check.value
         if not check.ok:
             state.stop_reason = "invalid_output"
-    yield FinalAnswer(run.depth, state.output, by=by)
+    run.emit(FinalAnswer(run.depth, state.output, by=by))
     run.over = True
 
 

@@ -17,12 +17,12 @@ def execute(run: LoopState) -> Iterator[Item]:
     """Run the scheduled calls: one inline, several at once, agents with their own events live."""
     cfg, depth, execs = run.cfg, run.depth, run.execs
     for p in execs:
-        yield ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source)
+        run.emit(ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source))
     if run.nested:
         yield Relay(nested(run, execs))
     elif len(execs) == 1:
         yield Wait(execute_one(execs[0], depth, cfg.tool_timeout, threaded=run.threaded))
-        yield finished_event(depth, execs[0])
+        run.emit(finished_event(depth, execs[0]))
     elif execs:
         yield Relay(concurrently(execs, depth, cfg.tool_timeout))
 
