@@ -1,6 +1,7 @@
 """The loop's overhead before and after a change, in one run: this tree against a git revision.
 
-Run: ``python benchmarks/loop_before_after.py 73da4b9`` (any revision; default ``HEAD~1``).
+Run: ``python benchmarks/loop_before_after.py 73da4b9`` (any revision; default ``HEAD~1``;
+``--quick``: a smoke run against ``HEAD``).
 
 Both trees run the same scripted agent (N tool-call steps with an instant model and a trivial
 tool, as in ``loop_overhead.py``) in fresh interpreters, alternated round by round, and the
@@ -121,7 +122,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30, help="runs per round and tree")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--instructions", action="store_true", help="also count instructions (valgrind)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: few short runs, against HEAD")
     args = parser.parse_args()
+    if args.quick:
+        args.steps, args.runs, args.rounds = 20, 3, 1
+        args.rev = "HEAD" if args.rev == "HEAD~1" else args.rev
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         script = work / "measure.py"

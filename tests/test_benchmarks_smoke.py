@@ -35,6 +35,7 @@ PRINTS = {
     "grounded_answers.py": "s/task",
     "improve_overhead.py": "own work",
     "guidance_cost.py": "first step",
+    "loop_before_after.py": "best CPU us/step",
     "loop_overhead.py": "us/step",
     "mcp_overhead.py": "MCP adds",
     "naive_baseline.py": "ideal replies scored correct",
