@@ -81,3 +81,34 @@ def test_an_evaluation_that_fails_midway_thaws_too() -> None:
     with pytest.raises(RuntimeError, match="view broke"):
         evaluate(probe_agent(seen), ["a", "b"], progress=Broken(), concurrency=1)
     assert seen and seen[0] > 0 and gc.get_freeze_count() == 0
+
+
+def test_the_young_threshold_is_raised_during_the_runs_and_set_back_after() -> None:
+    """evaluate collects the youngest generation less often while it runs (never more often),
+    and the process's thresholds are as they were afterwards, also when a run raises."""
+    from agentnb.evaluation.heap import YOUNG_THRESHOLD
+
+    seen: list[int] = []
+
+    @tool
+    def probe() -> str:
+        """Report the collector's young threshold."""
+        seen.append(gc.get_threshold()[0])
+        return "ok"
+
+    def model(messages, tools):
+        return call("probe") if messages[-1].role == "user" else "done"
+
+    before = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        evaluate(Agent(FunctionProvider(model), tools=[probe]), ["a", "b"], concurrency=2, progress=False)
+        assert seen == [YOUNG_THRESHOLD] * 2 and gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(50_000, 10, 10)  # a caller's higher threshold is kept, not lowered
+        evaluate(Agent(FunctionProvider(model), tools=[probe]), ["c"], progress=False)
+        assert seen[-1] == 50_000 and gc.get_threshold() == (50_000, 10, 10)
+        gc.set_threshold(700, 10, 10)
+        evaluate(Agent(FunctionProvider(model), tools=[probe]), ["d"], progress=False, freeze_gc=False)
+        assert seen[-1] == 700
+    finally:
+        gc.set_threshold(*before)

@@ -27,7 +27,7 @@ from typing import Any
 from agentnb.errors import UserError
 from agentnb.evaluation.cases import Case, load_cases
 from agentnb.evaluation.executors import make_executor
-from agentnb.evaluation.heap import freeze_older, thaw
+from agentnb.evaluation.heap import Frozen, freeze_older, thaw
 from agentnb.evaluation.log import EvalLog, _fallback, check_log_path, read_log
 from agentnb.evaluation.results import Evaluation
 from agentnb.evaluation.scorers import Scorer, apply, as_scorers
@@ -155,8 +155,8 @@ async def _begin(
     stopper: Stopper,
     log: str | None,
     freeze_gc: bool,
-) -> tuple[EvalLog | None, bool]:
-    """Start the executor, the views and the log; the log, and whether older objects were frozen."""
+) -> tuple[EvalLog | None, Frozen]:
+    """Start the executor, the views and the log; the log, and what was done to the collector."""
     # Older objects out of the collector's passes (agentnb.evaluation.heap); before the executor
     # starts, so that forked workers inherit it. On a failure here, the collector as it was.
     frozen = freeze_older(freeze_gc)
@@ -190,9 +190,10 @@ def evaluate(agent: Any, dataset: Any, scorers: Any = None, **options: Any) -> E
         input / expected: the dataset's input column (or a ``{column}`` template) and expected column.
         progress: ``"auto"`` (a widget in a notebook, a bar in a terminal), True, False, or a view.
         freeze_gc: while the runs go on, leave the objects that existed before them out of the
-            garbage collector's passes (``gc.freeze()``, undone at the end; see
-            :mod:`agentnb.evaluation.heap`). At concurrency 1,000 the collector's full passes
-            were half the CPU without it. False: the collector is left as it is.
+            garbage collector's passes (``gc.freeze()``) and collect the youngest generation
+            less often (its threshold at least 10,000); both undone at the end (see
+            :mod:`agentnb.evaluation.heap`). At concurrency 1,000 the collector was half the
+            CPU without them. False: the collector is left as it is.
         run_options: passed to each run (``output_type=``, ``stream=``).
 
     Works inside Jupyter's running loop, like :meth:`Agent.run` (``aevaluate`` is the async twin).
