@@ -43,6 +43,16 @@ def may_retry(provider: Any, _depth: int = 0) -> bool:
     return any(p is not None and may_retry(p, _depth + 1) for p in inner)
 
 
+async def noting(request: Awaitable[T], note: Callable[[Any], None]) -> T:
+    """``await request`` with its notes handed to ``note`` as they come: for a consumer that
+    takes events by call, the same timing as :func:`with_notes` without its task and stream."""
+    token = LIVE_NOTES.set(note)
+    try:
+        return await request
+    finally:
+        LIVE_NOTES.reset(token)
+
+
 async def one(make: Callable[..., Awaitable[T]], *args: Any) -> AsyncIterator[T]:
     """``await make(*args)`` as a one-item stream."""
     yield await make(*args)

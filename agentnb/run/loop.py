@@ -141,7 +141,7 @@ async def drive(cfg: LoopConfig, state: RunState, sink: Callable[[Event], Any]) 
     An exception the sink raises ends the run where the phase emitted the event, and
     propagates, as when the consumer of :func:`run_loop` raises.
     """
-    phases = steps(LoopState(cfg, state, sink))
+    phases = steps(LoopState(cfg, state, sink, at_once=True))
     advance = phases.__next__
     try:
         item = advance()

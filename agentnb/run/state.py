@@ -151,12 +151,16 @@ class LoopState:
         "over",
         "gauge",
         "emit",
+        "at_once",
     )
 
-    def __init__(self, cfg: LoopConfig, state: RunState, emit: Callable[[Event], Any]) -> None:
+    def __init__(self, cfg: LoopConfig, state: RunState, emit: Callable[[Event], Any], at_once: bool = False) -> None:
         self.cfg, self.state = cfg, state
         #: Where the phases say what they decided: each event, in order, as it is decided.
         self.emit = emit
+        #: ``emit`` hands each event to the consumer at once (arun's driver), even while the
+        #: loop waits; otherwise the events come out when the phase next waits or ends.
+        self.at_once = at_once
         self.tools: dict[str, Tool] = cfg.tools
         self.all_tools: tuple[Tool, ...] = tuple(cfg.tools.values())
         self.names: tuple[str, ...] = tuple(cfg.tools)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import aclosing
 from time import perf_counter
 
@@ -21,7 +21,7 @@ from agentnb.events import (
     ToolCallDelta,
 )
 from agentnb.providers.base import Completion, Request, TextChunk
-from agentnb.providers.live import one, with_notes
+from agentnb.providers.live import noting, one, with_notes
 from agentnb.run.budget import capped, hold, out_of_tokens
 from agentnb.run.endings import OpenStep, out_of_requests
 from agentnb.run.history import MessageView
@@ -62,12 +62,15 @@ def ask(run: LoopState) -> Iterator[Item]:
             emit(StepDecision(run.depth, "model", "stop"))
             raise
     start = perf_counter()
-    if cfg.stream or run.live:  # live: retries come out as they wait (agentnb.providers.live)
+    # live: retries come out as they wait (agentnb.providers.live): emitted at once where the
+    # consumer takes events by call, else relayed from a stream
+    if cfg.stream or (run.live and not run.at_once):
         yield Relay(receive(run, request))
         completion = run.completion
         assert completion is not None  # receive() raises otherwise
     else:
-        yield (reply := Wait(cfg.provider.complete(request)))
+        sent = cfg.provider.complete(request)
+        yield (reply := Wait(noting(sent, retried(run)) if run.live else sent))
         completion = run.completion = reply.result
     used = completion.usage
     if run.gauge is not None:
@@ -149,6 +152,12 @@ def budgets(run: LoopState) -> None:
         state.output, who = out_of_requests(state.output, state.messages, ledger.requests)
         run.emit(FinalAnswer(run.depth, state.output, by=who))
         run.over = True
+
+
+def retried(run: LoopState) -> Callable[[RequestRetried], None]:
+    """What emits a provider's retry notes, at this depth, while the request waits."""
+    emit, depth = run.emit, run.depth
+    return lambda note: emit(dataclasses.replace(note, depth=depth))
 
 
 async def receive(run: LoopState, request: Request) -> AsyncIterator[Event]:
