@@ -183,11 +183,7 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         With the run's ``result``, a "Save transcript" link appears (a download of its JSON).
         """
         if result is not None:
-            self.result = result
-            self._save.value = STYLE + save_link(result)
-            from agentnb.notebook.fork_view import attach  # "Fork…": agentnb.timetravel, loaded here
-
-            attach(self, result)
+            self.take_run_result(result)
         if self.state.finished is not None:
             self._final_render()
         else:
@@ -272,7 +268,26 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         snap = snapshot_metadata(self)  # for static HTML exports (agentnb.notebook.export)
         return data, ({KEY: snap} if snap is not None else {})
 
+    def take_run_result(self, result: RunResult) -> None:
+        """The run's result (the agent hands it to an ``on_event`` sink after the last event):
+        the "Save transcript" link, and what a fork starts from. Renders nothing itself."""
+        if result is self.result:
+            return
+        self.result = result
+        self._save.value = STYLE + save_link(result)
+        from agentnb.notebook.fork_view import attach  # "Fork…": agentnb.timetravel, loaded here
+
+        attach(self, result)
+        bar = self.__dict__.get("_anb_fork_bar")
+        if bar is not None:  # the fork bar displayed under this trace: a control per step
+            bar.fill(result)
+
     # --- showing -------------------------------------------------------------------------
+
+    def _after_display(self) -> None:
+        from agentnb.notebook.fork_bar import show_bar  # Fork from here, per step
+
+        show_bar(self)
 
     def _run_ended(self) -> bool:
         return self.state.finished is not None
