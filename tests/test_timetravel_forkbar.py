@@ -127,6 +127,9 @@ def test_each_step_of_a_finished_magic_trace_forks_from_a_click(ip: Any, bars: l
     assert "fork of step [0]" in visible and "Rain: take a coat." in visible and "heavy rain" in visible
     assert "diff with the parent run" in visible and update["text/plain"].startswith(LIVE_MARKER)
     assert bar.open_at(1) is panel and len(server.requests) == 1  # a frozen bar does nothing
+    with capture_output():
+        bar.trace._ipython_display_()  # the trace shown again in a later cell: a new, live bar
+    assert len(bars) == 2 and not bars[1].frozen and bars[1].steps.options == bar.steps.options
 
 
 def test_a_trace_fed_by_on_event_gets_its_result_and_its_bar(ip: Any, bars: list[Any]) -> None:

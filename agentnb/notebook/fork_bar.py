@@ -90,19 +90,17 @@ class ForkBar(widgets.VBox):
             return
         self.result = result
         self.depths = [s.depth for s in steps_of(result)]
+        # one widget for every step (each widget costs a few comm messages per displayed run)
         self.steps = widgets.ToggleButtons(
             options=[(label, d) for (label, _), d in zip(labels, self.depths, strict=True)],
             value=None,
             tooltips=[tip for _, tip in labels],
-            style={"button_width": "auto"},
+            description="Fork from here:",
+            style={"button_width": "auto", "description_width": "initial"},
         )
         self.steps.add_class("anb-fork-steps")
         self.steps.observe(lambda change: self.open_at(change["new"]), names="value")
-        head = widgets.HTML('<span class="anb-fork-label">Fork from here:</span>')
-        row = widgets.HBox([head, self.steps])
-        row.layout.align_items = "center"
-        row.layout.flex_flow = "row wrap"
-        self.children = (row,)
+        self.children = (self.steps,)
 
     def open_at(self, at: int | None) -> Any:
         """What a click on step ``at`` does: the fork editor, prefilled at that step."""
@@ -176,7 +174,8 @@ class ForkBar(widgets.VBox):
 def show_bar(trace: Any) -> ForkBar | None:
     """Display a fork bar after ``trace`` (called when the trace is displayed); None outside a
     kernel's cell, where no click could reach it."""
-    if kernel_cell() is None or trace.__dict__.get("_anb_fork_bar") is not None:
+    shown = trace.__dict__.get("_anb_fork_bar")
+    if kernel_cell() is None or (shown is not None and not shown.frozen):  # one live bar per trace
         return None
     from IPython import get_ipython
     from IPython.display import display

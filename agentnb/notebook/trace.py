@@ -275,12 +275,13 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
             return
         self.result = result
         self._save.value = STYLE + save_link(result)
-        from agentnb.notebook.fork_view import attach  # "Fork…": agentnb.timetravel, loaded here
-
-        attach(self, result)
         bar = self.__dict__.get("_anb_fork_bar")
         if bar is not None:  # the fork bar displayed under this trace: a control per step
             bar.fill(result)
+        else:  # a trace that stays a widget (in a fork panel): "Fork…" in its toolbar
+            from agentnb.notebook.fork_view import attach  # agentnb.timetravel, loaded here
+
+            attach(self, result)
 
     # --- showing -------------------------------------------------------------------------
 
