@@ -100,7 +100,9 @@ def main() -> None:
     a, b = statistics.median(without), statistics.median(with_bar)
     print(f"{args.runs} displayed runs of {args.steps} tool calls + an answer, {args.rounds} rounds, in a kernel")
     print(f"  without the fork bar (baseline): {a:7.2f} ms per run  (rounds: {', '.join(f'{x:.1f}' for x in without)})")
-    print(f"  with the fork bar:               {b:7.2f} ms per run  (rounds: {', '.join(f'{x:.1f}' for x in with_bar)})")
+    print(
+        f"  with the fork bar:               {b:7.2f} ms per run  (rounds: {', '.join(f'{x:.1f}' for x in with_bar)})"
+    )
     print(f"  cost of the bar: {b - a:+.2f} ms per displayed run ({b / a:.2f}x)")
 
 
