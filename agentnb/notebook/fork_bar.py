@@ -25,7 +25,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from agentnb.notebook.display import LIVE_MARKER, _as_current_cell, kernel_cell
+from agentnb.notebook.display import BAR_KEY, LIVE_MARKER, _as_current_cell, kernel_cell
 from agentnb.timetravel.diff import steps_of
 from agentnb.untrusted import untrusted_html as escape
 
@@ -135,7 +135,7 @@ class ForkBar(widgets.VBox):
         data = dict(data)
         data["text/plain"] = f"{LIVE_MARKER}\nFork from here (needs the kernel)"
         data["text/html"] = _LIVE_HTML
-        return data, {}
+        return data, {BAR_KEY: True}  # a static export drops the widget view (export.StaticTraces)
 
     def static_bundle(self) -> dict[str, Any]:
         """What the bar leaves in the notebook: the forks made here, static and sanitized."""

@@ -280,7 +280,7 @@ FORK_OPEN = "%agent --fork 0"
 
 FORK_BAR_SETUP = FORK.replace('return "sunny"', 'return {"Paris": "sunny", "Oslo": "snow"}[city]').replace(
     'model = ScriptedProvider([call("weather", city="Paris"), "Sunny in Paris.", "Rain in Paris: take a coat."])',
-    'model = ScriptedProvider(\n'
+    "model = ScriptedProvider(\n"
     '    [call("weather", city="Paris"), call("weather", city="Oslo"), "Sunny in Paris, snow in Oslo.",'
     ' "Heavy snow in Oslo: stay in."]\n)',
 )
