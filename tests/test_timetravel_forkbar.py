@@ -152,9 +152,14 @@ def test_no_control_that_cannot_work(ip: Any, bars: list[Any], tmp_path: Any) ->
     result.save(tmp_path / "run.json")
     with capture_output() as cap:
         TraceWidget.replay(tmp_path / "run.json")._ipython_display_()  # loaded: no agent to go on with
+    assert bars == [] and all(WIDGET not in o.data for o in cap.outputs)  # no bar: nothing to click
+    # a live trace fed only events (a bound method: no result handed over): its bar stays empty
+    trace = TraceWidget()
+    with capture_output() as cap:
+        Agent(ScriptedProvider(["Warm."])).run("Rome?", on_event=trace.handle)
     (bar,) = bars
-    assert bar.children == () and bar.steps is None  # an empty bar: nothing to click
-    assert len([o for o in cap.outputs if WIDGET in o.data]) == 1
+    assert trace.result is None and bar.children == () and bar.steps is None
+    assert len([o for o in cap.outputs if WIDGET in o.data]) == 2  # the live trace, its empty bar
     with capture_output() as cap:
         ip.events.trigger("pre_run_cell", None)
     assert bar.frozen and [o.data["text/html"] for o in cap.outputs] == [f"<!--{LIVE_MARKER}\n-->"]

@@ -177,6 +177,8 @@ def show_bar(trace: Any) -> ForkBar | None:
     shown = trace.__dict__.get("_anb_fork_bar")
     if kernel_cell() is None or (shown is not None and not shown.frozen):  # one live bar per trace
         return None
+    if trace.state.finished is not None and getattr(trace.result, "agent", None) is None:
+        return None  # a finished run that cannot be forked here (a loaded transcript): no bar at all
     from IPython import get_ipython
     from IPython.display import display
 
