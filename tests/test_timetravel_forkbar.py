@@ -139,6 +139,9 @@ def test_a_trace_fed_by_on_event_gets_its_result_and_its_bar(ip: Any, bars: list
         result = Agent(model, tools=[weather]).run("Oslo?", on_event=trace)
         trace._ipython_display_()  # the cell's last line: no second trace, no second bar
     assert trace.result is result  # handed over after the last event (agentnb.run.delivery)
+    other = Agent(ScriptedProvider(["Other."])).run("Other?")
+    trace.take_run_result(other)  # another run's result (a sink shared by mistake) is not taken
+    assert trace.result is result
     (bar,) = bars
     assert [label for label, _ in bar.steps.options] == ["[0] weather", "[1] answer"]
     bar.steps.value = 1

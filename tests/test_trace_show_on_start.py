@@ -27,10 +27,12 @@ def kernel_shell() -> Iterator[Any]:
     globalipapp.start_ipython()
     shell = globalipapp.get_ipython()
     shell.kernel = object()
+    hooks = list(shell.events.callbacks["pre_run_cell"])
     try:
         yield shell
     finally:
         shell.__dict__.pop("kernel", None)
+        shell.events.callbacks["pre_run_cell"][:] = hooks  # the fork bars' freezes (a kernel's only)
 
 
 def traces(outputs: list[Any]) -> list[Any]:

@@ -183,7 +183,7 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         With the run's ``result``, a "Save transcript" link appears (a download of its JSON).
         """
         if result is not None:
-            self.take_run_result(result)
+            self._take(result)
         if self.state.finished is not None:
             self._final_render()
         else:
@@ -269,8 +269,13 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         return data, ({KEY: snap} if snap is not None else {})
 
     def take_run_result(self, result: RunResult) -> None:
-        """The run's result (the agent hands it to an ``on_event`` sink after the last event):
-        the "Save transcript" link, and what a fork starts from. Renders nothing itself."""
+        """The result of the run this widget was fed (the agent hands it to an ``on_event`` sink
+        after the last event): the "Save transcript" link, and what a fork starts from."""
+        started = self.state.started
+        if started is not None and getattr(started, "run_id", None) == result.run_id:  # this run's
+            self._take(result)
+
+    def _take(self, result: RunResult) -> None:  # renders nothing itself
         if result is self.result:
             return
         self.result = result
