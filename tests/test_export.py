@@ -65,6 +65,22 @@ def test_trace_outputs_become_static_html_other_widgets_stay() -> None:
     assert "application/vnd.jupyter.widget-view+json" not in cell.outputs[0].data
 
 
+def test_a_live_fork_bar_keeps_only_its_note() -> None:
+    """A trace's fork bar left live (the notebook's last cell: no later cell froze it) says that
+    its controls need the kernel; its widget view is dropped (issue 38)."""
+    from agentnb.notebook.fork_bar import ForkBar
+
+    result = Agent(ScriptedProvider([call("add", a=2, b=3), "5"]), tools=[add]).run("2+3?")
+    bar = ForkBar(TraceWidget.replay(result))
+    bar.fill(result)
+    (cell,) = StaticTraces().preprocess(_notebook(_output(bar)), {})[0].cells
+    data = cell.outputs[0].data
+    assert "application/vnd.jupyter.widget-view+json" not in data
+    assert "the controls of this trace need its kernel" in data["text/html"]
+    html, _ = StaticHTMLExporter().from_notebook_node(_notebook(_output(bar)))
+    assert "widget-view+json" not in html and "the controls of this trace need its kernel" in html
+
+
 def test_a_running_trace_has_no_snapshot_and_the_debugger_has_its_summary() -> None:
     w = TraceWidget()
     assert w._repr_mimebundle_()[1] == {}

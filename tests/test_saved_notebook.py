@@ -81,8 +81,10 @@ def test_finished_traces_are_stored_as_static_html(executed: Any) -> None:
     # (A --step debugger's display is replaced from its background run, after its cell ended:
     # JupyterLab applies that update, nbclient only takes a cell's own messages; see the browser test.)
     for i in (1, 2, 3, 4):
-        (out,) = _displays(executed.cells[i])
+        out, bar = _displays(executed.cells[i])  # the trace, then its fork bar (issue 38)
         assert WIDGET not in out.data, f"cell {i} still needs the kernel to show its trace"
+        # a later cell froze the bar: no fork was made, so it leaves nothing that needs the kernel
+        assert WIDGET not in bar.data and bar.data["text/html"] == "<!--agentnb live trace\n-->", i
         html = out.data["text/html"]
         assert 'class="anb-static anb-trace tex2jax_ignore mathjax_ignore"' in html and "Depth 0" in html, i
         assert "<details" in html and "onclick" not in html and "<script" not in html

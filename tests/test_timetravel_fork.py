@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -192,3 +193,29 @@ def test_a_live_step_that_repeats_a_recorded_call_is_answered_from_the_recording
     assert fork.output == "still rain"
     repeat = [m.content for m in fork.messages if m.role == "tool"][-1]
     assert "You already called weather" in repeat and "rain" in repeat and "sunny" not in repeat
+
+
+def test_watchers_see_the_live_steps_at_their_depths_in_the_whole_run() -> None:
+    """The live events of a fork are emitted at their depths in the whole run, so a watcher (an
+    OpenTelemetry exporter) numbers them as the fork's transcript, its on_event and the widget do."""
+    from agentnb.tracing.observe import unwatch, watch
+
+    watched: list[Any] = []
+
+    class Watcher:
+        def start(self, first: Any) -> Any:
+            return watched.append
+
+    model = ScriptedProvider([call("weather", city="Paris"), call("weather", city="Oslo"), "Done.", "Hail, then fog."])
+    run = Agent(model, tools=[weather]).run("Paris, then Oslo?")
+    fed: list[Any] = []
+    watcher = watch(Watcher())
+    try:
+        fork = run.fork(1, tool_result="hail", on_event=fed.append)
+    finally:
+        unwatch(watcher)
+    live = [(e.kind, e.depth) for e in fork.events if e.depth >= 2 and e.kind != "run_started"]
+    assert live and {d for _, d in live} == {2}  # step 2 is the first live one (a result edit at 1)
+    assert [(e.kind, e.depth) for e in watched if e.kind != "run_started"] == live
+    assert [(e.kind, e.depth) for e in fed] == [(e.kind, e.depth) for e in fork.events]
+    assert fork.output == "Hail, then fog." and fork.events[-1].tool_calls == 2

@@ -27,10 +27,17 @@ def kernel_shell() -> Iterator[Any]:
     globalipapp.start_ipython()
     shell = globalipapp.get_ipython()
     shell.kernel = object()
+    hooks = list(shell.events.callbacks["pre_run_cell"])
     try:
         yield shell
     finally:
         shell.__dict__.pop("kernel", None)
+        shell.events.callbacks["pre_run_cell"][:] = hooks  # the fork bars' freezes (a kernel's only)
+
+
+def traces(outputs: list[Any]) -> list[Any]:
+    """The trace widget's outputs (each is followed by its fork bar: agentnb.notebook.fork_bar)."""
+    return [o for o in outputs if "Fork from here" not in o.data.get("text/plain", "")]
 
 
 def shown(outputs: list[Any]) -> list[str]:
@@ -51,8 +58,8 @@ def test_the_widget_shows_itself_live_when_its_run_starts_and_the_cell_end_adds_
         model = ScriptedProvider([call("ping"), "pong it is"])
         Agent(model, tools=[ping]).run("ping", on_event=watch)
         w._ipython_display_()  # the cell's last line: `trace`
-    assert at_start == [1]  # displayed when the run started, before any model call
-    views = [o for o in cap.outputs if "application/vnd.jupyter.widget-view+json" in o.data]
+    assert at_start == [2]  # displayed when the run started, before any model call, with its fork bar
+    views = [o for o in traces(cap.outputs) if "application/vnd.jupyter.widget-view+json" in o.data]
     assert len(views) == 1 and views[0].data["text/plain"].startswith(LIVE_MARKER)
     assert w._display_handles()  # updated in place (static) when the run ended
 
@@ -62,7 +69,7 @@ def test_a_widget_displayed_already_or_outside_a_kernel_or_replayed_is_not_shown
     with capture_output() as cap:
         w.show()
         Agent(ScriptedProvider(["hi"])).run("x", on_event=w)
-    assert len([o for o in cap.outputs if "application/vnd.jupyter.widget-view+json" in o.data]) == 1
+    assert len([o for o in traces(cap.outputs) if "application/vnd.jupyter.widget-view+json" in o.data]) == 1
     with capture_output() as cap:
         result = Agent(ScriptedProvider(["hi"])).run("x")
         TraceWidget.replay(result)  # shown where the caller puts it, not by itself

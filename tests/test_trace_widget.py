@@ -443,14 +443,20 @@ def test_copy_buttons_save_link_and_expand_collapse() -> None:
     def saved() -> dict:
         return json.loads(base64.b64decode(w._save.value.split("base64,")[1].split('"')[0]))
 
-    # Fed only through on_event (no result handed over): the link saves the run's events,
-    # which replay into the same trace (issue 26: the quickstart's first widget had no Save).
-    events_only = saved()
-    assert events_only["messages"] == [] and len(events_only["events"]) == len(result.events)
-    assert TraceWidget.replay(RunResult.from_dict(events_only)).text() == w.text()
-    w.finish(result)
-    assert 'download="agentnb-transcript.json"' in w._save.value
+    # Fed through on_event, the widget is handed the result after the last event (issue 38:
+    # a fork needs its messages and agent): the link saves the whole run.
+    assert w.result is result and 'download="agentnb-transcript.json"' in w._save.value
     assert saved()["output"] == "**done**" and len(saved()["messages"]) == 4
+    # Fed only events (a bound method hands nothing over): the link saves the run's events,
+    # which replay into the same trace (issue 26: the quickstart's first widget had no Save).
+    events_fed = TraceWidget()
+    Agent(ScriptedProvider([call("essay", topic="cats"), "**done**"]), tools=TOOLS).run(
+        "go", on_event=events_fed.handle
+    )
+    assert events_fed.result is None
+    events_only = json.loads(base64.b64decode(events_fed._save.value.split("base64,")[1].split('"')[0]))
+    assert events_only["messages"] == [] and len(events_only["events"]) == len(events_fed.state.events)
+    assert TraceWidget.replay(RunResult.from_dict(events_only)).text() == events_fed.text()
     w.expand_all(False)
     assert not any(s.open for s in w.sections.values()) and " open>" not in w.body_html
     w.collapse_button.click()

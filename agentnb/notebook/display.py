@@ -29,6 +29,9 @@ from typing import Any
 
 #: First line of the text/plain of a display that is updated in place while a run goes on.
 LIVE_MARKER = "agentnb live trace"
+#: Output metadata marking a trace's fork bar (agentnb.notebook.fork_bar): a static export drops
+#: its widget view, which means nothing without the kernel, and keeps its note.
+BAR_KEY = "agentnb_fork_bar"
 
 _PLACEHOLDER = (
     '<div class="anb-static"><b>agentnb</b> trace: the run was still going when this output was saved; '
@@ -79,12 +82,16 @@ class LiveDisplay:
         if self._run_ended():
             data, meta = self.static_bundle()
             display(data, raw=True, metadata=meta)
-            return
-        self._live = True  # this display is updated in place when the run ends
-        data, meta = self.live_bundle()
-        handle = display(data, raw=True, metadata=meta, display_id=True)
-        if handle is not None:
-            self._display_handles().append(handle)
+        else:
+            self._live = True  # this display is updated in place when the run ends
+            data, meta = self.live_bundle()
+            handle = display(data, raw=True, metadata=meta, display_id=True)
+            if handle is not None:
+                self._display_handles().append(handle)
+        self._after_display()
+
+    def _after_display(self) -> None:
+        """What a subclass displays right after this view (the trace's fork bar)."""
 
     def _show_on_start(self) -> None:
         """A run starts feeding this widget, displayed nowhere yet, in a kernel's cell: show it

@@ -22,6 +22,7 @@ from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 
 from agentnb.notebook.blocks import STYLE
+from agentnb.notebook.display import BAR_KEY
 from agentnb.notebook.snapshot import _CSS, KEY
 from agentnb.untrusted import NO_MATH, static_view, untrusted_markdown
 
@@ -35,6 +36,9 @@ class StaticTraces(Preprocessor):  # type: ignore[misc]
         for output in cell.get("outputs", ()):
             snap = output.get("metadata", {}).get(KEY)
             data = output.get("data", {})
+            if output.get("metadata", {}).get(BAR_KEY) and WIDGET in data:  # a live fork bar: its note
+                del data[WIDGET]
+                continue
             if not snap or WIDGET not in data:
                 continue
             answer = snap.get("answer")

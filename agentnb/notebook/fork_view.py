@@ -87,7 +87,7 @@ class ForkPanel(widgets.VBox):
             return None
         if self.agent is not None:
             edits["agent"] = self.agent
-        trace = self.make_trace(open_depths=1)
+        trace = self.make_trace(open_depths=1, show_on_start=False)  # shown in this panel only
         title = widgets.HTML(
             f'<div class="anb anb-m">fork of step [{escape(str(at))}]: {escape(KINDS[self.kind.value])} edited; '
             "the steps before it are the recording's (folded)</div>"

@@ -183,11 +183,7 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         With the run's ``result``, a "Save transcript" link appears (a download of its JSON).
         """
         if result is not None:
-            self.result = result
-            self._save.value = STYLE + save_link(result)
-            from agentnb.notebook.fork_view import attach  # "Fork…": agentnb.timetravel, loaded here
-
-            attach(self, result)
+            self._take(result)
         if self.state.finished is not None:
             self._final_render()
         else:
@@ -272,7 +268,32 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         snap = snapshot_metadata(self)  # for static HTML exports (agentnb.notebook.export)
         return data, ({KEY: snap} if snap is not None else {})
 
+    def take_run_result(self, result: RunResult) -> None:
+        """The result of the run this widget was fed (the agent hands it to an ``on_event`` sink
+        after the last event): the "Save transcript" link, and what a fork starts from."""
+        started = self.state.started
+        if started is not None and getattr(started, "run_id", None) == result.run_id:  # this run's
+            self._take(result)
+
+    def _take(self, result: RunResult) -> None:  # renders nothing itself
+        if result is self.result:
+            return
+        self.result = result
+        self._save.value = STYLE + save_link(result)
+        bar = self.__dict__.get("_anb_fork_bar")
+        if bar is not None:  # the fork bar displayed under this trace: a control per step
+            bar.fill(result)
+        else:  # a trace that stays a widget (in a fork panel): "Fork…" in its toolbar
+            from agentnb.notebook.fork_view import attach  # agentnb.timetravel, loaded here
+
+            attach(self, result)
+
     # --- showing -------------------------------------------------------------------------
+
+    def _after_display(self) -> None:
+        from agentnb.notebook.fork_bar import show_bar  # Fork from here, per step
+
+        show_bar(self)
 
     def _run_ended(self) -> bool:
         return self.state.finished is not None

@@ -89,9 +89,16 @@ def finished(
 
 
 def deliver_end(sink: Sink, end: RunFinished, result: RunResult) -> None:
-    """Give the last event to the sink; a failure there keeps the result on the exception."""
+    """Give the last event to the sink; a failure there keeps the result on the exception.
+
+    A sink with a ``take_run_result`` method (the trace widget) is then handed the result:
+    a view fed through ``on_event`` learns the run's messages and agent (to fork it).
+    """
     try:
         sink(end)
+        take = getattr(sink, "take_run_result", None)
+        if take is not None:
+            take(result)
     except StopRun:  # the run is over: a stop asked for now changes nothing
         pass
     except Exception as exc:  # the callback failed on the last event: the result is kept

@@ -98,6 +98,8 @@ class LoopConfig:
     above: Ledger | None = None
     #: ``(fingerprint, result)`` of calls made before the first step (a fork's recorded prefix).
     seen: tuple[tuple[str, str], ...] = ()
+    #: The depth of the first step (a fork's first live step: its recorded steps come before it).
+    first_depth: int = 0
 
 
 @dataclass(slots=True)
@@ -172,7 +174,7 @@ class LoopState:
         self.gauge: Gauge | None = Gauge(cfg.provider) if holds_tokens(self.ledger) else None
         self.live = may_retry(cfg.provider)  # its retries come out as they wait (agentnb.providers.live)
         self.threaded = SYNC_TOOLS_IN_THREAD.get()
-        self.depth = 0
+        self.depth = cfg.first_depth
         self.choice = cfg.tool_choice
         self.asked_again = False  # a call where none is offered gets one more chance to answer in text
         self.offer = False  # tools were offered in this step's request

@@ -132,7 +132,7 @@ async def afork(
     feed = _Feed(on_event, result.events[0], lineage, prefix, start)
     from agentnb.tracing.observe import RunLink  # the recorded calls: a repeat is answered from them
 
-    link = RunLink(seen=_seen(history, live.tools))
+    link = RunLink(seen=_seen(history, live.tools), first_depth=start)  # live steps numbered from ``start``
     limits = _limits(live, result, start)
     done = await runner.arun(
         [], history=history, on_event=feed, stream=stream, limits=limits, on_cancel="return", _link=link
@@ -290,7 +290,7 @@ def _limits(agent: Any, result: Any, start: int) -> Any:
 
 class _Feed:
     """The fork's events as a consumer sees them: the lineage and the recorded prefix first,
-    then the live events at their steps in the whole run."""
+    then the live events (already at their steps in the whole run: ``RunLink.first_depth``)."""
 
     def __init__(self, sink: Any, parent_start: Any, lineage: Forked, prefix: list[Any], start: int) -> None:
         self.sink, self.parent_start, self.lineage, self.prefix, self.start = sink, parent_start, lineage, prefix, start
@@ -309,9 +309,10 @@ class _Feed:
         return [first, self.lineage, *self.prefix]
 
     def shift(self, event: Any) -> Any:
+        """The live events come at their depths in the whole run (``RunLink.first_depth``)."""
         if event.kind == "run_finished":  # the whole run's count: the recorded calls too
-            return dataclasses.replace(event, depth=event.depth + self.start, tool_calls=event.tool_calls + self.calls)
-        return dataclasses.replace(event, depth=event.depth + self.start) if self.start else event
+            return dataclasses.replace(event, tool_calls=event.tool_calls + self.calls)
+        return event
 
     def __call__(self, event: Any) -> Any:
         if self.sink is None:

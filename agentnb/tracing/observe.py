@@ -71,7 +71,9 @@ class RunLink:
     ``run_started`` (a session's :class:`~agentnb.events.HistoryTrimmed`); ``ledger``: the
     calling run's :class:`~agentnb.control.limits.Ledger` (an agent tool's run spends its budgets);
     ``seen``: ``(fingerprint, result)`` of the calls made before the run's first step (a fork's
-    recorded prefix), so that a repeat of one is answered from it, as in the recorded run.
+    recorded prefix), so that a repeat of one is answered from it, as in the recorded run;
+    ``first_depth``: the depth of the run's first step (a fork's live steps go on from its
+    recorded ones), so that every consumer of its events sees the steps numbered alike.
     """
 
     conversation_id: str | None = None
@@ -81,6 +83,7 @@ class RunLink:
     notes: tuple[Any, ...] = ()
     ledger: Any = None
     seen: tuple[tuple[str, str], ...] = ()
+    first_depth: int = 0
 
 
 _VENDORS = {"OpenAIProvider": "openai", "ResponsesProvider": "openai", "AnthropicProvider": "anthropic"}

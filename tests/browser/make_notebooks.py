@@ -278,6 +278,18 @@ Weather in Paris?"""
 
 FORK_OPEN = "%agent --fork 0"
 
+FORK_BAR_SETUP = FORK.replace('return "sunny"', 'return {"Paris": "sunny", "Oslo": "snow"}[city]').replace(
+    'model = ScriptedProvider([call("weather", city="Paris"), "Sunny in Paris.", "Rain in Paris: take a coat."])',
+    "model = ScriptedProvider(\n"
+    '    [call("weather", city="Paris"), call("weather", city="Oslo"), "Sunny in Paris, snow in Oslo.",'
+    ' "Heavy snow in Oslo: stay in."]\n)',
+)
+
+# The last cell: its trace's fork bar stays live (a later cell would freeze it).
+FORK_BAR_RUN = """\
+%%agent -p model --tools weather
+Weather in Paris, then in Oslo?"""
+
 
 LIVE_SETUP = '''\
 import os
@@ -322,6 +334,7 @@ def main() -> None:
     write("approval.ipynb", (APPROVAL, APPROVAL_RUN, APPROVAL_AFTER, APPROVAL_SYNC, APPROVAL_SYNC_STOP))
     write("eval_stop.ipynb", (EVAL_SETUP, EVAL_SYNC, EVAL_ASYNC, EVAL_MAGIC, EVAL_VIEWS))
     write("fork.ipynb", (FORK, FORK_RUN, FORK_OPEN))
+    write("fork_bar.ipynb", (FORK_BAR_SETUP, FORK_BAR_RUN))
     write("live_on_event.ipynb", (LIVE_SETUP, LIVE_RUN, LIVE_AFTER))
 
 

@@ -1,0 +1,208 @@
+"""Fork from here under a finished trace: one control per step, in its own output below it.
+
+A finished trace is static HTML (the saved notebook must show it without a kernel; see
+:mod:`agentnb.notebook.display`), so its fork controls cannot sit inside it. When a trace is
+displayed in a kernel's cell, a *fork bar* is displayed right after it: empty while the run
+goes on, then, once the run has ended and its agent is known, a row "Fork from here: [0] calls
+weather · [1] answer". A click on a step opens the fork editor (:class:`ForkPanel`, the
+debugger's editor) prefilled at that step; its "Fork from here" runs the fork live below.
+
+The bar is a widget, and a widget needs the kernel that made it: a notebook reopened without
+one would read "model not found". So, like the evaluation view, the bar *freezes* when a later
+cell runs: its display is replaced by the static HTML of the forks made there (each fork's
+sanitized trace and its diff with the parent; nothing when none was made). A fork still
+running then is waited for. The trace's own display is never touched here.
+
+The step labels hold tool names and model text: every label goes through
+:func:`agentnb.untrusted.untrusted_html` (the buttons' front end writes them as HTML) and
+every tooltip is an attribute (text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import ipywidgets as widgets
+
+from agentnb.notebook.display import BAR_KEY, LIVE_MARKER, _as_current_cell, kernel_cell
+from agentnb.timetravel.diff import steps_of
+from agentnb.untrusted import untrusted_html as escape
+
+_LIVE_HTML = (
+    f"<!--{LIVE_MARKER}\n-->"
+    '<div class="anb-static">Fork from here: the controls of this trace need its kernel '
+    "(run the cell again).</div>"
+)
+
+
+def step_labels(result: Any) -> list[tuple[str, str]]:
+    """``(label, tooltip)`` for each step of ``result``, as the bar shows them (labels escaped).
+
+    >>> from agentnb import Agent, tool
+    >>> from agentnb.testing import ScriptedProvider, call
+    >>> @tool
+    ... def add(a: int, b: int) -> int:
+    ...     '''Add.'''
+    ...     return a + b
+    >>> r = Agent(ScriptedProvider([call("add", a=1, b=2), "<b>3</b>"]), tools=[add]).run("1+2?")
+    >>> step_labels(r)
+    [('[0] add', 'Fork from step [0]: it called add'), ('[1] answer', 'Fork from step [1]: it said <b>3</b>')]
+    """
+    steps = steps_of(result)
+    ended = getattr(result, "stop_reason", None)
+    out = []
+    for i, s in enumerate(steps):
+        if s.calls:
+            names = ", ".join(dict.fromkeys(name for name, _ in s.calls))
+            what, tip = names, f"it called {names}"
+        elif s.reply:
+            text = s.reply.replace("\n", " ")
+            what, tip = "answer", "it said " + (text if len(text) <= 200 else text[:199] + "…")
+        elif i == len(steps) - 1 and ended in ("error", "cancelled"):  # the step the run ended in
+            what = "error" if ended == "error" else "stopped"
+            tip = f"it ended in {'an error' if ended == 'error' else 'a stop'}: fork it with a reply or system prompt"
+        else:
+            what, tip = "reply", "it replied nothing"
+        out.append((escape(f"[{s.depth}] {what}"), f"Fork from step [{s.depth}]: {tip}"))
+    return out
+
+
+class ForkBar(widgets.VBox):
+    """The fork controls of one displayed trace (empty until :meth:`fill` gets a forkable run)."""
+
+    def __init__(self, trace: Any) -> None:
+        self.trace = trace  # the TraceWidget above (its class makes the forks' traces)
+        self.result: Any = None
+        self.panel: Any = None  # the ForkPanel, once a step was clicked
+        self.steps: widgets.ToggleButtons | None = None
+        self.handles: list[Any] = []
+        self.frozen = False
+        super().__init__()
+        self.add_class("anb-fork-bar")
+
+    def fill(self, result: Any) -> None:
+        """Show one control per step of ``result`` (a run whose agent is known; else nothing)."""
+        if self.frozen or self.result is not None or getattr(result, "agent", None) is None:
+            return
+        labels = step_labels(result)
+        if not labels:
+            return
+        self.result = result
+        self.depths = [s.depth for s in steps_of(result)]
+        # one widget for every step (each widget costs a few comm messages per displayed run)
+        self.steps = widgets.ToggleButtons(
+            options=[(label, d) for (label, _), d in zip(labels, self.depths, strict=True)],
+            value=None,
+            tooltips=[tip for _, tip in labels],
+            description="Fork from here:",
+            style={"button_width": "auto", "description_width": "initial"},
+        )
+        self.steps.add_class("anb-fork-steps")
+        self.steps.observe(lambda change: self.open_at(change["new"]), names="value")
+        self.children = (self.steps,)
+
+    def open_at(self, at: int | None) -> Any:
+        """What a click on step ``at`` does: the fork editor, prefilled at that step."""
+        if at is None or self.result is None or self.frozen:
+            return self.panel
+        if self.panel is None:
+            from agentnb.notebook.fork_view import ForkPanel
+
+            self.panel = ForkPanel(self.result, type(self.trace), at=at)
+            self.panel.step.observe(lambda change: self._pick(change["new"]), names="value")
+            self.children = (*self.children, self.panel)
+        elif self.panel.step.value != at:
+            self.panel.step.value = at  # the editor refills for that step
+        self._pick(at)
+        return self.panel
+
+    def _pick(self, at: int) -> None:
+        if self.steps is not None and self.steps.value != at:
+            self.steps.value = at
+
+    @property
+    def forks(self) -> list[Any]:
+        """The RunResults of the forks made from this bar, in order."""
+        return [] if self.panel is None else list(self.panel.forks)
+
+    # --- display and freezing --------------------------------------------------------------
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        data = super()._repr_mimebundle_(**kwargs)
+        if isinstance(data, tuple):
+            data = data[0]
+        data = dict(data)
+        data["text/plain"] = f"{LIVE_MARKER}\nFork from here (needs the kernel)"
+        data["text/html"] = _LIVE_HTML
+        return data, {BAR_KEY: True}  # a static export drops the widget view (export.StaticTraces)
+
+    def static_bundle(self) -> dict[str, Any]:
+        """What the bar leaves in the notebook: the forks made here, static and sanitized."""
+        html, text = [], []
+        panel = self.panel
+        for box in panel.below.children if panel is not None else ():
+            title, trace, after = box.children
+            if trace.state.finished is None:  # never ran (an error before its first event)
+                continue
+            html.append(title.value + trace.static_html() + after.value)
+            text.append(trace.text())
+        return {"text/html": f"<!--{LIVE_MARKER}\n-->" + "".join(html), "text/plain": "\n".join([LIVE_MARKER, *text])}
+
+    def freeze(self) -> None:
+        """Replace the bar's displays by its static form and close its widgets (a later cell
+        runs); a fork still running is waited for."""
+        tasks = [t for t in (self.panel.tasks if self.panel else ()) if not t.done()]
+        if tasks:
+            gathered = asyncio.gather(*tasks, return_exceptions=True)
+            gathered.add_done_callback(lambda _: self.freeze())
+            return
+        if self.frozen:
+            return
+        self.frozen = True
+        data = self.static_bundle()
+        for handle in self.handles:
+            handle.update(data, raw=True)
+        with _as_current_cell() as moved:  # nbclient reads only the running cell's messages
+            if moved:
+                for handle in self.handles:
+                    handle.update(data, raw=True)
+        self.handles = []
+        _close_tree(self)
+
+
+def show_bar(trace: Any) -> ForkBar | None:
+    """Display a fork bar after ``trace`` (called when the trace is displayed); None outside a
+    kernel's cell, where no click could reach it."""
+    shown = trace.__dict__.get("_anb_fork_bar")
+    if kernel_cell() is None or (shown is not None and not shown.frozen):  # one live bar per trace
+        return None
+    if trace.state.finished is not None and getattr(trace.result, "agent", None) is None:
+        return None  # a finished run that cannot be forked here (a loaded transcript): no bar at all
+    from IPython import get_ipython
+    from IPython.display import display
+
+    bar = ForkBar(trace)
+    trace.__dict__["_anb_fork_bar"] = bar
+    if trace.result is not None and trace.state.finished is not None:
+        bar.fill(trace.result)
+    data, meta = bar._repr_mimebundle_()
+    handle = display(data, raw=True, metadata=meta, display_id=True)
+    if handle is None:
+        return bar
+    bar.handles.append(handle)
+    events = get_ipython().events
+
+    def later(*_: Any) -> None:  # a later cell runs: freeze once the trace's run has ended
+        if trace.state.finished is not None or bar.frozen:
+            events.unregister("pre_run_cell", later)
+            bar.freeze()
+
+    events.register("pre_run_cell", later)
+    return bar
+
+
+def _close_tree(widget: Any) -> None:
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    widget.close()
