@@ -153,3 +153,24 @@ def test_fork_editor_and_a_fork_of_the_fork() -> None:
     second = inner.forks[0]
     assert second.output == "Hail." and second.lineage.parent == panel.forks[0].run_id
     assert RAN == []
+
+
+def test_a_forks_header_counts_its_live_model_calls_and_the_recorded_ones_apart() -> None:
+    """A fork's trace does not claim the recorded prefix's model calls as its own: they were
+    never sent (the header and the text summary both say so)."""
+    import html
+    import re
+
+    from agentnb.notebook.text import summary_line
+
+    script = [call("weather", city="Paris"), call("weather", city="Oslo"), "Sunny.", "Snow."]
+    parent = Agent(ScriptedProvider(script), tools=[weather]).run("Weather in Paris, then in Oslo?")
+    fork = parent.fork(1, tool_result="heavy snow")
+    trace = TraceWidget()
+    for event in fork.events:
+        trace(event)
+    trace.flush()
+    header = " ".join(html.unescape(re.sub("<[^>]+>", " ", trace.static_html())).split())
+    assert "model calls 1 (+2 recorded)" in header
+    assert "1 model call (+2 recorded)" in summary_line(fork.events)
+    assert "3 model calls ·" in summary_line(parent.events)

@@ -58,7 +58,10 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
     ]
     limit = state.started.max_tool_calls if state.started else None
     calls = f"{state.tool_calls}/{limit}" if limit is not None else str(state.tool_calls)
-    stats = [f"model calls <b>{escape(state.model_calls)}</b>", f"tool calls <b>{escape(calls)}</b>"]
+    made = f"model calls <b>{escape(state.model_calls - (recorded := state.recorded_calls))}</b>"
+    if recorded:  # a fork: the prefix was the parent's, never sent
+        made += f" (+{escape(recorded)} recorded)"
+    stats = [made, f"tool calls <b>{escape(calls)}</b>"]
     if state.started is not None and state.started.turn > 1:
         stats.insert(0, f"turn <b>{escape(state.started.turn)}</b>")
     if elapsed is not None:

@@ -160,6 +160,7 @@ class TraceState:
     header_dirty: bool = True
     pause: Pause | None = None  # where a step-through run waits now
     limit: LimitReached | None = None  # the limit the run reached, if any
+    live_from: int = 0  # a fork: its steps before this one are the parent's recording
 
     @property
     def model_calls(self) -> int:
@@ -168,6 +169,11 @@ class TraceState:
         n = sum(1 for v in self.depths.values() if v.request is not None and not v.unsent)
         n += sum(c.inner.model_calls for v in self.depths.values() for c in v.calls.values() if c.inner is not None)
         return n - 1 if self.pause is not None and self.pause.target == "model" else n
+
+    @property
+    def recorded_calls(self) -> int:
+        """A fork's model calls taken from its parent's recording (never sent), 0 for a run."""
+        return sum(1 for d, v in self.depths.items() if d < self.live_from and v.request is not None)
 
     @property
     def dropped_calls(self) -> int:
@@ -219,6 +225,9 @@ class TraceState:
         if kind == "run_finished":
             self._finish(event)  # type: ignore[arg-type]
             return
+        if kind == "forked":
+            self.live_from = event.live_from  # type: ignore[union-attr]
+            self.header_dirty = True
         depth = event.depth
         v = self.depths.get(depth)
         if v is None:

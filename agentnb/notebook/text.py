@@ -89,8 +89,9 @@ def summary_line(events: Iterable[Event], status: str | None = None, *, held: in
 
     ``held``: model calls asked for but held back (a debugger paused before them), not counted.
     """
-    models = calls = 0
+    models = calls = live_from = 0
     limit = None
+    events = list(events)
     for e in events:
         inner = e
         while isinstance(inner, SubAgentEvent):  # an agent run as a tool: its model calls count
@@ -106,10 +107,14 @@ def summary_line(events: Iterable[Event], status: str | None = None, *, held: in
             calls = e.tool_calls
         elif e.kind == "tool_call":
             calls += 1
-    models -= held
+        elif e.kind == "forked":
+            live_from = e.live_from  # type: ignore[attr-defined]
+    recorded = sum(1 for e in events if isinstance(e, ModelRequest) and e.depth < live_from)
+    models -= held + recorded
     of = f"/{limit}" if limit is not None else ""
     plural = "" if models == 1 else "s"
-    return f"agentnb trace: {status or 'not started'} · {models} model call{plural} · {calls}{of} tool calls"
+    made = f"{models} model call{plural}" + (f" (+{recorded} recorded)" if recorded else "")
+    return f"agentnb trace: {status or 'not started'} · {made} · {calls}{of} tool calls"
 
 
 def trace_text(events: Iterable[Event], status: str | None = None, *, width: int = 200, held: int = 0) -> str:
