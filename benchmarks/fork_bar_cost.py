@@ -9,7 +9,7 @@ and without it (the bar's display hook and the hand-over switched off: today's m
 alternating rounds in the same kernel, so load hits both alike. Printed: ms per displayed run,
 the median of the rounds, for each, and the difference.
 
-    .venv/bin/python benchmarks/fork_bar_cost.py [--runs 50] [--rounds 5] [--steps 2]
+    .venv/bin/python benchmarks/fork_bar_cost.py [--runs 50] [--rounds 5] [--steps 2] [--quick]
 """
 
 from __future__ import annotations
@@ -81,7 +81,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 5 runs, 1 round")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.rounds = 5, 1
     import jupyter_client
 
     root = str(Path(__file__).resolve().parents[1])

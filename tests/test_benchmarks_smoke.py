@@ -32,6 +32,7 @@ MODEL = {
 PRINTS = {
     "call_decision.py": "need a tool -> call",
     "eval_throughput.py": "load average at end",
+    "fork_bar_cost.py": "cost of the bar:",
     "grounded_answers.py": "s/task",
     "improve_overhead.py": "own work",
     "guidance_cost.py": "first step",

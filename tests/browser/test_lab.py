@@ -152,8 +152,9 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     free = page.locator(".jp-OutputArea-output", has_text="kernel is free while")
     free.scroll_into_view_if_needed()
     expect(free).to_have_text("kernel is free while paused before the model call at depth 0", timeout=30_000)
-    # The final display update re-renders the view: wait until it is there again.
-    dbg = page.locator(".anb-debugger").first
+    # The run's end replaces the live view (a widget box) by its static form: wait for that one,
+    # so that nothing is re-rendered under the checks and the screenshot below.
+    dbg = page.locator(".anb-debugger:not(.widget-box)").first
     dbg.locator(".anb-debugger-summary", has_text="run ended").wait_for(timeout=30_000)
     expect(dbg.locator(".anb-md strong", has_text="42")).to_have_count(1, timeout=30_000)
     expect(dbg.locator(".anb-head")).to_contain_text("tool calls 1/10", timeout=30_000)
