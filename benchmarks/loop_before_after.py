@@ -133,8 +133,8 @@ def main() -> None:
         script.write_text(PROGRAM)
         trees = {f"before ({args.rev})": checkout(args.rev, work / "before"), "after (this tree)": ROOT}
         best = dict.fromkeys(trees, float("inf"))
-        for _ in range(args.rounds):
-            for name, tree in trees.items():
+        for round_ in range(args.rounds):  # ABBA: neither tree always goes first
+            for name, tree in list(trees.items())[:: 1 if round_ % 2 == 0 else -1]:
                 best[name] = min(best[name], *cpu_per_step(tree, script, args.steps, args.runs))
         print(f"load average {os.getloadavg()[0]:.2f}; N={args.steps} steps, {args.rounds} rounds x {args.runs} runs")
         print(f"{'tree':<32} {'best CPU us/step':>16} {'instructions/step':>18}")
