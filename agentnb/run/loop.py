@@ -4,7 +4,7 @@ One async generator, :func:`run_loop`, yields typed events and renders nothing (
 is its twin that hands each event to a callback). Its body, :func:`steps`, is the list of phases
 of a step (:mod:`agentnb.run.phases`), each a function that emits the events of what it decided
 and leaves its outcome in the :class:`~agentnb.run.state.LoopState`; a phase that waits (for the
-model, a tool or a person) is a generator that yields what it waits for. It is
+model, a tool or a person) is a coroutine that awaits it. It is
 written as a loop over recursion depths (depth ``d`` is the ``d``-th model call of the run)
 rather than as literal recursion, so long runs cannot hit Python's recursion limit.
 
@@ -17,8 +17,8 @@ text. Calls beyond the budget in the same turn are answered "not executed".
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Generator
-from contextlib import aclosing
+import asyncio
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from agentnb.events import Event
@@ -36,14 +36,12 @@ from agentnb.run.phases import (
 )
 from agentnb.run.state import (
     ATTACHMENT_NOTE,
-    Item,
+    FLUSH,
     LoopConfig,
     LoopState,
-    Relay,
     RunState,
     StepController,
     ToolDecision,
-    Wait,
 )
 
 __all__ = [
@@ -60,14 +58,14 @@ __all__ = [
 ]
 
 
-def steps(run: LoopState) -> Generator[Item, None, None]:
+async def steps(run: LoopState) -> None:
     """The phases of each step, in order, until one of them ends the run: the loop's body.
 
-    ``yield from`` marks a phase that may wait (for the model, a tool or a person).
+    ``await`` marks a phase that may wait (for the model, a tool or a person).
     """
     gated = run.cfg.approval is not None
     while True:
-        yield from ask(run)  # a request left? what is offered; the model's reply
+        await ask(run)  # a request left? what is offered; the model's reply
         if run.over:
             return
         if not run.offer or not run.calls:
@@ -76,91 +74,93 @@ def steps(run: LoopState) -> Generator[Item, None, None]:
                 return
             continue
         for call in pending_calls(run):  # each call in order, until a phase settles it
-            yield from decide(run, call)
+            await decide(run, call)
             if call.plan is None:
                 deduplicate(run, call)
             if call.plan is None and gated:
-                yield from approve(run, call)
+                await approve(run, call)
             schedule(run, call)
-        yield from execute(run)  # the scheduled calls run
+        await execute(run)  # the scheduled calls run
         append(run)  # what the model reads next; a direct output ends here
         if run.over:
             return
         run.depth += 1
 
 
-async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
-    """Drive one run to its end, yielding every event; results accumulate in ``state``.
-
-    The phases (:func:`steps`) are plain generators that emit their events and yield what they
-    wait for: the events said so far come out first, then a
-    :class:`~agentnb.run.state.Wait` is awaited (what it raises is thrown back into the phase
-    that waited) and a :class:`~agentnb.run.state.Relay`'s events are passed on as they come.
-    """
-    said: list[Event] = []
-    phases = steps(LoopState(cfg, state, said.append))
-    item: Item | None = None
-    thrown: BaseException | None = None
-    try:
-        while True:
-            try:
-                item = phases.send(None) if thrown is None else phases.throw(thrown)
-            except StopIteration:  # the phases ended the run
-                item = None
-            finally:  # what they said comes out before anything is awaited or raised
-                thrown = None
-                if said:
-                    for event in said:
-                        yield event
-                    said.clear()
-            if item is None:
-                return
-            if type(item) is Wait:
-                waiting, item = item, None
-                try:
-                    waiting.result = await waiting.awaitable
-                except BaseException as exc:  # the phase may answer it (a stop: say so first)
-                    thrown = exc
-            else:
-                assert type(item) is Relay
-                async with aclosing(item.source) as source:  # type: ignore[type-var]
-                    async for event in source:
-                        yield event
-    finally:
-        if type(item) is Wait:  # never awaited (the consumer left): no dangling coroutine
-            close = getattr(item.awaitable, "close", None)
-            if close is not None:
-                close()
-        phases.close()
-
-
 async def drive(cfg: LoopConfig, state: RunState, sink: Callable[[Event], Any]) -> None:
-    """:func:`run_loop` for a consumer that takes each event by a call (``arun``'s): the same
-    phases and order, each event handed to ``sink`` as the phase emits it.
+    """Run the phases to the run's end, each event handed to ``sink`` as it is emitted (arun's).
 
     An exception the sink raises ends the run where the phase emitted the event, and
     propagates, as when the consumer of :func:`run_loop` raises.
     """
-    phases = steps(LoopState(cfg, state, sink, at_once=True))
-    advance = phases.__next__
+    await steps(LoopState(cfg, state, sink))
+
+
+async def run_loop(cfg: LoopConfig, state: RunState) -> AsyncIterator[Event]:
+    """Drive one run to its end, yielding every event; results accumulate in ``state``.
+
+    The body (:func:`steps`) runs in the consumer's task, stepped here as asyncio's task would
+    step it: what it awaits is awaited here, and before each wait the events it said come out
+    (:func:`~agentnb.run.state.said_so_far`), so that the consumer sees each event before what
+    it announces begins. A consumer that leaves cancels the body where it waits.
+    """
+    said: list[Event] = []
+    body = steps(LoopState(cfg, state, said.append, said))
+    thrown: BaseException | None = None
+    done = False
     try:
-        item = advance()
         while True:
-            if type(item) is Wait:
-                try:
-                    item.result = await item.awaitable
-                except BaseException as exc:
-                    item = phases.throw(exc)
-                    continue
-            else:
-                async with aclosing(item.source) as source:  # type: ignore[type-var,union-attr]
-                    async for event in source:
-                        sink(event)
-            item = advance()
-    except StopIteration:  # the phases ended the run
-        return
+            try:
+                waited = body.send(None) if thrown is None else body.throw(thrown)
+            except StopIteration:
+                done = True
+                waited = None
+            except BaseException:  # the run failed or was stopped: the body has ended
+                done = True
+                raise
+            finally:  # what was said comes out before anything is awaited or raised
+                thrown = None
+                if said:
+                    events = said.copy()
+                    said.clear()
+                    for event in events:
+                        yield event
+            if done:
+                return
+            if waited is FLUSH:
+                continue
+            try:
+                await _waiting_on(waited)
+            except BaseException as exc:  # thrown into the body where it waits
+                thrown = exc
     finally:
-        phases.close()
+        if not done:
+            await _abandon(body)
+
+
+async def _waiting_on(waited: Any) -> None:
+    """Await what the body yielded to the task: a future, or None (it lets the loop run once)."""
+    if waited is None:
+        await asyncio.sleep(0)
+    else:  # as asyncio's task does with what its coroutine yields: the future is ours to await
+        waited._asyncio_future_blocking = False
+        await waited
+
+
+async def _abandon(body: Coroutine[Any, Any, None]) -> None:
+    """Cancel a body that has not ended where it waits, and let it end (its cleanup may await)."""
+    thrown: BaseException | None = asyncio.CancelledError()
+    while True:
+        try:
+            waited = body.throw(thrown) if thrown is not None else body.send(None)
+        except (StopIteration, asyncio.CancelledError, GeneratorExit, Exception):
+            return  # ended (a failure while it cleans up is not the consumer's to see)
+        thrown = None
+        if waited is not FLUSH:
+            try:
+                await _waiting_on(waited)
+            except BaseException as exc:
+                thrown = exc
 
 
 EventCallback = Callable[[Event], Any]

@@ -8,9 +8,10 @@ and each tool call and answers with a :class:`ToolDecision`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+import types
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from agentnb.control.limits import Ledger
 from agentnb.events import Event, StopReason
@@ -153,16 +154,22 @@ class LoopState:
         "over",
         "gauge",
         "emit",
+        "said",
         "at_once",
     )
 
-    def __init__(self, cfg: LoopConfig, state: RunState, emit: Callable[[Event], Any], at_once: bool = False) -> None:
+    def __init__(
+        self, cfg: LoopConfig, state: RunState, emit: Callable[[Event], Any], said: list[Event] | None = None
+    ) -> None:
         self.cfg, self.state = cfg, state
         #: Where the phases say what they decided: each event, in order, as it is decided.
         self.emit = emit
+        #: A stream's events said and not yet taken (``emit`` appends to it; see
+        #: :func:`said_so_far`); empty for a run driven by call, where ``emit`` delivers at once.
+        self.said: list[Event] | tuple[()] = said if said is not None else ()
         #: ``emit`` hands each event to the consumer at once (arun's driver), even while the
-        #: loop waits; otherwise the events come out when the phase next waits or ends.
-        self.at_once = at_once
+        #: loop waits.
+        self.at_once = said is None
         self.tools: dict[str, Tool] = cfg.tools
         self.all_tools: tuple[Tool, ...] = tuple(cfg.tools.values())
         self.names: tuple[str, ...] = tuple(cfg.tools)
@@ -192,26 +199,19 @@ class LoopState:
         return self.completion.tool_calls if self.completion is not None else ()
 
 
-class Wait:
-    """Yielded by a phase: the loop awaits ``awaitable`` (the model, a tool, a person) and puts
-    its value in ``result``; an exception it raises is thrown into the phase at the yield.
-    Every event the phases emitted before it has reached the run's consumer by then."""
-
-    __slots__ = ("awaitable", "result")
-
-    def __init__(self, awaitable: Awaitable[Any]) -> None:
-        self.awaitable = awaitable
-        self.result: Any = None
+#: What the loop's body yields to :func:`agentnb.run.loop.run_loop` to have the events said so
+#: far handed to the stream's consumer before it awaits anything (see :func:`said_so_far`).
+FLUSH = object()
 
 
-class Relay:
-    """Yielded by a phase: the loop yields every event of ``source`` as it comes (a stream)."""
-
-    __slots__ = ("source",)
-
-    def __init__(self, source: AsyncIterator[Event]) -> None:
-        self.source = source
+@types.coroutine
+def _flush() -> Generator[object, None, None]:
+    yield FLUSH
 
 
-#: What a phase yields: something the loop must wait for (its events it emits).
-Item: TypeAlias = Wait | Relay
+async def said_so_far(run: LoopState) -> None:
+    """Before a phase waits (for the model, a tool or a person): the events it emitted reach a
+    stream's consumer first, so that what an event announces has not begun when it is seen.
+    A run driven by call (``arun``) delivered them already; nothing happens."""
+    if run.said:
+        await _flush()

@@ -2,9 +2,9 @@
 
 Each phase is a function of the :class:`~agentnb.run.state.LoopState` that emits the events of
 what it decided (``run.emit``) and leaves its outcome in that state. A phase that waits for the
-model, a tool or a person is a generator that yields what it waits for (a
-:class:`~agentnb.run.state.Wait`, or a :class:`~agentnb.run.state.Relay` of a stream's events);
-the loop's body calls it with ``yield from``:
+model, a tool or a person is a coroutine that awaits it, after
+:func:`~agentnb.run.state.said_so_far` (a stream's consumer sees its events first); the loop's
+body awaits it:
 
 1. :func:`ask` -- is a request left in the budgets; what the model is offered; its reply;
 2. :func:`end` -- (a reply with no call to run) the run's answer, or one more request;
@@ -15,7 +15,7 @@ the loop's body calls it with ``yield from``:
 4. :func:`execute` -- the scheduled calls run: one inline, several at once, agents live;
 5. :func:`append` -- what the model reads next; a direct output ends the run.
 
-A new phase is a function of the same shape (a generator only if it waits), called from the
+A new phase is a function of the same shape (a coroutine only if it waits), called from the
 loop's body where it belongs.
 May import what :mod:`agentnb.run` may; nothing outside the run imports the phases.
 """

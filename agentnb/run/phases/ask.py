@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import aclosing
 from time import perf_counter
+from typing import Any
 
 from agentnb.control.cost import priced
 from agentnb.errors import ModelBehaviorError, StopRun
 from agentnb.events import (
-    Event,
     FinalAnswer,
     LimitReached,
     ModelRequest,
@@ -21,14 +21,14 @@ from agentnb.events import (
     ToolCallDelta,
 )
 from agentnb.providers.base import Completion, Request, TextChunk
-from agentnb.providers.live import noting, one, with_notes
+from agentnb.providers.live import LIVE_NOTES, noting, one, with_notes
 from agentnb.run.budget import capped, hold, out_of_tokens
 from agentnb.run.endings import OpenStep, out_of_requests
 from agentnb.run.history import MessageView
-from agentnb.run.state import Item, LoopState, Relay, Wait
+from agentnb.run.state import LoopState, said_so_far
 
 
-def ask(run: LoopState) -> Iterator[Item]:
+async def ask(run: LoopState) -> None:
     """Decide whether a request is left and what the model is offered; send it; take the reply."""
     cfg, state = run.cfg, run.state
     if cfg.refresh is not None and (fresh := cfg.refresh()) is not None:
@@ -55,9 +55,10 @@ def ask(run: LoopState) -> Iterator[Item]:
         offer = run.offer
     run.ledger.add_request()  # now, before any wait: a parallel run sees it at once
     emit(ModelRequest(run.depth, len(request.messages), run.names if offer else (), request.tool_choice))
+    await said_so_far(run)
     if cfg.controller is not None:
         try:
-            yield Wait(cfg.controller.before_model(run.depth, request))
+            await cfg.controller.before_model(run.depth, request)
         except StopRun:  # announced above, never sent: say so, so no view counts it
             emit(StepDecision(run.depth, "model", "stop"))
             raise
@@ -65,13 +66,10 @@ def ask(run: LoopState) -> Iterator[Item]:
     # live: retries come out as they wait (agentnb.providers.live): emitted at once where the
     # consumer takes events by call, else relayed from a stream
     if cfg.stream or (run.live and not run.at_once):
-        yield Relay(receive(run, request))
-        completion = run.completion
-        assert completion is not None  # receive() raises otherwise
+        completion = await receive(run, request)
     else:
         sent = cfg.provider.complete(request)
-        yield (reply := Wait(noting(sent, retried(run)) if run.live else sent))
-        completion = run.completion = reply.result
+        completion = run.completion = await (noting(sent, retried(run)) if run.live else sent)
     used = completion.usage
     if run.gauge is not None:
         run.gauge.learn(used)
@@ -160,20 +158,36 @@ def retried(run: LoopState) -> Callable[[RequestRetried], None]:
     return lambda note: emit(dataclasses.replace(note, depth=depth))
 
 
-async def receive(run: LoopState, request: Request) -> AsyncIterator[Event]:
-    """Take a streamed (or live) reply: its pieces as events, the completion into ``run``."""
-    cfg, depth = run.cfg, run.depth
+async def receive(run: LoopState, request: Request) -> Completion:
+    """Take a streamed (or live) reply: its pieces as events as they come, and the completion."""
+    cfg = run.cfg
     run.completion = None
     source = cfg.provider.stream(request) if cfg.stream else one(cfg.provider.complete, request)
-    async with aclosing(with_notes(source) if run.live else source) as chunks:  # type: ignore[type-var]
+    if run.live and not run.at_once:  # a stream's consumer: the notes come out of a stream of their own
+        source = with_notes(source)
+    token = LIVE_NOTES.set(retried(run)) if run.live and run.at_once else None  # by call: at once
+    try:
+        await relay_reply(run, source)
+    finally:
+        if token is not None:
+            LIVE_NOTES.reset(token)
+    if run.completion is None:
+        raise ModelBehaviorError(f"{cfg.provider!r} ended its stream without a completion")
+    return run.completion
+
+
+async def relay_reply(run: LoopState, source: AsyncIterator[Any]) -> None:
+    """Each piece of a reply as an event as it comes; the completion into ``run``."""
+    depth, emit = run.depth, run.emit
+    async with aclosing(source) as chunks:  # type: ignore[type-var]
         async for item in chunks:
             if isinstance(item, Completion):
                 run.completion = item
-            elif isinstance(item, TextChunk):
-                yield TextDelta(depth, item.text)
+                continue
+            if isinstance(item, TextChunk):
+                emit(TextDelta(depth, item.text))
             elif isinstance(item, RequestRetried):
-                yield dataclasses.replace(item, depth=depth)
+                emit(dataclasses.replace(item, depth=depth))
             else:
-                yield ToolCallDelta(depth, item.index, item.name, item.arguments)
-    if run.completion is None:
-        raise ModelBehaviorError(f"{cfg.provider!r} ended its stream without a completion")
+                emit(ToolCallDelta(depth, item.index, item.name, item.arguments))
+            await said_so_far(run)  # each piece reaches a stream's consumer as it comes

@@ -7,7 +7,6 @@ execution for a call that came through.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from agentnb.control.approval import bad_edit_message, denied_message
@@ -22,7 +21,7 @@ from agentnb.events import (
     ValidationResult,
 )
 from agentnb.messages import ToolCall, ToolMessage
-from agentnb.run.state import Item, LoopState, Wait
+from agentnb.run.state import LoopState, said_so_far
 from agentnb.tools.dedupe import fingerprint, repeat_message
 from agentnb.tools.execution import Execution
 from agentnb.tools.running import invalid_message, unknown_message
@@ -50,7 +49,7 @@ def pending_calls(run: LoopState) -> list[Pending]:
     return [Pending(i, call) for i, call in enumerate(run.completion.tool_calls)]
 
 
-def decide(run: LoopState, p: Pending) -> Iterator[Item]:
+async def decide(run: LoopState, p: Pending) -> None:
     """Decide whether the call may run: within the limit, a known tool, the controller's word, valid arguments."""
     state, step, call, emit = run.state, run.state.step, p.call, run.emit
     assert step is not None
@@ -68,8 +67,8 @@ def decide(run: LoopState, p: Pending) -> Iterator[Item]:
         return
     controller = run.cfg.controller
     if controller is not None:
-        yield (asked := Wait(controller.before_tool(run.depth, call)))
-        decision = asked.result
+        await said_so_far(run)
+        decision = await controller.before_tool(run.depth, call)
         if decision.action == "skip":
             emit(StepDecision(run.depth, "tool", "skip", call.id))
             p.plan = ToolMessage(call.id, call.name, "The user skipped this call; it was not run.", True)
@@ -99,14 +98,14 @@ def deduplicate(run: LoopState, p: Pending) -> None:
         p.plan = run.in_turn[p.fp]
 
 
-def approve(run: LoopState, p: Pending) -> Iterator[Item]:
+async def approve(run: LoopState, p: Pending) -> None:
     """Decide, for a tool that needs approval, whether it runs, runs with edited arguments, or not."""
     gate, call, tool = run.cfg.approval, p.call, p.tool
     if gate is None or not gate.needs(tool):  # no decision, no execution
         return
     run.emit(ApprovalRequested(run.depth, call.id, call.name, p.arguments, gate.by))
-    yield (asked := Wait(gate.decide(ToolCall(call.id, call.name, p.arguments), tool)))
-    answer = asked.result
+    await said_so_far(run)
+    answer = await gate.decide(ToolCall(call.id, call.name, p.arguments), tool)
     if answer.action == "deny":
         reason = str(answer.reason)
         run.emit(ApprovalDecided(run.depth, call.id, call.name, "deny", gate.by, reason))

@@ -2,29 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import aclosing
 
 from agentnb.events import Event, SubAgentEvent, ToolStarted
 from agentnb.messages import AssistantMessage
 from agentnb.run.nested import nested_calls
-from agentnb.run.state import Item, LoopState, Relay, Wait
+from agentnb.run.state import LoopState, said_so_far
 from agentnb.tools.execution import Execution, execute_all, finished_event
 from agentnb.tools.execution import execute as execute_one
 
 
-def execute(run: LoopState) -> Iterator[Item]:
+async def execute(run: LoopState) -> None:
     """Run the scheduled calls: one inline, several at once, agents with their own events live."""
     cfg, depth, execs = run.cfg, run.depth, run.execs
     for p in execs:
         run.emit(ToolStarted(depth, p.call.id, p.call.name, p.arguments, source=p.tool.source))
+    await said_so_far(run)
     if run.nested:
-        yield Relay(nested(run, execs))
+        await relay(run, nested(run, execs))
     elif len(execs) == 1:
-        yield Wait(execute_one(execs[0], depth, cfg.tool_timeout, threaded=run.threaded))
+        await execute_one(execs[0], depth, cfg.tool_timeout, threaded=run.threaded)
         run.emit(finished_event(depth, execs[0]))
     elif execs:
-        yield Relay(concurrently(execs, depth, cfg.tool_timeout))
+        await relay(run, concurrently(execs, depth, cfg.tool_timeout))
+
+
+async def relay(run: LoopState, source: AsyncIterator[Event]) -> None:
+    """Emit each event of ``source`` as it comes (to a stream's consumer before the next wait)."""
+    async with aclosing(source) as events:  # type: ignore[type-var]
+        async for event in events:
+            run.emit(event)
+            await said_so_far(run)
 
 
 async def concurrently(execs: list[Execution], depth: int, timeout: float | None) -> AsyncIterator[Event]:
