@@ -21,7 +21,7 @@ from agentnb.events import (
     ToolCallDelta,
 )
 from agentnb.providers.base import Completion, Request, TextChunk
-from agentnb.providers.live import LIVE_NOTES, noting, one, with_notes
+from agentnb.providers.live import noting, one, with_notes
 from agentnb.run.budget import capped, hold, out_of_tokens
 from agentnb.run.endings import OpenStep, out_of_requests
 from agentnb.run.history import MessageView
@@ -105,37 +105,27 @@ def hold_tokens(run: LoopState, request: Request) -> Request:
     held = hold(run.ledger, need := gauge.estimate(request))
     if held.verdict == "last" and run.offer:  # a second request of its size would not fit
         state.limit, run.limited, run.offer = state.limit or held.limit, True, False
-        run.emit(
-            LimitReached(
-                run.depth,
-                cfg.max_tool_calls,
-                state.tool_calls,
-                limit=held.limit or "",
-                value=held.value,
-                used=held.used,
-            )
-        )
+        run.emit(held_back(run, held))
         request = dataclasses.replace(request, tools=(), tool_choice="none")
         held = hold(run.ledger, need := gauge.estimate(request))
     if held.verdict == "refuse":  # it would not fit: never sent
         if state.limit is None:
             state.limit = held.limit
-            run.emit(
-                LimitReached(
-                    run.depth,
-                    cfg.max_tool_calls,
-                    state.tool_calls,
-                    limit=held.limit or "",
-                    value=held.value,
-                    used=held.used,
-                )
-            )
+            run.emit(held_back(run, held))
         state.stop_reason = "limit"
         state.output, who = out_of_tokens(state.output, state.messages, held, need)
         run.emit(FinalAnswer(run.depth, state.output, by=who))
         run.over = True
         return request
     return dataclasses.replace(request, settings=capped(request.settings, cfg.provider, held.reply_cap))
+
+
+def held_back(run: LoopState, held: Any) -> LimitReached:
+    """The token budget that holds a request back (its last tools, or the request itself)."""
+    limit, used = held.limit or "", held.used
+    return LimitReached(
+        run.depth, run.cfg.max_tool_calls, run.state.tool_calls, limit=limit, value=held.value, used=used
+    )
 
 
 def budgets(run: LoopState) -> None:
@@ -165,12 +155,8 @@ async def receive(run: LoopState, request: Request) -> Completion:
     source = cfg.provider.stream(request) if cfg.stream else one(cfg.provider.complete, request)
     if run.live and not run.at_once:  # a stream's consumer: the notes come out of a stream of their own
         source = with_notes(source)
-    token = LIVE_NOTES.set(retried(run)) if run.live and run.at_once else None  # by call: at once
-    try:
-        await relay_reply(run, source)
-    finally:
-        if token is not None:
-            LIVE_NOTES.reset(token)
+    relayed = relay_reply(run, source)
+    await (noting(relayed, retried(run)) if run.live and run.at_once else relayed)  # by call: notes at once
     if run.completion is None:
         raise ModelBehaviorError(f"{cfg.provider!r} ended its stream without a completion")
     return run.completion
