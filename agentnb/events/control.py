@@ -125,6 +125,26 @@ class Forked(_EventBase):
     live_from: int
     kind: Literal["forked"] = "forked"
 
+    @property
+    def edited_reply(self) -> bool:
+        """The reply of step ``forked_at`` is the edit's (a reply or arguments edit): its request
+        was never sent."""
+        return self.live_from == self.forked_at and ("reply" in self.edit or "arguments" in self.edit)
+
+    def recorded_text(self) -> str:
+        """Which steps come from the parent's recording, in words (true at step 0 too).
+
+        >>> Forked(0, "r1", 0, {"reply": "x"}, 0).recorded_text()
+        "no step is the recording's: step 0 takes the edited reply (not sent), the steps after it are live"
+        >>> Forked(0, "r1", 2, {"system": "Be brief."}, 2).recorded_text()
+        "steps 0 to 1 are the recording's; step 2 on is live"
+        """
+        n = self.live_from
+        took = "no step is" if n == 0 else ("step 0 is" if n == 1 else f"steps 0 to {n - 1} are")
+        if self.edited_reply:
+            return f"{took} the recording's: step {n} takes the edited reply (not sent), the steps after it are live"
+        return f"{took} the recording's; step {n} on is live"
+
     def describe(self) -> str:
         """The edit in words, e.g. ``the result of lookup replaced: 'rain'``."""
         e, parts = self.edit, []
@@ -133,7 +153,9 @@ class Forked(_EventBase):
             said = repr(r) if isinstance(r, str) else ", ".join(f"{c.get('name')}(...)" for c in r or ())
             parts.append(f"the reply replaced: {said}")
         if "arguments" in e:
-            parts.append(f"the arguments of {e['arguments'].get('call')} edited")
+            parts.append(
+                f"the arguments of {e['arguments'].get('call')} edited (the step's other calls keep their results)"
+            )
         if "tool_result" in e:
             parts.append(f"the result of {e['tool_result'].get('call')} replaced: {e['tool_result'].get('result')!r}")
         if "system" in e:

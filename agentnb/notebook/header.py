@@ -10,6 +10,7 @@ True
 from __future__ import annotations
 
 from agentnb.control.cost import format_cost
+from agentnb.events.counts import ModelCalls
 from agentnb.notebook.state import TraceState
 from agentnb.printer import plural
 from agentnb.run.budget import overrun_text
@@ -58,9 +59,9 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
     ]
     limit = state.started.max_tool_calls if state.started else None
     calls = f"{state.tool_calls}/{limit}" if limit is not None else str(state.tool_calls)
-    made = f"model calls <b>{escape(state.model_calls - (recorded := state.recorded_calls))}</b>"
-    if recorded:  # a fork: the prefix was the parent's, never sent
-        made += f" (+{escape(recorded)} recorded)"
+    # A fork: its recorded steps and the reply its edit gave were never sent.
+    unsent = ModelCalls(state.sent_calls, state.recorded_calls, state.edited_calls).unsent_text()
+    made = f"model calls <b>{escape(str(state.sent_calls))}</b>{escape(unsent)}"
     stats = [made, f"tool calls <b>{escape(calls)}</b>"]
     if state.started is not None and state.started.turn > 1:
         stats.insert(0, f"turn <b>{escape(state.started.turn)}</b>")
