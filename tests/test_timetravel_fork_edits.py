@@ -13,7 +13,7 @@ import pytest
 from agentnb import Agent, RunResult, UserError, tool
 from agentnb.notebook.header import header_html
 from agentnb.notebook.state import TraceState
-from agentnb.notebook.text import summary_line
+from agentnb.notebook.text import summary_line, trace_text
 from agentnb.testing import ScriptedProvider, call
 
 RAN: list[tuple[str, str]] = []
@@ -78,6 +78,10 @@ def test_an_arguments_edit_at_a_parallel_step_runs_only_the_edited_call() -> Non
     finished = [(e.name, e.result) for e in fork.events if e.kind == "tool_finished"]
     assert started == ["weather"] and sorted(finished) == [("pack", "packed umbrella"), ("weather", "fog")]
     assert fork.tool_calls == 2 and fork.events[-1].tool_calls == 2  # both calls handled, as recorded
+    assert fork.lineage.edit == {"arguments": {"call": "weather", "arguments": {"city": "Nice"}}}
+    said = trace_text(fork.events)
+    assert "at step 0: the arguments of weather edited; no step comes before step 0" in said
+    assert "its other calls their recorded results (not run again)" in said
     RAN.clear()
     fork = result.fork(0, arguments={"pack": {"item": "hat"}})
     assert RAN == [("pack", "hat")] and results(fork) == [("weather", "sunny"), ("pack", "packed hat")]
@@ -90,6 +94,7 @@ def test_an_arguments_edit_of_one_of_two_calls_to_the_same_tool_keeps_the_other(
     assert RAN == [("calc", "1+2")]  # the second call, unchanged, was answered from the recording
     assert results(fork) == [("calc", "3"), ("calc", "4")] and fork.output == "3 and 4."
     assert fork.lineage.edit["arguments"] == {"call": "calc", "id": first, "arguments": {"expr": "1+2"}}
+    assert fork.lineage.describe() == f"the arguments of calc ({first}) edited"
 
 
 def test_a_reused_result_is_remembered_so_a_later_repeat_is_not_run() -> None:
@@ -220,7 +225,7 @@ def test_a_fork_at_step_0_says_no_step_is_the_recording_s() -> None:
     _model, result = three_steps("Edited path.", "After rain.")
     fork = result.fork(0, reply="Edited path.")
     html = TraceWidget.replay(fork).static_html()
-    assert "no step is the recording's: step 0 takes the edited reply" in html and "steps before 0" not in html
+    assert "no step comes before step 0; it takes the edited reply (not sent)" in html and "steps before 0" not in html
     panel = ForkPanel(result, TraceWidget, at=0)
     panel.kind.value = "reply"
     panel.editor.value = "Edited path."
@@ -229,7 +234,7 @@ def test_a_fork_at_step_0_says_no_step_is_the_recording_s() -> None:
     assert "it is the first step: no step is taken from the recording" in title and "before it" not in title
     fork = result.fork(0, tool_result="rain")
     html = TraceWidget.replay(fork).static_html()
-    assert "step 0 is the recording's; step 1 on is live" in html
+    assert "step 0 is the recording's (step 0 with its result edited); step 1 on is live" in html
 
 
 def test_the_fork_editor_at_a_parallel_step_keys_calls_by_name_or_by_id() -> None:

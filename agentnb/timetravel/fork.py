@@ -118,14 +118,14 @@ async def afork(
         edit["reply"] = _jsonable_reply(first)
     elif arguments is not None:
         first, call = edited_arguments(step, arguments, live, at)
-        edit["arguments"] = {"call": call.name, "id": call.id, "arguments": dict(call.arguments or {})}
+        edit["arguments"] = {**_named(step, call), "arguments": dict(call.arguments or {})}
         kept = recorded_results(result, step, _step_end(result, steps, at), call.id)
     history = list(result.messages[: step.n_messages])
     start = at
     if tool_result is not None:
         call, text = edited_result(tool_result, step, at)
         history = _result_history(result, steps, step, call, text)
-        edit["tool_result"], changed = {"call": call.name, "id": call.id, "result": text}, (call.id, text)
+        edit["tool_result"], changed = {**_named(step, call), "result": text}, (call.id, text)
         start = at + 1
     new_system = system if system is not None else (live.system if agent is not None else None)
     if new_system is not None:
@@ -161,6 +161,14 @@ def _runner(live: Any, first: Completion | None, start: int) -> Any:
     if forcing:
         runner.tool_choice = "auto"  # a forcing choice is the run's first step's, long past
     return runner
+
+
+def _named(step: Step, call: ToolCall) -> dict[str, str]:
+    """The edited call as the lineage names it: by name, and by id too where the step made
+    another call of that name."""
+    calls = step.completion.tool_calls if step.completion is not None else ()
+    shared = sum(c.name == call.name for c in calls) > 1
+    return {"call": call.name, "id": call.id} if shared else {"call": call.name}
 
 
 def _step_end(result: Any, steps: list[Step], at: int) -> int:
