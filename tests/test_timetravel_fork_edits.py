@@ -140,6 +140,8 @@ BAD = [
     (dict(at=1, arguments={"city": "Nice"}), r"fork at step 1: the model called no tool at that step"),
     (dict(at=0, system=5), r"fork system= takes the new system prompt as text, not int"),
     (dict(at=0, agent="gpt"), r"fork agent= takes an agentnb Agent, not str"),
+    (dict(at=1, reply="x", on_event=5), r"fork on_event= takes a callable that sees each event, not int"),
+    (dict(at=1, reply="x", stream="yes"), r"fork stream= takes True, False or None, not str"),
     (dict(at=0, reply="x", system="s", replay="y"), r"fork takes no 'replay': its edits are agent, reply, arguments"),
 ]
 

@@ -43,12 +43,16 @@ def check_names(edits: dict[str, Any]) -> None:
         raise UserError(f"fork takes no {', '.join(map(repr, unknown))}: its edits are {', '.join(EDITS)}")
 
 
-def check_kinds(agent: Any, system: Any) -> None:
-    """``agent=`` is an agent, ``system=`` a text."""
+def check_kinds(agent: Any, system: Any, on_event: Any, stream: Any) -> None:
+    """``agent=`` is an agent, ``system=`` a text, ``on_event=`` a callable, ``stream=`` a bool."""
     if agent is not None and not callable(getattr(agent, "arun", None)):
         raise UserError(f"fork agent= takes an agentnb Agent, not {type(agent).__name__}")
     if system is not None and not isinstance(system, str):
         raise UserError(f"fork system= takes the new system prompt as text, not {type(system).__name__}")
+    if on_event is not None and not callable(on_event):
+        raise UserError(f"fork on_event= takes a callable that sees each event, not {type(on_event).__name__}")
+    if stream is not None and not isinstance(stream, bool):
+        raise UserError(f"fork stream= takes True, False or None, not {type(stream).__name__}")
 
 
 def pick_step(steps: list[Step], at: Any) -> Step:

@@ -107,7 +107,7 @@ async def afork(
         raise UserError("this result has no agent (it was loaded from a transcript): fork it with agent=...")
     if sum(x is not None for x in (reply, arguments, tool_result)) > 1:
         raise UserError("fork takes one of reply=, arguments= and tool_result= at a time")
-    check_kinds(agent, system)
+    check_kinds(agent, system, on_event, stream)
     steps = recorded_steps(result)
     step = pick_step(steps, at)
     edit: dict[str, Any] = {}
