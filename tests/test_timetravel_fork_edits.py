@@ -259,3 +259,19 @@ def test_the_fork_editor_at_a_parallel_step_keys_calls_by_name_or_by_id() -> Non
     assert edit_from_text(result, 0, "arguments", '{"weather": {"city": "Oslo"}, "pack": {"item": "umbrella"}}') == {
         "arguments": {"weather": {"city": "Oslo"}}
     }
+
+
+def test_an_agent_tool_s_model_calls_in_the_recorded_prefix_count_as_recorded() -> None:
+    inner = Agent(ScriptedProvider(["inner says hi"]), name="helper")
+    outer = Agent(ScriptedProvider([call("helper", prompt="go"), "Done.", "Live again."]), tools=[inner.as_tool()])
+    result = outer.run("Ask the helper.")
+    assert (result.model_calls, summary_line(result.events).split(" · ")[1]) == (3, "3 model calls")
+    live = TraceState()
+    fork = result.fork(1, system="Be brief.", on_event=live.add)  # step 0 (and its helper's run) recorded
+    assert fork.output == "Live again."
+    assert counted(fork, live) == (
+        1,
+        "1 model call (+2 recorded)",
+        "model calls 1 (+2 recorded)",
+        "model calls 1 (+2 recorded)",
+    )
