@@ -59,10 +59,11 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
     ]
     limit = state.started.max_tool_calls if state.started else None
     calls = f"{state.tool_calls}/{limit}" if limit is not None else str(state.tool_calls)
-    # A fork: its recorded steps and the reply its edit gave were never sent.
-    unsent = ModelCalls(state.sent_calls, state.recorded_calls, state.edited_calls).unsent_text()
-    made = f"model calls <b>{escape(str(state.sent_calls))}</b>{escape(unsent)}"
-    stats = [made, f"tool calls <b>{escape(calls)}</b>"]
+    # A fork: its recorded steps and the reply its edit gave were never sent (as events.counts says).
+    recorded, edited = state.recorded_calls, state.edited_calls
+    made = ModelCalls(state.model_calls - recorded - edited, recorded, edited)
+    made_html = f"model calls <b>{escape(str(made.sent))}</b>{escape(made.unsent_text())}"
+    stats = [made_html, f"tool calls <b>{escape(calls)}</b>"]
     if state.started is not None and state.started.turn > 1:
         stats.insert(0, f"turn <b>{escape(state.started.turn)}</b>")
     if elapsed is not None:

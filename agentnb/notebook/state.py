@@ -188,12 +188,6 @@ class TraceState:
         return 0 if self.pause is not None and self.pause.target == "model" and self.pause.depth == v.depth else 1
 
     @property
-    def sent_calls(self) -> int:
-        """Model calls sent: :attr:`model_calls` without a fork's recorded and edited ones
-        (as :func:`agentnb.events.counts.model_calls` counts them)."""
-        return self.model_calls - self.recorded_calls - self.edited_calls
-
-    @property
     def dropped_calls(self) -> int:
         """Tool calls handled, then dropped from the transcript by a stop."""
         return max(0, self.requested - self.tool_calls) if self.finished is not None else 0
