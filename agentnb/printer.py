@@ -96,7 +96,7 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             who = f"{a}: " if a else ""
             return f"{who}run started: model {p}, tools {', '.join(t) or '(none)'}, max {m} tool calls"
         case Forked(parent=p, forked_at=at):
-            return f"  forked from run {p or '(unknown)'} at step {at}: {event.describe()}"
+            return f"  forked from run {p or '(unknown)'} at step {at}: {event.describe()}; {event.recorded_text()}"
         case SubAgentEvent(event=inner):
             line = format_event(inner, width=width)  # the inner agent's own line, indented under its call
             if line is None:

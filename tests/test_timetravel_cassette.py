@@ -118,6 +118,20 @@ def test_a_call_not_in_the_cassette_shows_the_nearest_recorded_request_and_the_d
     assert "'1 + 2?'" in message and "'1 + 5?'" in message
 
 
+def test_replay_of_a_cassette_path_names_what_changed_on_a_miss_not_the_model(tmp_path) -> None:
+    path = tmp_path / "calls.jsonl"
+    with ScriptedServer() as server, agentnb.cassette(path):
+        server.script(text("4"))
+        Agent(OpenAIProvider("m-1", base_url=server.url)).run("2 + 2?")
+    assert '"model":"m-1"' in path.read_text()  # the entry names its model; replay(path) knows none
+    with pytest.raises(CassetteMiss) as info:
+        Agent(agentnb.replay(path)).run("2 + 3?")
+    message = str(info.value)
+    assert "at messages[0].content (nearest recorded call: line 2)" in message
+    assert "'2 + 2?'" in message and "'2 + 3?'" in message and "model" not in message.split("\n")[0][-60:]
+    assert Agent(agentnb.replay(path)).run("2 + 2?").output == "4"
+
+
 def test_corrupt_or_hand_edited_files_are_errors_naming_the_line(tmp_path) -> None:
     path = tmp_path / "c.jsonl"
     with agentnb.cassette(path):

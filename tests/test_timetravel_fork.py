@@ -115,14 +115,16 @@ def test_lineage_is_saved_and_reloaded_with_the_transcript(server, tmp_path) -> 
 
 def test_bad_edits_are_refused_with_the_reason(server) -> None:
     _, result = three_steps(server)
-    for at in (3, -1, "1"):
+    for at in (3, -1):
         with pytest.raises(UserError, match=r"fork step .* is out of range: this run has steps 0 to 2"):
             result.fork(at, reply="x")
+    with pytest.raises(UserError, match=r"fork step '1' is a str: a step is an int, as the trace numbers them"):
+        result.fork("1", reply="x")
     with pytest.raises(UserError, match=r"no tool named 'teleport' \(tools: weather, pack\)"):
         result.fork(0, reply=[{"name": "teleport", "arguments": {}}])
     with pytest.raises(UserError, match=r"the arguments of weather fail its schema: 'city' is a required property"):
         result.fork(0, arguments={"town": "Nice"})
-    with pytest.raises(UserError, match=r"no call to 'pack' at that step \(its calls: weather\)"):
+    with pytest.raises(UserError, match=r"no call to 'pack' at that step \(its calls: weather \(call_"):
         result.fork(0, tool_result={"pack": "x"})
     with pytest.raises(UserError, match="the model called no tool at that step"):
         result.fork(2, tool_result="x")

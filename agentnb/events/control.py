@@ -125,6 +125,36 @@ class Forked(_EventBase):
     live_from: int
     kind: Literal["forked"] = "forked"
 
+    @property
+    def edited_reply(self) -> bool:
+        """The reply of step ``forked_at`` is the edit's (a reply or arguments edit): its request
+        was never sent."""
+        return self.live_from == self.forked_at and ("reply" in self.edit or "arguments" in self.edit)
+
+    def recorded_text(self) -> str:
+        """What of the fork is the parent's recording and what is live, in words (at step 0 too).
+
+        >>> Forked(0, "r1", 0, {"reply": "x"}, 0).recorded_text()
+        'no step comes before step 0; it takes the edited reply (not sent), the steps after it are live'
+        >>> Forked(0, "r1", 1, {"tool_result": {"call": "f", "result": "x"}}, 2).recorded_text()
+        "steps 0 to 1 are the recording's (step 1 with its result edited); step 2 on is live"
+        """
+        at, n = self.forked_at, self.live_from
+        if n > at:  # a result edit: step ``at`` is recorded too
+            took = "step 0 is" if n == 1 else f"steps 0 to {n - 1} are"
+            return f"{took} the recording's (step {at} with its result edited); step {n} on is live"
+        took = "step 0 is" if at == 1 else f"steps 0 to {at - 1} are"
+        took = "no step comes before step 0" if at == 0 else f"{took} the recording's"
+        if not self.edited_reply:
+            return f"{took}; step {at} on is live"
+        if "reply" in self.edit:
+            it = "it" if at == 0 else f"step {at}"
+            return f"{took}; {it} takes the edited reply (not sent), the steps after it are live"
+        return (
+            f"{took}; step {at} keeps its recorded reply (not sent) with the edited arguments, its other calls "
+            "their recorded results (not run again); the steps after it are live"
+        )
+
     def describe(self) -> str:
         """The edit in words, e.g. ``the result of lookup replaced: 'rain'``."""
         e, parts = self.edit, []
@@ -133,11 +163,16 @@ class Forked(_EventBase):
             said = repr(r) if isinstance(r, str) else ", ".join(f"{c.get('name')}(...)" for c in r or ())
             parts.append(f"the reply replaced: {said}")
         if "arguments" in e:
-            parts.append(f"the arguments of {e['arguments'].get('call')} edited")
+            parts.append(f"the arguments of {_which(e['arguments'])} edited")
         if "tool_result" in e:
-            parts.append(f"the result of {e['tool_result'].get('call')} replaced: {e['tool_result'].get('result')!r}")
+            parts.append(f"the result of {_which(e['tool_result'])} replaced: {e['tool_result'].get('result')!r}")
         if "system" in e:
             parts.append("a new system prompt")
         if "agent" in e:
             parts.append(f"another agent ({e['agent'].get('name') or e['agent'].get('provider')})")
         return "; ".join(parts) or "no edit (the step re-run live)"
+
+
+def _which(edit: dict[str, Any]) -> str:
+    """The edited call: its name, and its id where the step made two calls of that name."""
+    return f"{edit.get('call')} ({edit['id']})" if edit.get("id") else str(edit.get("call"))

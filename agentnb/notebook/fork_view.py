@@ -17,7 +17,7 @@ import ipywidgets as widgets
 
 from agentnb.errors import UserError
 from agentnb.timetravel.diff import diff
-from agentnb.timetravel.drafts import KINDS, edit_from_text, prefill, step_choices
+from agentnb.timetravel.drafts import KINDS, edit_from_text, prefill, recorded_steps_text, step_choices
 from agentnb.untrusted import untrusted_html as escape
 
 
@@ -90,7 +90,7 @@ class ForkPanel(widgets.VBox):
         trace = self.make_trace(open_depths=1, show_on_start=False)  # shown in this panel only
         title = widgets.HTML(
             f'<div class="anb anb-m">fork of step [{escape(str(at))}]: {escape(KINDS[self.kind.value])} edited; '
-            "the steps before it are the recording's (folded)</div>"
+            f"{escape(recorded_steps_text(at, self.kind.value))}</div>"
         )
         after = widgets.HTML()
         box = widgets.VBox([title, trace, after])

@@ -10,6 +10,7 @@ True
 from __future__ import annotations
 
 from agentnb.control.cost import format_cost
+from agentnb.events.counts import ModelCalls
 from agentnb.notebook.state import TraceState
 from agentnb.printer import plural
 from agentnb.run.budget import overrun_text
@@ -58,10 +59,11 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
     ]
     limit = state.started.max_tool_calls if state.started else None
     calls = f"{state.tool_calls}/{limit}" if limit is not None else str(state.tool_calls)
-    made = f"model calls <b>{escape(state.model_calls - (recorded := state.recorded_calls))}</b>"
-    if recorded:  # a fork: the prefix was the parent's, never sent
-        made += f" (+{escape(recorded)} recorded)"
-    stats = [made, f"tool calls <b>{escape(calls)}</b>"]
+    # A fork: its recorded steps and the reply its edit gave were never sent (as events.counts says).
+    recorded, edited = state.recorded_calls, state.edited_calls
+    made = ModelCalls(state.model_calls - recorded - edited, recorded, edited)
+    made_html = f"model calls <b>{escape(str(made.sent))}</b>{escape(made.unsent_text())}"
+    stats = [made_html, f"tool calls <b>{escape(calls)}</b>"]
     if state.started is not None and state.started.turn > 1:
         stats.insert(0, f"turn <b>{escape(state.started.turn)}</b>")
     if elapsed is not None:

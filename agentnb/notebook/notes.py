@@ -59,8 +59,8 @@ def note_html(n: object) -> str:
     if isinstance(n, Forked):
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">forked at step {escape(str(n.forked_at))}</span> '
-            f'<span class="anb-m">from run {escape(n.parent or "(unknown)")}: {escape(n.describe())}; steps before '
-            f"{escape(str(n.live_from))} are the recording's</span></div>"
+            f'<span class="anb-m">from run {escape(n.parent or "(unknown)")}: {escape(n.describe())}; '
+            f"{escape(n.recorded_text())}</span></div>"
         )
     if isinstance(n, LimitReached) and n.limit != "tool_calls":
         return (

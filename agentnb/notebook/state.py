@@ -20,6 +20,7 @@ from agentnb.events import (
     CallDecision,
     DedupDecision,
     Event,
+    Forked,
     LimitReached,
     ModelRequest,
     ModelResponse,
@@ -161,6 +162,7 @@ class TraceState:
     pause: Pause | None = None  # where a step-through run waits now
     limit: LimitReached | None = None  # the limit the run reached, if any
     live_from: int = 0  # a fork: its steps before this one are the parent's recording
+    lineage: Forked | None = None  # a fork: what it edited, where
 
     @property
     def model_calls(self) -> int:
@@ -172,8 +174,18 @@ class TraceState:
 
     @property
     def recorded_calls(self) -> int:
-        """A fork's model calls taken from its parent's recording (never sent), 0 for a run."""
-        return sum(1 for d, v in self.depths.items() if d < self.live_from and v.request is not None)
+        """A fork's model calls taken from its parent's recording (never sent), 0 for a run:
+        those of its recorded steps, agents' runs as tools included."""
+        return sum(_made(v) for d, v in self.depths.items() if d < self.live_from)
+
+    @property
+    def edited_calls(self) -> int:
+        """1 when a fork's edit gave the reply of its fork step (never sent), else 0."""
+        f = self.lineage
+        v = self.depths.get(f.forked_at) if f is not None and f.edited_reply else None
+        if v is None or v.request is None or v.unsent:
+            return 0
+        return 0 if self.pause is not None and self.pause.target == "model" and self.pause.depth == v.depth else 1
 
     @property
     def dropped_calls(self) -> int:
@@ -227,6 +239,7 @@ class TraceState:
             return
         if kind == "forked":
             self.live_from = event.live_from  # type: ignore[union-attr]
+            self.lineage = event  # type: ignore[assignment]
             self.header_dirty = True
         depth = event.depth
         v = self.depths.get(depth)
@@ -263,6 +276,12 @@ class TraceState:
         if c is None:  # a replayed transcript may lack the request event
             c = v.calls[call_id] = CallView(call_id, name, None)
         return c
+
+
+def _made(v: DepthView) -> int:
+    """The model calls of one depth: its own (if sent) and those of agents its calls ran."""
+    own = 1 if v.request is not None and not v.unsent else 0
+    return own + sum(c.inner.model_calls for c in v.calls.values() if c.inner is not None)
 
 
 def _request(s: TraceState, v: DepthView, e: Any) -> None:

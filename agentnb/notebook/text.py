@@ -34,15 +34,14 @@ from collections.abc import Iterable
 from agentnb.events import (
     DedupDecision,
     Event,
-    ModelRequest,
     ModelResponse,
     RunFinished,
     RunStarted,
-    StepDecision,
     SubAgentEvent,
     ToolFinished,
     ValidationResult,
 )
+from agentnb.events.counts import model_calls
 from agentnb.printer import format_event, plural, shorten
 from agentnb.run.budget import overrun_text
 from agentnb.untrusted import untrusted_terminal
@@ -89,31 +88,19 @@ def summary_line(events: Iterable[Event], status: str | None = None, *, held: in
 
     ``held``: model calls asked for but held back (a debugger paused before them), not counted.
     """
-    models = calls = live_from = 0
+    calls = 0
     limit = None
     events = list(events)
     for e in events:
-        inner = e
-        while isinstance(inner, SubAgentEvent):  # an agent run as a tool: its model calls count
-            inner = inner.event
         if isinstance(e, RunStarted):
             limit = e.max_tool_calls
-        elif isinstance(inner, ModelRequest):
-            models += 1
-        elif isinstance(inner, StepDecision) and inner.target == "model" and inner.action == "stop":
-            models -= 1  # announced, then stopped before it was sent
         elif isinstance(e, RunFinished):
             status = status or e.stop_reason
             calls = e.tool_calls
         elif e.kind == "tool_call":
             calls += 1
-        elif e.kind == "forked":
-            live_from = e.live_from  # type: ignore[attr-defined]
-    recorded = sum(1 for e in events if isinstance(e, ModelRequest) and e.depth < live_from)
-    models -= held + recorded
     of = f"/{limit}" if limit is not None else ""
-    plural = "" if models == 1 else "s"
-    made = f"{models} model call{plural}" + (f" (+{recorded} recorded)" if recorded else "")
+    made = model_calls(events, held)  # a fork's recorded and edited steps were never sent
     return f"agentnb trace: {status or 'not started'} · {made} · {calls}{of} tool calls"
 
 

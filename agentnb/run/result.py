@@ -17,6 +17,7 @@ from typing import Any
 
 from agentnb.errors import TranscriptError
 from agentnb.events import Event, StopReason
+from agentnb.events.counts import model_calls as count_model_calls
 from agentnb.messages import Message, Usage
 from agentnb.messages.fastinit import fast_init
 from agentnb.run.transcript import TRANSCRIPT_VERSION, read_transcript, transcript_fields, write_atomic
@@ -100,6 +101,20 @@ class RunResult:
         return ()
 
     @property
+    def model_calls(self) -> int:
+        """The model calls this run sent (agents run as tools included). A fork sends none for
+        its recorded steps, nor for the step whose reply its edit gave (see
+        :func:`agentnb.events.counts.model_calls`).
+
+        >>> from agentnb import Agent
+        >>> from agentnb.testing import ScriptedProvider
+        >>> r = Agent(ScriptedProvider(["Paris."])).run("Capital of France?")
+        >>> r.model_calls, r.fork(0, reply="Lyon.").model_calls
+        (1, 0)
+        """
+        return count_model_calls(self.events).sent
+
+    @property
     def cost(self) -> float | None:
         """What the run's model calls cost in US dollars (None: unknown); see :mod:`agentnb.control.cost`."""
         return self.usage.cost if self.usage.total_tokens else 0.0
@@ -133,14 +148,18 @@ class RunResult:
         ('Lyon.', 0, True)
         """
         from agentnb.run.sync import run_sync
+        from agentnb.timetravel.edits import check_names
         from agentnb.timetravel.fork import afork
 
+        check_names(edits)
         return run_sync(lambda: afork(self, at, **edits))
 
     async def afork(self, at: int, **edits: Any) -> RunResult:
         """The async twin of :meth:`fork`."""
+        from agentnb.timetravel.edits import check_names
         from agentnb.timetravel.fork import afork
 
+        check_names(edits)
         return await afork(self, at, **edits)
 
     def raise_for_error(self) -> RunResult:

@@ -180,6 +180,7 @@ def loop_config(
         above=link.ledger if link is not None else None,
         seen=link.seen if link is not None else (),
         first_depth=link.first_depth if link is not None else 0,
+        recorded=link.recorded if link is not None else (),
     )
 
 

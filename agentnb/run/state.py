@@ -101,6 +101,9 @@ class LoopConfig:
     seen: tuple[tuple[str, str], ...] = ()
     #: The depth of the first step (a fork's first live step: its recorded steps come before it).
     first_depth: int = 0
+    #: ``(call id, fingerprint, message, tool_finished)`` of first-step calls the recording
+    #: answers (a fork's calls beside an edited one; see :class:`~agentnb.tracing.observe.RunLink`).
+    recorded: tuple[tuple[Any, ...], ...] = ()
 
 
 @dataclass(slots=True)
@@ -138,6 +141,7 @@ class LoopState:
         "all_tools",
         "names",
         "dedup",
+        "recorded",
         "ledger",
         "live",
         "threaded",
@@ -176,6 +180,8 @@ class LoopState:
         self.dedup = Deduplicator()
         for fp, text in cfg.seen:  # a fork's recorded calls: a repeat is answered from them
             self.dedup.record(fp, text)
+        #: call id -> (fingerprint, message, tool_finished): the first step's recorded answers.
+        self.recorded: dict[str, tuple[Any, ...]] = {r[0]: r[1:] for r in cfg.recorded}
         self.ledger = Ledger(cfg.limits, cfg.max_tool_calls, cfg.above)
         #: Estimates each request's input tokens where a token budget holds (agentnb.run.budget).
         self.gauge: Gauge | None = Gauge(cfg.provider) if holds_tokens(self.ledger) else None

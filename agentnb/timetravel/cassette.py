@@ -178,8 +178,15 @@ class Cassette:
                 best, score = e, s
         if best is None:
             return CassetteMiss(None, "(no call recorded)", "(empty cassette)", "a request", where=where)
-        field, a, b = first_difference(best.request, request) or ("model", "(same request)", "(same request)")
+        # The model is no reason for a miss (a lookup falls back to the same request of any
+        # model), and replay(<cassette path>) knows none: what differs is in the rest.
+        found = first_difference(_sans_model(best.request), _sans_model(request))
+        field, a, b = found or ("request", "(no difference found)", "(no difference found)")
         return CassetteMiss(None, f"{field} (nearest recorded call: line {best.line})", a, b, where=where)
+
+
+def _sans_model(request: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in request.items() if k != "model"}
 
 
 def _likeness(a: dict[str, Any], b: dict[str, Any]) -> int:

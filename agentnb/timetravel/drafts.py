@@ -24,6 +24,7 @@ from typing import Any
 
 from agentnb.errors import UserError
 from agentnb.timetravel.diff import steps_of
+from agentnb.timetravel.recording import recorded_steps
 
 #: What an edit can change, as the editor names them.
 KINDS = {"tool_result": "tool result", "arguments": "arguments", "reply": "reply", "system": "system prompt"}
@@ -59,19 +60,21 @@ def prefill(result: Any, at: int, kind: str) -> str:
             return json.dumps([{"name": n, "arguments": a} for n, a in s.calls], indent=2, ensure_ascii=False)
         return s.reply or ""
     if kind == "arguments":
-        if len(s.calls) == 1:
-            return json.dumps(s.calls[0][1], indent=2, ensure_ascii=False)
-        return json.dumps({n: a for n, a in s.calls}, indent=2, ensure_ascii=False)
+        args = _by_call(result, at, "arguments")
+        if len(args) == 1:
+            return json.dumps(next(iter(args.values())), indent=2, ensure_ascii=False)
+        return json.dumps(args, indent=2, ensure_ascii=False)
     if kind == "tool_result":
-        if len(s.results) == 1:
-            return s.results[0][1]
-        return json.dumps({n: r for n, r, _ in s.results}, indent=2, ensure_ascii=False)
+        results = _by_call(result, at, "result")
+        if len(results) == 1:
+            return str(next(iter(results.values())))
+        return json.dumps(results, indent=2, ensure_ascii=False)
     raise UserError(f"an edit is one of {', '.join(KINDS)}, not {kind!r}")
 
 
 def edit_from_text(result: Any, at: int, kind: str, text: str) -> dict[str, Any]:
     """The keyword arguments of :meth:`~agentnb.RunResult.fork` for the editor's ``text``."""
-    s = _step(result, at)
+    _step(result, at)
     if kind == "system":
         return {"system": text}
     if kind == "reply":
@@ -82,16 +85,60 @@ def edit_from_text(result: Any, at: int, kind: str, text: str) -> dict[str, Any]
         value = _json(text, "the arguments are a JSON object")
         if not isinstance(value, dict):
             raise UserError("the arguments are a JSON object, not " + type(value).__name__)
-        return {"arguments": value}
+        args = _by_call(result, at, "arguments")
+        return {"arguments": _one_changed(value, args, "arguments") if len(args) > 1 else value}
     if kind == "tool_result":
-        if len(s.results) > 1:
+        results = _by_call(result, at, "result")
+        if len(results) > 1:
             value = _json(text, "with several calls at this step, the results are a JSON object {call: text}")
-            picked = {k: v for k, v in value.items() if v != dict((n, r) for n, r, _ in s.results).get(k)}
-            if len(picked) != 1:
-                raise UserError("change the result of one call at a time")
-            return {"tool_result": picked}
+            return {"tool_result": _one_changed(value, results, "result")}
         return {"tool_result": text}
     raise UserError(f"an edit is one of {', '.join(KINDS)}, not {kind!r}")
+
+
+def recorded_steps_text(at: int, kind: str) -> str:
+    """Which steps of a fork at ``at`` with an edit of ``kind`` are the recording's, in words.
+
+    >>> recorded_steps_text(0, "reply"), recorded_steps_text(2, "tool_result")
+    ('it is the first step: no step is taken from the recording', "steps [0] to [2] are the recording's, step [2]'s result edited (folded)")
+    """
+    n = at + 1 if kind == "tool_result" else at
+    if n == 0:
+        return "it is the first step: no step is taken from the recording"
+    took = "step [0] is" if n == 1 else f"steps [0] to [{n - 1}] are"
+    edited = f", step [{at}]'s result edited" if kind == "tool_result" else ""
+    return f"{took} the recording's{edited} (folded)"
+
+
+def _by_call(result: Any, at: int, what: str) -> dict[str, Any]:
+    """``{call: its arguments or its recorded result}`` for each call of step ``at``, keyed by the
+    call's name, or by its id where two calls share a name (as ``fork`` reads them)."""
+    from agentnb.messages import ToolMessage
+
+    step = next(s for s in recorded_steps(result) if s.depth == at)
+    calls = step.completion.tool_calls if step.completion is not None else ()
+    names = [c.name for c in calls]
+    said = {m.tool_call_id: m.content for m in result.messages[step.n_messages :] if isinstance(m, ToolMessage)}
+    out: dict[str, Any] = {}
+    for c in calls:
+        if what == "result" and c.id not in said:
+            continue  # it never ran: no result to edit
+        key = c.name if names.count(c.name) == 1 else c.id
+        out[key] = c.arguments if what == "arguments" else said[c.id]
+    return out
+
+
+def _one_changed(value: Any, recorded: dict[str, Any], what: str) -> dict[str, Any]:
+    """The one entry of the editor's ``{call: ...}`` that differs from the recording."""
+    if not isinstance(value, dict):
+        raise UserError(f"with several calls at this step, the {what}s are a JSON object {{call: ...}}")
+    unknown = [k for k in value if k not in recorded]
+    if unknown:
+        raise UserError(f"no call {unknown[0]!r} at this step (its calls: {', '.join(recorded)})")
+    picked = {k: v for k, v in value.items() if v != recorded[k]}
+    if len(picked) != 1:
+        raise UserError(f"change the {what} of one call at a time ({len(picked)} changed)")
+    return picked
 
 
 def _json(text: str, what: str) -> Any:

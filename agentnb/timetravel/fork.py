@@ -4,7 +4,8 @@ Steps before ``at`` are the recording's: no model request, no tool run, zero cos
 takes the edit, then the run continues live with ``agent`` (by default the one that made the
 run). An edit of the reply, of one call's arguments or of one tool's result keeps step ``at``'s
 recorded request (no model request for it; a tool-result edit runs no tool of step ``at``
-either); an edit of the system prompt, or another agent, sends step ``at`` live.
+either, and an arguments edit runs only the edited call: the other calls of the step keep their
+recorded results); an edit of the system prompt, or another agent, sends step ``at`` live.
 
 >>> from agentnb import Agent, tool
 >>> from agentnb.testing import ScriptedProvider, call
@@ -34,6 +35,14 @@ from agentnb.errors import UserError
 from agentnb.events import Event, Forked
 from agentnb.messages import Message, SystemMessage, ToolCall, ToolMessage
 from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
+from agentnb.timetravel.edits import (
+    check_kinds,
+    edited_arguments,
+    edited_result,
+    pick_step,
+    recorded_results,
+    reply_completion,
+)
 from agentnb.timetravel.recording import Step, recorded_steps
 
 
@@ -98,19 +107,25 @@ async def afork(
         raise UserError("this result has no agent (it was loaded from a transcript): fork it with agent=...")
     if sum(x is not None for x in (reply, arguments, tool_result)) > 1:
         raise UserError("fork takes one of reply=, arguments= and tool_result= at a time")
+    check_kinds(agent, system, on_event, stream)
     steps = recorded_steps(result)
-    step = _step(steps, at)
+    step = pick_step(steps, at)
     edit: dict[str, Any] = {}
     first: Completion | None = None
+    kept: dict[str, Any] = {}  # step ``at``'s calls whose recorded results the fork reuses
     if reply is not None:
-        first = _reply(reply, live, at)
+        first = reply_completion(reply, live, at)
         edit["reply"] = _jsonable_reply(first)
     elif arguments is not None:
-        first, edit["arguments"] = _arguments(step, arguments, live, at)
+        first, call = edited_arguments(step, arguments, live, at)
+        edit["arguments"] = {**_named(step, call), "arguments": dict(call.arguments or {})}
+        kept = recorded_results(result, step, _step_end(result, steps, at), call.id)
     history = list(result.messages[: step.n_messages])
     start = at
     if tool_result is not None:
-        history, edit["tool_result"], changed = _tool_result(result, steps, step, tool_result, at)
+        call, text = edited_result(tool_result, step, at)
+        history = _result_history(result, steps, step, call, text)
+        edit["tool_result"], changed = {**_named(step, call), "result": text}, (call.id, text)
         start = at + 1
     new_system = system if system is not None else (live.system if agent is not None else None)
     if new_system is not None:
@@ -118,13 +133,7 @@ async def afork(
         edit["system"] = new_system
     if agent is not None:
         edit["agent"] = {"name": agent.name, "provider": agent.provider.name, "tools": list(agent.tools)}
-    runner = live
-    if first is not None or (start > 0 and live.tool_choice not in ("auto", "none")):
-        runner = copy.copy(live)
-        if first is not None:
-            runner.provider = Primed(live.provider, first)
-        if start > 0 and live.tool_choice not in ("auto", "none"):
-            runner.tool_choice = "auto"  # a forcing choice is the run's first step's, long past
+    runner = _runner(live, first, start)
     lineage = Forked(0, result.run_id, at, edit, start)
     prefix = [e for e in result.events if e.depth < start and e.kind not in ("run_started", "run_finished", "forked")]
     if tool_result is not None:
@@ -132,7 +141,7 @@ async def afork(
     feed = _Feed(on_event, result.events[0], lineage, prefix, start)
     from agentnb.tracing.observe import RunLink  # the recorded calls: a repeat is answered from them
 
-    link = RunLink(seen=_seen(history, live.tools), first_depth=start)  # live steps numbered from ``start``
+    link = RunLink(seen=_seen(history, live.tools), first_depth=start, recorded=_kept(kept, live.tools, first))
     limits = _limits(live, result, start)
     done = await runner.arun(
         [], history=history, on_event=feed, stream=stream, limits=limits, on_cancel="return", _link=link
@@ -141,105 +150,56 @@ async def afork(
                                agent=live)  # fmt: skip
 
 
-def _step(steps: list[Step], at: int) -> Step:
-    depths = [s.depth for s in steps]
-    if isinstance(at, bool) or not isinstance(at, int) or at not in depths:
-        span = f"steps 0 to {depths[-1]}" if depths else "no model step"
-        raise UserError(f"fork step {at!r} is out of range: this run has {span}")
-    return steps[depths.index(at)]
+def _runner(live: Any, first: Completion | None, start: int) -> Any:
+    """The agent that runs the fork: ``live``, its first reply primed, its forcing choice let go."""
+    forcing = start > 0 and live.tool_choice not in ("auto", "none")
+    if first is None and not forcing:
+        return live
+    runner = copy.copy(live)
+    if first is not None:
+        runner.provider = Primed(live.provider, first)
+    if forcing:
+        runner.tool_choice = "auto"  # a forcing choice is the run's first step's, long past
+    return runner
 
 
-def _reply(reply: Any, agent: Any, at: int) -> Completion:
-    if isinstance(reply, str):
-        return Completion(reply, finish_reason="stop")
-    items = [reply] if isinstance(reply, (ToolCall, dict)) else list(reply)
-    calls = []
-    for i, item in enumerate(items):
-        if isinstance(item, ToolCall):
-            c = item
-        elif isinstance(item, dict) and isinstance(item.get("name"), str):
-            c = ToolCall(str(item.get("id") or ""), item["name"], item.get("arguments") or {})
-        else:
-            raise UserError(f"fork reply item {i}: a call is a ToolCall or {{'name': ..., 'arguments': {{...}}}}")
-        _check_call(agent, c.name, c.arguments, at)
-        calls.append(ToolCall(c.id or f"fork_{at}_{i}", c.name, c.arguments))
-    return Completion(None, tuple(calls), finish_reason="tool_calls")
-
-
-def _check_call(agent: Any, name: str, args: Any, at: int) -> None:
-    """Validated like the debugger's edits: the tool exists and the arguments fit its schema."""
-    tool = agent.tools.get(name)
-    if tool is None:
-        raise UserError(f"fork at step {at}: no tool named {name!r} (tools: {', '.join(agent.tools) or 'none'})")
-    errors = tool.validate(args) if isinstance(args, dict) else ["the arguments must be a JSON object"]
-    if errors:
-        raise UserError(f"fork at step {at}: the arguments of {name} fail its schema: {'; '.join(errors)}")
-
-
-def _pick(step: Step, which: Any, at: int, what: str) -> tuple[int, ToolCall]:
+def _named(step: Step, call: ToolCall) -> dict[str, str]:
+    """The edited call as the lineage names it: by name, and by id too where the step made
+    another call of that name."""
     calls = step.completion.tool_calls if step.completion is not None else ()
-    if not calls:
-        raise UserError(f"fork at step {at}: the model called no tool at that step, so it has no {what} to edit")
-    if which is None:
-        if len(calls) > 1:
-            names = ", ".join(f"{c.name} ({c.id})" for c in calls)
-            raise UserError(f"fork at step {at}: {len(calls)} calls ({names}); say which: {{name or id: ...}}")
-        return 0, calls[0]
-    for i, c in enumerate(calls):
-        if which in (c.id, c.name):
-            return i, c
-    names = ", ".join(c.name for c in calls)
-    raise UserError(f"fork at step {at}: no call to {which!r} at that step (its calls: {names})")
+    shared = sum(c.name == call.name for c in calls) > 1
+    return {"call": call.name, "id": call.id} if shared else {"call": call.name}
 
 
-def _keyed(value: Any, step: Step, leaf: type, params: Any = ()) -> tuple[Any, Any]:
-    """``(which call, value)`` of an edit: ``{call name or id: value}`` picks a call, else None.
-
-    A one-key dict is read as the arguments themselves when its key is one of ``params`` (the
-    only call's parameters) and names no call.
-    """
-    calls = step.completion.tool_calls if step.completion is not None else ()
-    if isinstance(value, dict) and len(value) == 1:
-        ((k, v),) = value.items()
-        if isinstance(v, leaf) and (any(k in (c.id, c.name) for c in calls) or k not in params):
-            return k, v
-    return None, value
-
-
-def _arguments(step: Step, arguments: Any, agent: Any, at: int) -> tuple[Completion, dict[str, Any]]:
-    calls = step.completion.tool_calls if step.completion is not None else ()
-    only = agent.tools.get(calls[0].name) if len(calls) == 1 else None
-    params = (only.parameters.get("properties") or {}) if only is not None else ()
-    which, args = _keyed(arguments, step, dict, params)
-    i, call = _pick(step, which, at, "arguments")
-    _check_call(agent, call.name, args, at)
-    assert step.completion is not None
-    edited = list(step.completion.tool_calls)
-    edited[i] = ToolCall(call.id, call.name, dict(args))
-    done = dataclasses.replace(
-        step.completion, tool_calls=tuple(edited), events=(), usage=type(step.completion.usage)()
-    )
-    return done, {"call": call.name, "arguments": dict(args)}
-
-
-def _tool_result(
-    result: Any, steps: list[Step], step: Step, value: Any, at: int
-) -> tuple[list[Message], dict[str, Any], tuple[str, str]]:
-    which, text = _keyed(value, step, str)
-    _, call = _pick(step, which, at, "tool result")
-    if not isinstance(text, str):
-        raise UserError(f"fork at step {at}: a tool result is text, not {type(text).__name__}")
+def _step_end(result: Any, steps: list[Step], at: int) -> int:
+    """Where step ``at``'s messages end: the next step's request, else the transcript's end."""
     later = [s for s in steps if s.depth > at]
-    end = later[0].n_messages if later else len(result.messages)
+    return later[0].n_messages if later else len(result.messages)
+
+
+def _result_history(result: Any, steps: list[Step], step: Step, call: ToolCall, text: str) -> list[Message]:
+    """The transcript up to step ``at``'s end with ``call``'s result replaced by ``text``."""
+    end = _step_end(result, steps, step.depth)
     history = list(result.messages[:end])
     for j in range(step.n_messages, end):
         m = history[j]
         if isinstance(m, ToolMessage) and m.tool_call_id == call.id:
             history[j] = ToolMessage(m.tool_call_id, m.name, text, False)
-            break
-    else:
-        raise UserError(f"fork at step {at}: the call to {call.name} has no result in the recording (it never ran)")
-    return history, {"call": call.name, "result": text}, (call.id, text)
+            return history
+    raise UserError(f"fork at step {step.depth}: the call to {call.name} has no result in the recording (it never ran)")
+
+
+def _kept(kept: dict[str, Any], tools: dict[str, Any], first: Completion | None) -> tuple[Any, ...]:
+    """``(call id, fingerprint, message, tool_finished)`` of each reused call (the loop's ``recorded``)."""
+    from agentnb.tools.dedupe import fingerprint
+
+    out = []
+    for c in first.tool_calls if first is not None else ():
+        tool = tools.get(c.name)
+        if c.id in kept and tool is not None and isinstance(c.arguments, dict):
+            args = {**tool.defaults, **c.arguments} if tool.defaults else c.arguments
+            out.append((c.id, fingerprint(c.name, args), *kept[c.id]))
+    return tuple(out)
 
 
 def _edited_result(event: Any, changed: tuple[str, str]) -> Any:

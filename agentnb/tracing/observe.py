@@ -73,7 +73,10 @@ class RunLink:
     ``seen``: ``(fingerprint, result)`` of the calls made before the run's first step (a fork's
     recorded prefix), so that a repeat of one is answered from it, as in the recorded run;
     ``first_depth``: the depth of the run's first step (a fork's live steps go on from its
-    recorded ones), so that every consumer of its events sees the steps numbered alike.
+    recorded ones), so that every consumer of its events sees the steps numbered alike;
+    ``recorded``: ``(call id, fingerprint, message, tool_finished)`` of calls of the first step
+    whose results the recording holds (a fork's calls beside the one whose arguments it edits):
+    such a call, unchanged, is answered from it and not run.
     """
 
     conversation_id: str | None = None
@@ -84,6 +87,7 @@ class RunLink:
     ledger: Any = None
     seen: tuple[tuple[str, str], ...] = ()
     first_depth: int = 0
+    recorded: tuple[tuple[Any, ...], ...] = ()
 
 
 _VENDORS = {"OpenAIProvider": "openai", "ResponsesProvider": "openai", "AnthropicProvider": "anthropic"}

@@ -34,4 +34,7 @@ def test_fork_from_here_in_the_browser(lab: Any, page: Any) -> None:
     assert forked.locator("details.anb-depth").first.get_attribute("open") is None
     assert forked.locator("details.anb-depth").last.get_attribute("open") is not None
     expect(panel).to_contain_text("diff with the parent run", timeout=30_000)
+    # what the fork sent, and what of it is the recording's (issue 45)
+    expect(panel).to_contain_text("model calls 1 (+1 recorded)", timeout=30_000)
+    expect(panel).to_contain_text("step [0] is the recording's, step [0]'s result edited (folded)")
     screenshot(panel, "fork_from_here.png")

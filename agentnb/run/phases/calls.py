@@ -86,7 +86,12 @@ async def decide(run: LoopState, p: Pending) -> None:
 
 
 def deduplicate(run: LoopState, p: Pending) -> None:
-    """Decide whether the call repeats an earlier one (then it is answered from that one's result)."""
+    """Decide whether the call repeats an earlier one (then it is answered from that one's result).
+
+    A fork's call whose result its recording holds is answered from the recording (:func:`recall`).
+    """
+    if run.recorded and recall(run, p):
+        return
     call = p.call
     p.earlier = earlier = run.dedup.lookup(p.fp)
     seen = earlier is not None or p.fp in run.in_turn
@@ -96,6 +101,21 @@ def deduplicate(run: LoopState, p: Pending) -> None:
         p.plan = ToolMessage(call.id, call.name, repeat_message(call.name, earlier))
     elif action == "skip":  # a repeat within this step: answered once the first call has run
         p.plan = run.in_turn[p.fp]
+
+
+def recall(run: LoopState, p: Pending) -> bool:
+    """Answer the call from the recording when the fork's recording holds its result: a call of
+    the fork's first step, as recorded (same id, same arguments), beside the one it edits. The
+    recorded ``tool_finished`` is said again: the call did not run (no ``tool_started``)."""
+    kept = run.recorded.pop(p.call.id, None)
+    if kept is None or run.depth != run.cfg.first_depth or kept[0] != p.fp:
+        return False
+    _, message, finished = kept
+    run.emit(finished)
+    p.plan = message
+    if not message.is_error:
+        run.dedup.record(p.fp, str(message.content))
+    return True
 
 
 async def approve(run: LoopState, p: Pending) -> None:
