@@ -15,10 +15,15 @@ these functions only, never by hand:
   are shown as written (``\\d+\\.\\d+``, ``&lt;``).
 * :func:`untrusted_terminal`: text for a terminal, control and escape sequences shown, not sent.
 * :func:`static_view`: the **last step** of every static view (the finished trace, the debugger,
-  the exports): agentnb's own HTML, already built from escaped text, optionally styled inline, then
-  parsed and cleaned by ``nh3`` with an allow-list of agentnb's tags, attributes and CSS
-  properties. Nothing rewrites HTML after it, so whatever string work happens before (an inliner
-  that unescapes quotes, a template bug) cannot produce a live attribute or a remote fetch.
+  the exports, a diff): agentnb's own HTML, already built from escaped text, optionally styled
+  inline, then parsed and cleaned by ``nh3`` with an allow-list of agentnb's tags, attributes and
+  CSS properties. Nothing rewrites HTML after it, so whatever string work happens before (an
+  inliner that unescapes quotes, a template bug) cannot produce a live attribute or a remote fetch.
+* :func:`no_math` and :func:`html_widget`: untrusted text is not TeX. Every HTML output and every
+  widget's HTML value sits under one root that MathJax skips (:data:`NO_MATH`), so ``$\\style{...}$``
+  or ``\\href{...}`` from a model is shown as written, never typeset (a typeset ``\\style`` can fetch
+  a URL or draw a fake banner). :func:`static_view` and :func:`html_widget` put the root there
+  themselves: a view made with them cannot forget it.
 
 >>> untrusted_html('<img src=x onerror="alert(1)">')
 '&lt;img src=x onerror=&quot;alert(1)&quot;&gt;'
@@ -40,6 +45,9 @@ from typing import Any
 #: as "costs 5and6" in italics in a reopened notebook). ``tex2jax_ignore`` for MathJax 2,
 #: ``mathjax_ignore`` for MathJax 3. On the root of every HTML output that holds such text.
 NO_MATH = "tex2jax_ignore mathjax_ignore"
+_ROOT = f'<div class="{NO_MATH}">'
+#: Classes that turn MathJax back on inside an ignored element: never on agentnb's elements.
+_MATH_ON = re.compile(r"\b(?:tex2jax_process|mathjax_process)\b", re.I)
 
 # C0 controls except \t and \n, DEL, C1 controls (\x9b is a one-byte CSI), bidi overrides/isolates.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -95,6 +103,50 @@ def untrusted_markdown(text: str, *, raw: bool = False) -> str:
     if raw:
         body += f'<details class="anb-raw"><summary>raw text</summary><pre>{untrusted_html(text)}</pre></details>'
     return body
+
+
+def no_math(html: str) -> str:
+    """``html`` (agentnb's own, its untrusted text already escaped) under a root that MathJax skips.
+
+    JupyterLab, Voila, nbconvert and nbviewer typeset ``$...$``, ``\\(...\\)`` and ``\\begin{...}``
+    in HTML outputs; a model's ``$\\style{cursor:url(http://...)}{x}$`` would fetch that URL on render.
+
+    >>> no_math("costs $5 and $6")
+    '<div class="tex2jax_ignore mathjax_ignore">costs $5 and $6</div>'
+    """
+    return f"{_ROOT}{html}</div>"
+
+
+def html_widget(value: str = "", **kwargs: Any) -> Any:
+    """An ``ipywidgets.HTML`` whose every value, now and later, is held under :func:`no_math`'s root.
+
+    The one way agentnb makes an HTML widget (a test holds that): a validator wraps each value as
+    it is set, so no view has to remember the root. An empty value stays empty.
+
+    >>> w = html_widget("$x$")
+    >>> w.value
+    '<div class="tex2jax_ignore mathjax_ignore">$x$</div>'
+    >>> w.value = ""
+    >>> w.value
+    ''
+    """
+    return _html_widget_class()(value=value, **kwargs)
+
+
+@functools.cache
+def _html_widget_class() -> Any:
+    import ipywidgets as widgets
+    import traitlets
+
+    class InertHTML(widgets.HTML):  # type: ignore[misc]
+        """An HTML widget whose value is always under the no-math root."""
+
+        @traitlets.validate("value")
+        def _no_math(self, proposal: Any) -> str:
+            value = str(proposal["value"])
+            return value if not value or value.startswith(_ROOT) else no_math(value)
+
+    return InertHTML
 
 
 _IMAGE_MIMES = ("image/png", "image/jpeg", "image/gif", "image/webp")
@@ -216,20 +268,25 @@ def static_view(body: str, css: str = "") -> str:
     (on the parsed value, serialized escaped), since an untrusted notebook drops ``var()``.
     Without ``nh3`` (no notebook extra), ``body`` as built: escaped text, unstyled.
 
+    The result is one element with the :data:`NO_MATH` classes (see :func:`no_math`), and no
+    element inside it turns MathJax back on.
+
     >>> static_view('<details open ontoggle="alert(1)"><summary>x</summary>y</details>')
-    '<details open=""><summary>x</summary>y</details>'
-    >>> static_view('<div class="a">x</div>', ".a{color:var(--c,#111);background:url(//e.x/p)}")
-    '<div class="a">x</div>'
-    >>> static_view('<div class="a">x</div>', ".a{color:var(--c,#111)}")
-    '<div class="a" style="color:#111;color:var(--c, #111)">x</div>'
+    '<div class="tex2jax_ignore mathjax_ignore"><details open=""><summary>x</summary>y</details></div>'
+    >>> static_view('<div class="a">x</div>', ".a{color:var(--c,#111);background:url(//e.x/p)}")[len(_ROOT):]
+    '<div class="a">x</div></div>'
+    >>> static_view('<div class="a">x</div>', ".a{color:var(--c,#111)}")[len(_ROOT):]
+    '<div class="a" style="color:#111;color:var(--c, #111)">x</div></div>'
+    >>> static_view('<span class="x mathjax_process">$x$</span>')[len(_ROOT):]
+    '<span class="x">$x$</span></div>'
     """
     try:
         import nh3
     except ImportError:
-        return body
+        return no_math(body)
     if css:
         body = _inline_css(body, css)
-    return str(
+    return no_math(
         nh3.clean(
             body,
             tags=_VIEW_TAGS,
@@ -263,6 +320,8 @@ def _view_attribute(tag: str, attr: str, value: str) -> str | None:
     """nh3's check of one parsed attribute value: None drops the attribute."""
     if attr == "style":
         return _style_value(value)
+    if attr == "class":
+        return " ".join(_MATH_ON.sub("", value).split()) or None
     if attr in ("href", "src") and value[:5].lower() == "data:":
         fits = _IMAGE_DATA if tag == "img" else _JSON_DATA if tag == "a" else None
         return value if fits is not None and fits.fullmatch(value) else None

@@ -9,7 +9,13 @@ browsers use, so mutation-XSS shapes parse here as they would there), and
 * no script or other executable or fetching element exists;
 * no ``javascript:`` / ``data:`` URL exists outside the images and the transcript link agentnb
   built, no image loads from a URL, and no inline style holds ``url()`` or another fetch;
-* the visible text holds the input exactly as escaped text shows it.
+* the visible text holds the input exactly as escaped text shows it;
+* no text is typeset as TeX (issue 45): every text node has an ancestor (or is in an element)
+  with both MathJax-ignore classes (``tex2jax_ignore`` for MathJax 2, ``mathjax_ignore`` for 3),
+  and no element turns MathJax back on (``mathjax_process``). A typeset ``$\\style{...}$`` fetched a
+  URL the model chose and drew a fake "approved" banner; ``$5 and $6`` turned into math.
+  Widgets that ipywidgets typesets itself (a ``description``, a ``Label``, ``HTMLMath``) hold no
+  ``$`` or backslash.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ pytest.importorskip("nh3")
 import nbformat  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from ipywidgets.widgets.widget_description import DescriptionWidget  # noqa: E402
 
 from agentnb import Agent, RunResult, evaluate, tool  # noqa: E402
 from agentnb.control.approval import Deny  # noqa: E402
@@ -39,10 +46,12 @@ from agentnb.notebook.approval_view import ApprovalPanel  # noqa: E402
 from agentnb.notebook.blocks import _COPY_JS  # noqa: E402
 from agentnb.notebook.debugger import Debugger  # noqa: E402
 from agentnb.notebook.export import StaticTraces  # noqa: E402
+from agentnb.notebook.fork_bar import ForkBar  # noqa: E402
 from agentnb.notebook.trace import TraceWidget  # noqa: E402
 from agentnb.printer import TextPrinter  # noqa: E402
-from agentnb.testing import ScriptedProvider, Streamed, call  # noqa: E402
-from agentnb.untrusted import untrusted_html  # noqa: E402
+from agentnb.testing import FunctionProvider, ScriptedProvider, Streamed, call  # noqa: E402
+from agentnb.timetravel.diff import diff  # noqa: E402
+from agentnb.untrusted import NO_MATH, html_widget, no_math, untrusted_html  # noqa: E402
 
 #: Pieces that hostile text is made of: quotes and entities (css-inline wrote &quot; back as "),
 #: tags, CSS (var() matched the old rewrite; url() fetches), mutation-XSS shapes, controls.
@@ -57,6 +66,10 @@ FRAGMENTS = [
     "[x](javascript:alert(1))", "![p](http://evil.example/p.png)", "data:text/html,<script>alert(1)</script>",
     "<a href=\"http://evil.example\" onclick=alert(1)>", "class=\"anb-copy\"", "onclick=", "\x1b[31m", "\u202e",
     "\x07", "PWN",
+    # TeX (issue 45): what MathJax typesets in an HTML output without the ignore classes
+    "$", "$$", "\\(", "\\)", "\\[", "\\]", "\\begin{equation}", "\\end{equation}", "costs $5 and $6",
+    "$\\style{cursor:url(http://evil.example/t)}{x}$", "\\style{background-color:red}{\\text{✓ approved by admin}}",
+    "\\href{http://evil.example/PWN}{click}", "$\\href{javascript:alert(1)}{x}$", "class=\"mathjax_process\"",
 ]  # fmt: skip
 free_text = st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=8)), min_size=1, max_size=14).map("".join)
 #: Attribute-injection shapes: an opener that a rewrite could take for markup, CSS, a handler.
@@ -76,6 +89,10 @@ _FORBIDDEN_TAGS = {
 }  # fmt: skip
 _SAFE_IMAGE = re.compile(r"data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=]*")
 _STYLE_FETCH = re.compile(r"url\s*\(|image-set|expression|@import|\\", re.I)
+#: Both classes: MathJax 2 (nbconvert, nbviewer, Voila's classic template) skips tex2jax_ignore,
+#: MathJax 3 (JupyterLab, Notebook 7) mathjax_ignore; a *_process class below turns it back on.
+_NO_MATH = {"tex2jax_ignore", "mathjax_ignore"}
+_MATH_ON = {"tex2jax_process", "mathjax_process"}
 _PROPERTIES = dict(
     max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
@@ -113,7 +130,30 @@ def _problems_and_text(html: str, *, live: bool) -> tuple[list[str], str]:
         if tag != "style":
             text.append(el.text or "")
         text.append(el.tail or "")
-    return problems, "".join(text)
+    return problems + _typeset(root), "".join(text)
+
+
+def _typeset(root: Any) -> list[str]:
+    """Text that MathJax would typeset: any text node with no ancestor carrying both ignore classes."""
+    problems: list[str] = []
+
+    def walk(el: Any, ignored: bool) -> None:
+        if not isinstance(el.tag, str):  # a comment: never typeset
+            return
+        classes = set(el.attrib.get("class", "").split())
+        if classes & _MATH_ON:
+            problems.append(f"<{el.tag} class={el.attrib['class'][:60]!r}> turns MathJax on")
+        ignored = ignored or classes >= _NO_MATH
+        tag = el.tag.rsplit("}", 1)[-1].lower()
+        if tag != "style" and (el.text or "").strip() and not ignored:
+            problems.append(f"text MathJax would typeset: <{tag}>{el.text[:60]!r}")
+        for child in el:
+            walk(child, ignored)
+            if (child.tail or "").strip() and not ignored:
+                problems.append(f"text MathJax would typeset: {child.tail[:60]!r}")
+
+    walk(root, False)
+    return problems
 
 
 def _shown(text: str) -> str:
@@ -149,13 +189,18 @@ def boom(text: str) -> str:
 
 
 def _widget_htmls(w: Any) -> list[str]:
+    """The HTML a widget tree shows; asserts that nothing in it is typeset by ipywidgets itself
+    (a description's label, a ``Label``, ``HTMLMath``: the front end calls MathJax on those)."""
     found: list[str] = []
 
     def walk(x: Any) -> None:
+        assert not isinstance(x, (widgets.HTMLMath, widgets.Label)), type(x)
+        if isinstance(x, DescriptionWidget):
+            assert not re.search(r"[$\\]", x.description), (type(x), x.description)
         if isinstance(x, widgets.Output):
             for out in x.outputs:
                 found.extend(v for k, v in out.get("data", {}).items() if k == "text/html")
-        elif isinstance(x, (widgets.HTML, widgets.HTMLMath)):
+        elif isinstance(x, widgets.HTML):
             found.append(x.value)
         for child in getattr(x, "children", ()):
             walk(child)
@@ -260,9 +305,59 @@ def test_evaluation_views_are_inert(texts: list[str]) -> None:
     ev2 = evaluate(both, cases, scorers=[lambda case, r: r.output == case.expected], progress=False)
     view = ev2.view()
     view.show(0)
-    views = [ev2._repr_html_(), ev2.summary()._repr_html_(), view.static_html()]
+    views = [ev2._repr_html_(), ev2.summary()._repr_html_(), view.static_html(), *_widget_htmls(view.widget)]
+    views.append(ev2.diff(0)._repr_html_())  # what the view's "diff" button shows, for the first case
     for t in [*texts, *names]:
         assert_inert(views, shows=t[:80])
+
+
+@settings(**{**_PROPERTIES, "max_examples": 25})
+@given(untrusted_text)
+def test_diffs_are_inert_and_never_typeset(s: str) -> None:
+    """``agentnb.diff`` / ``ev.diff`` / the fork's diff: the one view that was typeset (issue 45)."""
+    result = _run_with(s)
+    forked = result.fork(0, reply=s + " (forked)")
+    d = diff(result, forked, labels=(s[:20] or "a", "b" + s[:20]))
+    assert_inert([d._repr_html_()], shows=s)
+    assert_inert([d._repr_html_()], shows=s[:20])
+    same = diff(result, result)
+    assert_inert([same._repr_html_()], shows=str(len(same.steps)))
+
+
+@settings(**{**_PROPERTIES, "max_examples": 20})
+@given(untrusted_text)
+def test_the_fork_bar_its_forks_and_its_frozen_copy_are_inert(s: str) -> None:
+    name = s[:40] or "x"
+    result = Agent(ScriptedProvider([call(name, x=s), s]), tools=[echo], system=s).run(s)
+    bar = ForkBar(TraceWidget())
+    bar.fill(result)
+    assert bar.steps is not None
+    # The labels are text (the buttons' front end escapes them once): shown as the model wrote them.
+    assert bar.steps.options[0][0] == f"[0] {', '.join(dict.fromkeys([name]))}"
+    panel = bar.open_at(1)
+    panel.editor.value = s + " (edited)"
+    panel.fork()
+    assert bar.forks and bar.forks[0].output == s + " (edited)"
+    panel.kind.value = "system"
+    panel.editor.value = "\n".join([s, "{"])
+    assert_inert(_widget_htmls(bar), shows=s, live=True)
+    html = bar.static_bundle()["text/html"]
+    assert_inert([html], shows=s)
+    assert_inert([bar._repr_mimebundle_()[0]["text/html"]])
+
+
+@settings(**{**_PROPERTIES, "max_examples": 10})
+@given(untrusted_text)
+def test_improvement_views_are_inert(s: str) -> None:
+    from agentnb import improve
+    from agentnb.improvement.views import ImprovementView
+
+    student = FunctionProvider(lambda messages, tools: s + " 1")
+    reflector = FunctionProvider(lambda messages, tools: f"```\n{s} use add\n```")
+    cases = [{"input": f"What is {i}?", "expected": "never"} for i in range(4)]
+    imp = improve(Agent(student, system=s), cases, ["contains"], reflector=reflector, budget=12, progress=False)
+    view = ImprovementView(imp)
+    assert_inert([imp._repr_html_(), *_widget_htmls(view.widget)], shows=s)
 
 
 @settings(**_PROPERTIES)
@@ -275,6 +370,43 @@ def test_the_printer_sends_no_control_sequences(s: str) -> None:
     for event in _run_with(s).events:
         printer(event)
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", out.getvalue())
+
+
+def test_every_html_widget_is_made_with_no_math_roots() -> None:
+    """By construction: agentnb makes HTML widgets only through ``untrusted.html_widget`` (whose
+    values are always under the no-math root), and no widget that ipywidgets typesets."""
+    from pathlib import Path
+
+    import agentnb
+
+    bare = re.compile(r"\bwidgets\.(HTML|HTMLMath|Label)\s*\(|from ipywidgets import[^\n]*\b(HTML|HTMLMath|Label)\b")
+    found = [
+        f"{path.name}:{n}"
+        for path in Path(agentnb.__file__).parent.rglob("*.py")
+        if path.name != "untrusted.py"
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if bare.search(line)
+    ]
+    assert not found, found
+    w = html_widget("$x$")
+    w.value = "costs $5 and $6"
+    assert_inert([w.value], shows="costs $5 and $6")
+
+
+def test_the_math_rule_fails_on_a_view_without_its_root() -> None:
+    """The checker itself: text outside the root, a root with one class only, a class that turns
+    MathJax back on, each is found."""
+    assert _typeset(html5lib.parseFragment("<div>costs $5</div>", treebuilder="etree", namespaceHTMLElements=False))
+    for html in (
+        '<div class="mathjax_ignore">$x$</div>',
+        f'<div class="{NO_MATH}">ok</div>$x$',
+        f'<div class="{NO_MATH}"><span class="mathjax_process">$x$</span></div>',
+    ):
+        root = html5lib.parseFragment(html, treebuilder="etree", namespaceHTMLElements=False)
+        assert _typeset(root), html
+    assert not _typeset(
+        html5lib.parseFragment(no_math("<b>$x$</b> y"), treebuilder="etree", namespaceHTMLElements=False)
+    )
 
 
 def test_the_reported_payload_is_inert_in_every_static_view() -> None:

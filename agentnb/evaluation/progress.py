@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from agentnb.untrusted import NO_MATH, untrusted_html, untrusted_terminal
+from agentnb.untrusted import NO_MATH, html_widget, untrusted_html, untrusted_terminal
 
 #: Seconds between redraws while rows arrive.
 INTERVAL = 0.25
@@ -83,7 +83,7 @@ class ProgressWidget:
         import ipywidgets as widgets
 
         self.bar = widgets.IntProgress(value=0, min=0, max=1)
-        self.lines = widgets.HTML()
+        self.lines = html_widget()
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
         self.widget = widgets.VBox([widgets.HBox([self.bar, self.stop_button]), self.lines])
         self.tally: Tally | None = None

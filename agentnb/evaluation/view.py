@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentnb.evaluation.report import summary_html, summary_text, table_html
-from agentnb.untrusted import NO_MATH, untrusted_html
+from agentnb.untrusted import NO_MATH, html_widget, untrusted_html
 
 #: First line of the text/plain of a view that is replaced in place (for nbval's sanitizer).
 LIVE_MARKER = "agentnb live trace"  # the marker notebooks/sanitize.cfg already knows
@@ -40,7 +40,7 @@ class EvaluationView:
         self.descending = widgets.Checkbox(value=False, description="descending")
         self.row = widgets.BoundedIntText(value=0, min=0, max=max(0, len(ev.rows) - 1), description="row")
         self.open = widgets.Button(description="open trace", icon="search")
-        self.html = widgets.HTML()
+        self.html = html_widget()
         self.trace = widgets.Output()
         self.shown: int | None = None  # the row whose trace is open
         self._opened: Any = None
@@ -49,7 +49,7 @@ class EvaluationView:
         self.descending.observe(lambda _: self.render(), "value")
         self.open.on_click(lambda _: self.show(self.row.value))
         controls = widgets.HBox([self.sort, self.descending, self.row, self.open])
-        parts = [widgets.HTML(summary_html(ev)), controls]
+        parts = [html_widget(summary_html(ev)), controls]
         self.changed = self.diff_button = None
         if len(ev.agents) >= 2:  # a comparison: each case that changed verdict opens its diff
             cases = _changed_cases(ev)

@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from agentnb.improvement.report import candidates_html, diff_html, improvement_html, summary_lines, summary_text
-from agentnb.untrusted import NO_MATH, untrusted_html, untrusted_terminal
+from agentnb.untrusted import html_widget, untrusted_html, untrusted_terminal
 
 #: Seconds between redraws while runs finish.
 INTERVAL = 0.25
@@ -73,8 +73,8 @@ class ImproveWidget:
         self.tally = Tally()
         self.bar = widgets.IntProgress(value=0, min=0, max=1)
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
-        self.line = widgets.HTML()
-        self.table = widgets.HTML()
+        self.line = html_widget()
+        self.table = html_widget()
         self.widget = widgets.VBox([widgets.HBox([self.bar, self.stop_button]), self.line, self.table])
         self._last = 0.0
         self._handle: Any = display(self.widget, display_id=True)
@@ -98,9 +98,9 @@ class ImproveWidget:
         t = self.tally
         self.bar.max = max(1, t.budget)
         self.bar.value = min(t.spent, self.bar.max)
-        self.line.value = f'<span class="{NO_MATH}">{untrusted_html(t.line())}</span>'
+        self.line.value = untrusted_html(t.line())
         if table:
-            self.table.value = f'<div class="{NO_MATH}">{candidates_html(_Records(t))}</div>'
+            self.table.value = candidates_html(_Records(t))
 
     def finish(self, imp: Any) -> None:
         from IPython.display import HTML
@@ -161,8 +161,8 @@ class ImprovementView:
         self.candidate.observe(lambda _: self._cases(), "value")
         self.open.on_click(lambda _: self.show())
         items = "".join(f"<li>{untrusted_html(line)}</li>" for line in summary_lines(imp))
-        top = widgets.HTML(f'<div class="{NO_MATH}"><ul>{items}</ul>{candidates_html(imp)}</div>')
-        diff = widgets.HTML(f'<div class="{NO_MATH}">{diff_html(imp.diff())}</div>')
+        top = html_widget(f"<ul>{items}</ul>{candidates_html(imp)}")
+        diff = html_widget(diff_html(imp.diff()))
         controls = widgets.HBox([self.candidate, self.case, self.open])
         self.widget = widgets.VBox([top, diff, controls, self.trace])
         self._cases()

@@ -25,7 +25,7 @@ from agentnb.errors import StopRun, UserError
 from agentnb.messages import ToolCall
 from agentnb.notebook.blocks import STYLE
 from agentnb.notebook.inplace import acknowledge
-from agentnb.untrusted import untrusted_html
+from agentnb.untrusted import html_widget, untrusted_html
 
 #: What the model reads when the person denies without writing a reason.
 DEFAULT_REASON = "the user denied this call"
@@ -42,7 +42,7 @@ class ApprovalPanel(widgets.VBox):
         self._tool: Any = None
         self._settle: tuple[asyncio.AbstractEventLoop, asyncio.Future[Decision]] | None = None
         self._lock = threading.Lock()
-        self.label = widgets.HTML()
+        self.label = html_widget()
         self.approve_button = widgets.Button(description="Approve", icon="check", button_style="success")
         self.deny_button = widgets.Button(description="Deny", icon="times", button_style="danger")
         self.reason = widgets.Text(placeholder="reason (the model reads it)")
@@ -52,7 +52,7 @@ class ApprovalPanel(widgets.VBox):
         self.arguments.layout.width = "calc(100% - 4px)"
         self.edit_button = widgets.Button(description="Run with these arguments", icon="pencil")
         self.edit_button.layout.width = "auto"
-        self.error = widgets.HTML()
+        self.error = html_widget()
         self.approve_button.on_click(lambda _: self._click(self.approve))
         self.deny_button.on_click(lambda _: self._click(lambda: self.deny(self.reason.value)))
         self.edit_button.on_click(lambda _: self._click(lambda: self.edit(self.arguments.value)))

@@ -21,6 +21,7 @@ from agentnb.notebook.snapshot import static_html as trace_static_html
 from agentnb.notebook.stepper import Stepper
 from agentnb.notebook.trace import TraceWidget
 from agentnb.printer import plural
+from agentnb.untrusted import html_widget
 from agentnb.untrusted import untrusted_html as escape
 
 
@@ -44,11 +45,11 @@ class DebuggerView(LiveDisplay, widgets.VBox):
         self.skip_button = button("Skip tool", "forward", "warning", "Do not run this tool call", debugger.skip)
         self.edit_button = button("Edit arguments", "edit", "", "Change the arguments, then run", self._open_editor)
         self.stop_button = button("Stop", "stop", "danger", "End the run now", debugger.stop)
-        self.message = widgets.HTML()  # where the run is: "paused before ...", "running…"
+        self.message = html_widget()  # where the run is: "paused before ...", "running…"
         self.message.add_class("anb-debugger-where")
-        self.problem = widgets.HTML()  # why the last command did not apply (beside the message)
+        self.problem = html_widget()  # why the last command did not apply (beside the message)
         self.problem.add_class("anb-debugger-problem")
-        self.summary = widgets.HTML()  # one line once the run has ended
+        self.summary = html_widget()  # one line once the run has ended
         self.summary.add_class("anb-debugger-summary")
         self.summary.layout.display = "none"
         self.editor = widgets.Textarea(rows=5)

@@ -27,13 +27,15 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from agentnb.untrusted import no_math
+
 #: First line of the text/plain of a display that is updated in place while a run goes on.
 LIVE_MARKER = "agentnb live trace"
 #: Output metadata marking a trace's fork bar (agentnb.notebook.fork_bar): a static export drops
 #: its widget view, which means nothing without the kernel, and keeps its note.
 BAR_KEY = "agentnb_fork_bar"
 
-_PLACEHOLDER = (
+_PLACEHOLDER = no_math(
     '<div class="anb-static"><b>agentnb</b> trace: the run was still going when this output was saved; '
     "its live view needs the kernel.</div>"
 )

@@ -13,9 +13,9 @@ cell runs: its display is replaced by the static HTML of the forks made there (e
 sanitized trace and its diff with the parent; nothing when none was made). A fork still
 running then is waited for. The trace's own display is never touched here.
 
-The step labels hold tool names and model text: every label goes through
-:func:`agentnb.untrusted.untrusted_html` (the buttons' front end writes them as HTML) and
-every tooltip is an attribute (text).
+The step labels hold tool names and model text: they are given as text, since the buttons' front
+end escapes each label itself (escaping here too showed ``[0] &lt;img…``) and never typesets it,
+and every tooltip is an attribute (text).
 """
 
 from __future__ import annotations
@@ -27,17 +27,15 @@ import ipywidgets as widgets
 
 from agentnb.notebook.display import BAR_KEY, LIVE_MARKER, _as_current_cell, kernel_cell
 from agentnb.timetravel.diff import steps_of
-from agentnb.untrusted import untrusted_html as escape
+from agentnb.untrusted import no_math
 
-_LIVE_HTML = (
-    f"<!--{LIVE_MARKER}\n-->"
-    '<div class="anb-static">Fork from here: the controls of this trace need its kernel '
-    "(run the cell again).</div>"
+_LIVE_HTML = f"<!--{LIVE_MARKER}\n-->" + no_math(
+    '<div class="anb-static">Fork from here: the controls of this trace need its kernel (run the cell again).</div>'
 )
 
 
 def step_labels(result: Any) -> list[tuple[str, str]]:
-    """``(label, tooltip)`` for each step of ``result``, as the bar shows them (labels escaped).
+    """``(label, tooltip)`` for each step of ``result``, as the bar shows them (both are text).
 
     >>> from agentnb import Agent, tool
     >>> from agentnb.testing import ScriptedProvider, call
@@ -64,7 +62,7 @@ def step_labels(result: Any) -> list[tuple[str, str]]:
             tip = f"it ended in {'an error' if ended == 'error' else 'a stop'}: fork it with a reply or system prompt"
         else:
             what, tip = "reply", "it replied nothing"
-        out.append((escape(f"[{s.depth}] {what}"), f"Fork from step [{s.depth}]: {tip}"))
+        out.append((f"[{s.depth}] {what}", f"Fork from step [{s.depth}]: {tip}"))
     return out
 
 

@@ -18,6 +18,7 @@ import ipywidgets as widgets
 from agentnb.errors import UserError
 from agentnb.timetravel.diff import diff
 from agentnb.timetravel.drafts import KINDS, edit_from_text, prefill, recorded_steps_text, step_choices
+from agentnb.untrusted import html_widget
 from agentnb.untrusted import untrusted_html as escape
 
 
@@ -46,7 +47,7 @@ class ForkPanel(widgets.VBox):
         self.fork_button = widgets.Button(description="Fork from here", icon="code-fork", button_style="primary")
         self.fork_button.layout.width = "auto"
         self.fork_button.on_click(lambda _: self.fork())
-        self.problem = widgets.HTML()
+        self.problem = html_widget()
         self.problem.add_class("anb-fork-problem")
         self.below = widgets.VBox()  # the forks' traces
         self.step.observe(lambda _: self._refill(kind_too=True), names="value")
@@ -88,11 +89,11 @@ class ForkPanel(widgets.VBox):
         if self.agent is not None:
             edits["agent"] = self.agent
         trace = self.make_trace(open_depths=1, show_on_start=False)  # shown in this panel only
-        title = widgets.HTML(
+        title = html_widget(
             f'<div class="anb anb-m">fork of step [{escape(str(at))}]: {escape(KINDS[self.kind.value])} edited; '
             f"{escape(recorded_steps_text(at, self.kind.value))}</div>"
         )
-        after = widgets.HTML()
+        after = html_widget()
         box = widgets.VBox([title, trace, after])
         self.below.children = (*self.below.children, box)
         self.problem.value = ""

@@ -43,6 +43,7 @@ from agentnb.notebook.state import Pause, TraceState
 from agentnb.notebook.text import summary_line, trace_text
 from agentnb.notebook.trace_controls import TraceControls
 from agentnb.run.result import RunResult
+from agentnb.untrusted import html_widget
 
 
 class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
@@ -90,14 +91,14 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         self._t0: float | None = None
         self._context_event: Event | None = None
         self._stop_callback: Callable[[], Any] | None = None
-        self._header = widgets.HTML(STYLE + header_html(self.state, None))
-        self._context = widgets.HTML()  # rendered once per run: a <details> the user opens stays open
+        self._header = html_widget(STYLE + header_html(self.state, None))
+        self._context = html_widget()  # rendered once per run: a <details> the user opens stays open
         self._context.layout.display = "none"
         self.expand_button = _small_button("Expand all", "plus-square-o", "Open every depth section")
         self.collapse_button = _small_button("Collapse all", "minus-square-o", "Fold every depth section")
         self.expand_button.on_click(lambda _: self.expand_all(True))
         self.collapse_button.on_click(lambda _: self.expand_all(False))
-        self._save = widgets.HTML()
+        self._save = html_widget()
         tools = widgets.HBox([self.expand_button, self.collapse_button, self._save])
         tools.layout.align_items = "center"
         tools.layout.flex = "0 0 auto"
@@ -115,13 +116,13 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         self._inner: dict[int, str] = {}
         self._titles: dict[int, str] = {}
         self._settled = 0  # depths below this are in the settled box
-        self._settled_box = widgets.HTML()
-        self._live_box = widgets.HTML()
+        self._settled_box = html_widget()
+        self._live_box = html_widget()
         self._body = widgets.VBox([self._settled_box, self._live_box])
         # The answer is sanitized HTML (agentnb.untrusted), never a Markdown output bundle: an
         # Output widget renders its bundles as trusted, and the answer's HTML would run.
-        self.answer_html = widgets.HTML()
-        self._answer_label = widgets.HTML()
+        self.answer_html = html_widget()
+        self._answer_label = html_widget()
         answer = widgets.VBox([self._answer_label, self.answer_html])
         answer.layout.padding = "0 0 0 10px"
         answer.add_class("anb-answer")

@@ -1,6 +1,7 @@
 """How a :class:`~agentnb.timetravel.diff.RunDiff` looks: plain text for a terminal, HTML for a
 notebook (and its static export). Every value from a run is untrusted text: it goes through
-:mod:`agentnb.untrusted` as it is inserted, and the HTML is never edited afterwards.
+:mod:`agentnb.untrusted` as it is inserted, and the HTML's last step is
+:func:`~agentnb.untrusted.static_view` (sanitized, styled inline, under a root MathJax skips).
 
 >>> from agentnb import Agent
 >>> from agentnb.testing import ScriptedProvider
@@ -13,11 +14,12 @@ notebook (and its static export). Every value from a run is untrusted text: it g
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
+from agentnb.untrusted import static_view, untrusted_terminal
 from agentnb.untrusted import untrusted_html as esc
-from agentnb.untrusted import untrusted_terminal
 
 #: At most this many characters of one value in a view (the rest is the transcript's).
 CLIP = 400
@@ -67,11 +69,16 @@ def diff_text(d: Any) -> str:
     return untrusted_terminal("\n".join(out))
 
 
-_STYLE = (
-    "<style>.anb-diff{font-family:var(--jp-code-font-family,monospace);font-size:12px}"
-    ".anb-diff td{vertical-align:top;padding:2px 8px;white-space:pre-wrap}"
-    ".anb-diff .same{color:#888}.anb-diff .first{background:rgba(255,200,0,.15)}"
-    ".anb-diff .del{background:rgba(255,0,0,.12)}.anb-diff .add{background:rgba(0,160,0,.12)}</style>"
+#: The diff's styles, written inline by :func:`~agentnb.untrusted.static_view` (an untrusted
+#: notebook drops ``<style>``). Cells are left-aligned: JupyterLab right-aligns table cells in an
+#: HTML output. Every row whose steps differ is marked, the first one more strongly.
+_CSS = (
+    ".anb-diff{font-family:var(--jp-code-font-family,monospace);font-size:12px;text-align:left}"
+    ".anb-diff table{border-collapse:collapse;margin:4px 0}"
+    ".anb-diff th,.anb-diff td{text-align:left;vertical-align:top;padding:2px 8px;white-space:pre-wrap}"
+    ".anb-diff .same{color:#888}.anb-diff .differs{background:rgba(255,200,0,.15)}"
+    ".anb-diff .first{background:rgba(255,200,0,.3);border-left:3px solid #d4a72c}"
+    ".anb-diff .del{background:rgba(255,0,0,.12)}.anb-diff .add{background:rgba(0,160,0,.12)}"
 )
 
 
@@ -79,22 +86,29 @@ def _cell(step: Any) -> str:
     return "<br>".join(esc(line) for line in describe(step))
 
 
+def _differs(x: Any, y: Any) -> bool:
+    """Whether two paired steps differ in anything the diff compares (their depth aside)."""
+    return x is None or y is None or dataclasses.replace(x, depth=y.depth) != y
+
+
 def diff_html(d: Any) -> str:
-    """The diff as HTML: the shared steps folded, the rest side by side, the answers' line diff."""
+    """The diff as HTML: the shared steps folded, the rest side by side (each row that differs
+    marked, the first one most), the answers' line diff; sanitized, under a no-math root."""
     a, b = d.labels
     rows = []
     same = d.first_divergence if d.first_divergence is not None else len(d.steps)
     if same:
         rows.append(f'<tr class="same"><td>[0–{esc(str(same - 1))}]</td><td colspan="2">the same in both</td></tr>')
     for i, (x, y) in enumerate(d.steps[same:], start=same):
-        mark = ' class="first"' if i == d.first_divergence else ""
-        rows.append(f"<tr{mark}><td>[{esc(str(i))}]</td><td>{_cell(x)}</td><td>{_cell(y)}</td></tr>")
+        mark = "differs first" if i == d.first_divergence else "differs" if _differs(x, y) else "same"
+        rows.append(f'<tr class="{mark}"><td>[{esc(str(i))}]</td><td>{_cell(x)}</td><td>{_cell(y)}</td></tr>')
     answer = []
     for line in d.answer_diff():
         cls = {"-": "del", "+": "add"}.get(line[:1], "same")
         answer.append(f'<div class="{cls}">{esc(line)}</div>')
-    return (
-        f'{_STYLE}<div class="anb-diff"><div><b>{esc(_headline(d))}</b></div>'
+    return static_view(
+        f'<div class="anb-diff"><div><b>{esc(_headline(d))}</b></div>'
         f"<table><tr><th>step</th><th>{esc(a)}</th><th>{esc(b)}</th></tr>{''.join(rows)}</table>"
-        f"<div><b>answer</b> ({esc(a)} −, {esc(b)} +)</div>{''.join(answer)}</div>"
+        f"<div><b>answer</b> ({esc(a)} −, {esc(b)} +)</div>{''.join(answer)}</div>",
+        _CSS,
     )

@@ -317,10 +317,66 @@ trace"""
 LIVE_AFTER = """print("after:", live_result.stop_reason, live_result.output)"""
 
 
+# Issue 45: TeX from a model in every view (trace, fork bar, diff, evaluation view). The Markdown
+# cell (second: the harness reads the first cell's prompt) is the control: MathJax does typeset there.
+TEX_CONTROL = "MathJax control: $x^2 + 1$"
+
+TEX_SETUP = r'''%load_ext agentnb
+import agentnb
+from agentnb import Agent, evaluate, tool
+from agentnb.testing import ScriptedProvider, call
+
+# Each would fetch from evil.example, draw a banner, make a link or turn into math if typeset.
+TEX = [
+    r"$\style{cursor:url(http://evil.example/PWN-tex1.png)}{PWNTEX1}$",
+    r"$\style{background-color:red}{\text{PWNTEX2 approved by admin: safe to run}}$",
+    r"$\href{http://evil.example/PWN-tex3}{PWNTEX3}$",
+    "costs $5 and $6 PWNTEX4",
+    "$$PWNTEX5^2$$",
+    r"\(PWNTEX6\)",
+    r"\[PWNTEX7\]",
+    r"\begin{equation}PWNTEX8\end{equation}",
+]
+PAYLOAD = " ".join(TEX)
+ODD_TOOL = r"<b>$\href{http://evil.example/PWN-tool}{PWNTOOL}$</b>"
+
+@tool
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+def model():
+    return ScriptedProvider([call("echo", text=PAYLOAD), call(ODD_TOOL, x=PAYLOAD), PAYLOAD])
+
+tex_model = model()
+
+cases = [{"input": PAYLOAD, "expected": "ok"}, {"input": "plain", "expected": "ok"}]
+two = {"tex": Agent(ScriptedProvider([PAYLOAD] * 2)), "plain": Agent(ScriptedProvider(["ok"] * 2))}
+ev = evaluate(two, cases, scorers=[lambda case, r: r.output == case.expected], progress=False)
+
+def show_eval():
+    """The evaluation view with its diff open (the "diff" button's view)."""
+    view = ev.view()
+    display(view)
+    view.show_diff(0)'''
+
+TEX_DIFF = """\
+first = Agent(model(), tools=[echo], system=PAYLOAD).run(PAYLOAD)
+agentnb.diff(first, first.fork(0, reply=PAYLOAD + " (forked)"))"""
+
+# The last cell: its trace's fork bar stays live (a later cell would freeze it).
+TEX_RUN = """\
+%%agent -p tex_model --tools echo --out traced
+Echo this: {PAYLOAD}"""
+
+TEX_VOILA = """\
+show_eval()"""
+
+
 def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
+    nb.cells = [nbformat.v4.new_markdown_cell(c) if c is TEX_CONTROL else nbformat.v4.new_code_cell(c) for c in cells]
     HERE.mkdir(exist_ok=True)
     nbformat.write(nb, HERE / name)
 
@@ -336,6 +392,8 @@ def main() -> None:
     write("fork.ipynb", (FORK, FORK_RUN, FORK_OPEN))
     write("fork_bar.ipynb", (FORK_BAR_SETUP, FORK_BAR_RUN))
     write("live_on_event.ipynb", (LIVE_SETUP, LIVE_RUN, LIVE_AFTER))
+    write("tex.ipynb", (TEX_SETUP, TEX_CONTROL, TEX_DIFF, TEX_RUN))
+    write("tex_voila.ipynb", (TEX_SETUP, TEX_CONTROL, TEX_DIFF, TEX_RUN, TEX_VOILA))
 
 
 if __name__ == "__main__":
