@@ -125,7 +125,11 @@ def load_transcript_at(path: str | os.PathLike[str], offset: int) -> dict[str, A
     try:
         _, transcript = check_line(jsonfile.loads(raw))
     except ValueError as exc:  # the file changed since it was read: say where
-        with open(path, "rb") as f:
-            n = f.read(offset).count(b"\n") + 1
-        raise TranscriptError(f"evaluation log {os.fspath(path)}, line {n}: {exc}") from None
+        raise TranscriptError(f"evaluation log {os.fspath(path)}, line {line_at(path, offset)}: {exc}") from None
     return transcript
+
+
+def line_at(path: str | os.PathLike[str], offset: int) -> int:
+    """The number of the line that starts at byte ``offset`` (for an error message)."""
+    with open(path, "rb") as f:
+        return f.read(offset).count(b"\n") + 1

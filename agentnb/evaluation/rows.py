@@ -38,7 +38,7 @@ EVALUATION_ROW: dict[str, Any] = {
     "scores": dict[str, Score],
     "scorer_errors": dict[str, str],
     "passed": bool,
-    "stop_reason": str,
+    "stop_reason": Literal["answer", "direct_output", "limit", "cancelled", "error", "invalid_output", "timeout"],
     "tool_calls": int,
     "tools": list[str],
     "model_calls": int,

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from itertools import accumulate
 from typing import Any
 
@@ -88,7 +89,18 @@ def loads(text: str | bytes) -> Any:
         value = float(s)
         return value if math.isfinite(value) else refuse(s, "too large for a float")
 
-    data = json.loads(text, parse_constant=lambda s: refuse(s, "not a JSON number"), parse_float=real, parse_int=whole)
+    def constant(s: str) -> Any:
+        return refuse(s, "not a JSON number")
+
+    if 0 < sys.get_int_max_str_digits() <= MAX_INT_DIGITS:  # Python refuses long integers itself
+        try:
+            data = json.loads(text, parse_constant=constant, parse_float=real)
+        except json.JSONDecodeError:
+            raise
+        except ValueError:  # an integer past the limit: read again, with a hook that names its field
+            data = json.loads(text, parse_constant=constant, parse_float=real, parse_int=whole)
+    else:
+        data = json.loads(text, parse_constant=constant, parse_float=real, parse_int=whole)
     if refused:
         path, bad = _find(data)
         raise ReadbackError(f"{path + ': ' if path else ''}{bad.text} is {bad.why}")
@@ -113,8 +125,9 @@ def _deep_path(text: str) -> str:
             last = token
         elif token == ":" and stack:
             stack[-1][1] = _key(last)
-        elif token == "," and stack and stack[-1][0] == "[":
-            stack[-1][1] += 1
+        elif token == ",":
+            if stack and stack[-1][0] == "[":
+                stack[-1][1] += 1
         elif token in "[{":
             if len(stack) == MAX_FILE_DEPTH:
                 return path_of([s[1] for s in stack[:4]]) + "..."
