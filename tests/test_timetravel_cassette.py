@@ -130,7 +130,7 @@ def test_corrupt_or_hand_edited_files_are_errors_naming_the_line(tmp_path) -> No
     with agentnb.cassette(tmp_path / "edited.jsonl", mode="replay"):
         assert Agent(ScriptedProvider([])).run("3").output == "b"
     cases = {
-        "torn.jsonl": ("\n".join(lines[:2] + [lines[2][:-15], lines[2]]) + "\n", r"torn\.jsonl, line 3: not JSON"),
+        "torn.jsonl": ("\n".join([*lines[:2], lines[2][:-15], lines[2]]) + "\n", r"torn\.jsonl, line 3: not JSON"),
         "bad.jsonl": ("\n".join([lines[0], lines[1], '{"request": {"messages": []}, "reply": {"text": 5}}']) + "\n",
                       r"bad\.jsonl, line 3: not a cassette entry: reply\.text: expected str, not int 5"),
         "nohead.jsonl": ("\n".join(lines[1:]) + "\n", r"nohead\.jsonl, line 1: not an agentnb cassette"),

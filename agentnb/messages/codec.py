@@ -40,7 +40,7 @@ def _checked(kind: type) -> Decoder:
     def read(value: Any) -> Any:
         if not isinstance(value, kinds) or (kind is not bool and isinstance(value, bool)):
             raise ValueError(f"expected {kind.__name__}, not {type(value).__name__} {value!r:.60}")
-        if kind is float and not finite(value):
+        if kind is float and isinstance(value, (int, float)) and not finite(value):
             raise ValueError(f"expected a finite number, not {value!r:.60}")
         return value
 
