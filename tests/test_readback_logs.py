@@ -258,7 +258,7 @@ def test_good_rows_load_back_equal(tmp_path_factory: pytest.TempPathFactory, bat
 @settings(max_examples=150, deadline=None)
 @given(json_values, st.sampled_from(["NaN", "Infinity", "-Infinity", "1e400", "-2.5e308", "3" * 4301]))
 def test_loads_names_where_a_refused_number_is(value: Any, bad: str) -> None:
-    text = json.dumps({"a": [value, {"b": "@"}]}).replace('"@"', bad)
+    text = '{"a": [' + json.dumps(value) + ', {"b": ' + bad + "}]}"
     with pytest.raises(jsonfile.ReadbackError, match=r"^a\[1\]\.b: "):
         jsonfile.loads(text)
     assert jsonfile.loads(json.dumps(value)) == value
@@ -277,3 +277,32 @@ def test_nothing_but_agentnb_errors_come_out_of_a_hostile_line(tmp_path: Path, l
                 _use(Evaluation.load(path))
             except AgentnbError:
                 pass
+
+
+def _depth_of(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(_depth_of, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth_of, value), default=0)
+    return 0
+
+
+tricky = st.text(alphabet='[]{}"\\/ab\n', max_size=6)
+nested = st.recursive(
+    st.none() | st.integers() | tricky,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(tricky, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(nested, st.integers(0, 230), st.sampled_from([None, 1]))
+def test_the_depth_scan_sees_through_strings_and_escapes(value: Any, wrap: int, indent: int | None) -> None:
+    text = "[" * wrap + json.dumps(value, indent=indent) + "]" * wrap
+    looked = text.count("[") + text.count("{") > jsonfile.MAX_FILE_DEPTH  # else too few brackets to look
+    assert jsonfile._depth(text) == (_depth_of(value) + wrap if looked else 0)
+    if _depth_of(value) + wrap > jsonfile.MAX_FILE_DEPTH:
+        with pytest.raises(jsonfile.ReadbackError, match="nested more than 200 levels deep"):
+            jsonfile.loads(text)
+    else:
+        assert jsonfile.loads(text) == json.loads(text)

@@ -29,7 +29,7 @@ import json
 import math
 import re
 import sys
-from itertools import accumulate
+from itertools import accumulate, repeat
 from typing import Any
 
 #: Deepest nesting of arrays and objects read back from a file (a model's arguments may nest
@@ -39,8 +39,7 @@ MAX_FILE_DEPTH = 200
 #: whatever agentnb could write reads back.
 MAX_INT_DIGITS = 4300
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_NOT_BRACKETS = {c: None for c in range(128) if chr(c) not in "[]{}"}  # outside strings JSON is ASCII
 _STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}:,]', re.S)
 
@@ -76,6 +75,48 @@ def loads(text: str | bytes) -> Any:
         except (ValueError, RecursionError):
             pass
         raise ReadbackError(f"{_deep_path(text)}: nested more than {MAX_FILE_DEPTH} levels deep")
+    try:
+        return _FAST.decode(text)  # one decoder, built once; its hooks stop at a refused number
+    except json.JSONDecodeError:
+        raise
+    except (_Stop, ValueError):  # ValueError: an integer past Python's own digit limit
+        pass
+    except RecursionError:  # text too broken for the depth scan to see its nesting
+        raise ReadbackError(f"nested more than {MAX_FILE_DEPTH} levels deep") from None
+    return _named(text)
+
+
+class _Stop(Exception):  # noqa: N818 - a signal to read again, not an error
+    """A refused number met on the fast path: read again, to name its field."""
+
+
+def _fast_float(s: str) -> float:
+    value = float(s)
+    if not math.isfinite(value):
+        raise _Stop
+    return value
+
+
+def _fast_int(s: str) -> int:
+    if len(s) > MAX_INT_DIGITS:
+        raise _Stop
+    return int(s)
+
+
+def _stop(s: str) -> Any:
+    raise _Stop
+
+
+_FAST = json.JSONDecoder(
+    parse_constant=_stop,
+    parse_float=_fast_float,
+    # Python refuses integers longer than its own limit (a ValueError); else the hook bounds them.
+    parse_int=None if 0 < sys.get_int_max_str_digits() <= MAX_INT_DIGITS else _fast_int,
+)
+
+
+def _named(text: str) -> Any:
+    """``text`` read again, keeping each refused number in its place, to name its field."""
     refused: list[_Number] = []
 
     def refuse(s: str, why: str) -> _Number:
@@ -89,30 +130,21 @@ def loads(text: str | bytes) -> Any:
         value = float(s)
         return value if math.isfinite(value) else refuse(s, "too large for a float")
 
-    def constant(s: str) -> Any:
-        return refuse(s, "not a JSON number")
-
-    if 0 < sys.get_int_max_str_digits() <= MAX_INT_DIGITS:  # Python refuses long integers itself
-        try:
-            data = json.loads(text, parse_constant=constant, parse_float=real)
-        except json.JSONDecodeError:
-            raise
-        except ValueError:  # an integer past the limit: read again, with a hook that names its field
-            data = json.loads(text, parse_constant=constant, parse_float=real, parse_int=whole)
-    else:
-        data = json.loads(text, parse_constant=constant, parse_float=real, parse_int=whole)
-    if refused:
-        path, bad = _find(data)
-        raise ReadbackError(f"{path + ': ' if path else ''}{bad.text} is {bad.why}")
-    return data
+    data = json.loads(text, parse_constant=lambda s: refuse(s, "not a JSON number"), parse_float=real, parse_int=whole)
+    if not refused:  # pragma: no cover - the fast path stopped for a reason the slow one finds
+        return data
+    path, bad = _find(data)
+    raise ReadbackError(f"{path + ': ' if path else ''}{bad.text} is {bad.why}")
 
 
 def _depth(text: str) -> int:
-    """The deepest nesting in ``text``, outside strings; linear time, at C speed."""
+    """The deepest nesting in ``text``, outside strings; linear time, in C string methods."""
     if text.count("[") + text.count("{") <= MAX_FILE_DEPTH:  # cheap: too few brackets to be deep
         return 0
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    return max(accumulate(map(_STEP.__getitem__, brackets)), default=0)
+    if "\\" in text:  # escapes: an escaped backslash, then an escaped quote, is no string's end
+        text = text.replace("\\\\", "").replace('\\"', "")
+    outside = "".join(text.split('"')[::2]).translate(_NOT_BRACKETS)  # every other piece is a string
+    return max(accumulate(map(_STEP.get, outside, repeat(0))), default=0)
 
 
 def _deep_path(text: str) -> str:
