@@ -222,10 +222,14 @@ def dumps(data: Any, **options: Any) -> str:
     longer than :data:`MAX_INT_DIGITS` digits (``null`` too); ``options`` are json.dumps's."""
     try:
         return json.dumps(data, allow_nan=False, **options)
-    except ValueError:  # rare: a non-finite float or a huge int somewhere; clean and write again
+    except ValueError as exc:  # rare: a non-finite float or a huge int somewhere; clean and write again
         default = options.pop("default", None)
         clean_default = None if default is None else (lambda o: _clean(default(o)))
-        return json.dumps(_clean(data), allow_nan=False, default=clean_default, **options)
+        try:
+            cleaned = _clean(data)
+        except RecursionError:  # a circular value: json's own error says so
+            raise exc from None
+        return json.dumps(cleaned, allow_nan=False, default=clean_default, **options)
 
 
 def _clean(value: Any) -> Any:
