@@ -26,7 +26,6 @@ and records what is not. A call not in the cassette, in ``once`` or ``replay`` m
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import warnings
@@ -34,7 +33,6 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
 from agentnb.errors import UserError
-from agentnb.messages import jsonfile
 from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
 from agentnb.timetravel.active import CURRENT
 from agentnb.timetravel.canonical import canonical_request, first_difference, request_key
@@ -42,9 +40,11 @@ from agentnb.timetravel.entries import (
     CassetteError,
     Entry,
     check_header,
+    cut_torn_tail,
     entry_line,
     header_line,
     is_cassette_header,
+    is_torn,
     read_entry,
     scrub,
 )
@@ -117,7 +117,7 @@ class Cassette:
         except UnicodeDecodeError as exc:
             where = raw[: exc.start].count(b"\n") + 1
             raise CassetteError(f"{self.path}, line {where}: not UTF-8 text ({exc.reason})") from None
-        lines = text.split("\n")[:-1] if body else [_decoded(tail)]
+        lines = text.split("\n")[:-1] if body else [tail.decode("utf-8", "replace")]
         check_header(lines[0], self.path)
         for n, line in enumerate(lines[1:], start=2):
             if line.strip():
@@ -127,8 +127,8 @@ class Cassette:
 
     def _last_line(self, tail: bytes, n: int) -> None:
         """A last line with no newline: an entry if it is whole, else torn (a writer killed mid-line)
-        and skipped with a warning; the next recording cuts it off (:func:`_cut_torn_tail`)."""
-        if _torn(tail):
+        and skipped with a warning; the next recording cuts it off (``entries.cut_torn_tail``)."""
+        if is_torn(tail):
             warnings.warn(f"cassette {self.path}: line {n}, the last, is torn (a writer stopped mid-line); skipped",
                           stacklevel=2)  # fmt: skip
             return
@@ -174,7 +174,7 @@ class Cassette:
             if truncate:
                 os.ftruncate(fd, 0)
             else:
-                _cut_torn_tail(fd, self.path)
+                cut_torn_tail(fd, self.path)
             if os.fstat(fd).st_size == 0:
                 os.write(fd, header_line())
         self._fd = fd
@@ -197,49 +197,6 @@ class Cassette:
             return CassetteMiss(None, "(no call recorded)", "(empty cassette)", "a request", where=where)
         field, a, b = first_difference(best.request, request) or ("model", "(same request)", "(same request)")
         return CassetteMiss(None, f"{field} (nearest recorded call: line {best.line})", a, b, where=where)
-
-
-def _cut_torn_tail(fd: int, path: str) -> None:
-    """Before appending (under the lock): a last line with no newline is ended, if it is a whole
-    entry, or cut off, if a writer was killed mid-line (nobody writes while the lock is held)."""
-    size = os.fstat(fd).st_size
-    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
-        return
-    start = size
-    while start > 0:  # back to the last newline, a block at a time
-        block = os.pread(fd, min(start, 1 << 16), max(0, start - (1 << 16)))
-        at = block.rfind(b"\n")
-        if at >= 0:
-            start = start - len(block) + at + 1
-            break
-        start -= len(block)
-    if _torn(os.pread(fd, size - start, start)):
-        if start == 0:  # not even the header line is whole: the file starts again
-            os.ftruncate(fd, 0)
-            return
-        os.ftruncate(fd, start)
-        warnings.warn(f"cassette {path}: cut off its torn last line ({size - start} bytes) before recording",
-                      stacklevel=2)  # fmt: skip
-        return
-    os.write(fd, b"\n")  # a whole line (hand-written without its newline): kept, and read as it is
-
-
-def _torn(line: bytes) -> bool:
-    """Whether a last line is not JSON (cut mid-line, maybe mid-character), so a killed writer's."""
-    try:
-        jsonfile.loads(line)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return True
-    except ValueError:  # JSON, but refused: not torn; reading it says what is wrong
-        return False
-    return False
-
-
-def _decoded(raw: bytes) -> str:
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return ""
 
 
 def _likeness(a: dict[str, Any], b: dict[str, Any]) -> int:

@@ -4,7 +4,10 @@ The file is JSON Lines. The first line says what it is (``{"agentnb_cassette": 1
 each further line is one call: the canonical request (:mod:`agentnb.timetravel.canonical`),
 the reply, and the streamed pieces when the provider streamed. A call's key is the hash of its
 redacted canonical request, computed when the file is read, so a hand-edited request is found
-by what it now says.
+by what it now says. Lines are read strictly (:mod:`agentnb.messages.jsonfile`) and field by
+field; a line is written whole, in one call under a lock, so only a killed writer leaves a torn
+(not JSON) last line: :func:`is_torn` knows one, :func:`cut_torn_tail` removes it before the
+next recording appends.
 
 >>> from agentnb.providers.base import Completion
 >>> line = entry_line({"messages": [{"role": "user", "content": "hi"}]}, Completion("Hello"), (), "Echo")
@@ -23,7 +26,9 @@ agentnb.timetravel.entries.CassetteError: calls.jsonl, line 8: not a cassette en
 from __future__ import annotations
 
 import json
+import os
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -253,3 +258,39 @@ def check_header(text: str, path: str) -> None:
         raise CassetteError(
             f"{path}, line 1: cassette format {found!r:.40} is not supported (this agentnb reads {CASSETTE_FORMAT})"
         )
+
+
+def cut_torn_tail(fd: int, path: str) -> None:
+    """Before appending (under the lock): a last line with no newline is ended, if it is a whole
+    entry, or cut off, if a writer was killed mid-line (nobody writes while the lock is held)."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    start = size
+    while start > 0:  # back to the last newline, a block at a time
+        block = os.pread(fd, min(start, 1 << 16), max(0, start - (1 << 16)))
+        at = block.rfind(b"\n")
+        if at >= 0:
+            start = start - len(block) + at + 1
+            break
+        start -= len(block)
+    if is_torn(os.pread(fd, size - start, start)):
+        if start == 0:  # not even the header line is whole: the file starts again
+            os.ftruncate(fd, 0)
+            return
+        os.ftruncate(fd, start)
+        warnings.warn(f"cassette {path}: cut off its torn last line ({size - start} bytes) before recording",
+                      stacklevel=2)  # fmt: skip
+        return
+    os.write(fd, b"\n")  # a whole line (hand-written without its newline): kept, and read as it is
+
+
+def is_torn(line: bytes) -> bool:
+    """Whether a last line is not JSON (cut mid-line, maybe mid-character), so a killed writer's."""
+    try:
+        jsonfile.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return True
+    except ValueError:  # JSON, but refused: not torn; reading it says what is wrong
+        return False
+    return False
