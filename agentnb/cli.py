@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from agentnb.errors import UserError
+from agentnb.messages import jsonfile
 from agentnb.printer import TextPrinter
 from agentnb.providers import get_provider
 from agentnb.providers.spec import check_tool_calling
@@ -116,7 +116,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     approver = _approver(args.approval)
     if args.json:
         result = agent.run(args.prompt, stream=args.stream, approver=approver)
-        print(json.dumps(result.to_dict()))  # ASCII: control characters and surrogates as \u escapes
+        print(jsonfile.dumps(result.to_dict()))  # ASCII: control characters and surrogates as \u escapes
         return 1 if result.stop_reason == "error" else 0
     return _run(agent, args.prompt, args.stream, args.quiet, approver)
 

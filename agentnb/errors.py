@@ -153,7 +153,8 @@ class StopRun(AgentnbError):  # noqa: N818 - a control-flow signal, not an error
 
 
 class TranscriptError(UserError, ValueError):
-    """A transcript file could not be read; the message names the file and what is wrong.
+    """A file agentnb wrote (a transcript, a saved session, an evaluation log) could not be read;
+    the message names the file, the line (in a log) and the field, and what is wrong.
 
     >>> import tempfile
     >>> from agentnb import load_transcript

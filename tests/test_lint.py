@@ -28,6 +28,7 @@ CORE = [
     "agentnb/messages/fastinit.py",
     "agentnb/run/history.py",
     "agentnb/messages/jsonsafe.py",
+    "agentnb/messages/jsonfile.py",
     "agentnb/run/loop.py",
     "agentnb/run/delivery.py",
     "agentnb/run/phases/__init__.py",

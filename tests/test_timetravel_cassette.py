@@ -144,16 +144,17 @@ def test_corrupt_or_hand_edited_files_are_errors_naming_the_line(tmp_path) -> No
     with agentnb.cassette(tmp_path / "edited.jsonl", mode="replay"):
         assert Agent(ScriptedProvider([])).run("3").output == "b"
     cases = {
-        "torn.jsonl": ("\n".join(lines)[:-15], r"torn\.jsonl, line 3: not JSON"),
+        "torn.jsonl": ("\n".join([*lines[:2], lines[2][:-15], lines[2]]) + "\n", r"torn\.jsonl, line 3: not JSON"),
         "bad.jsonl": ("\n".join([lines[0], lines[1], '{"request": {"messages": []}, "reply": {"text": 5}}']) + "\n",
-                      r"bad\.jsonl, line 3: not a cassette entry: 'reply.text' must be a string or null"),
+                      r"bad\.jsonl, line 3: not a cassette entry: reply\.text: expected str, not int 5"),
         "nohead.jsonl": ("\n".join(lines[1:]) + "\n", r"nohead\.jsonl, line 1: not an agentnb cassette"),
-        "nonl.jsonl": ("\n".join(lines), r"nonl\.jsonl, line 3: the last line is torn"),
     }  # fmt: skip
     for name, (content, pattern) in cases.items():
         (tmp_path / name).write_text(content)
         with pytest.raises(CassetteError, match=pattern):
             agentnb.cassette(tmp_path / name, mode="replay").__enter__()
+    (tmp_path / "nonl.jsonl").write_text("\n".join(lines))  # whole, but no newline at its end: still read
+    assert len(Cassette(tmp_path / "nonl.jsonl", mode="replay").entries) == 2
 
 
 def test_an_evaluation_at_concurrency_16_loses_no_entry(tmp_path) -> None:

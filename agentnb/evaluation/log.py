@@ -3,6 +3,9 @@
 The log is the record everything else reads: resume skips the keys already in it, and a row's
 trace is reloaded from it by byte offset, so memory holds rows, not transcripts. A torn last
 line (a process killed mid-write) is skipped with a warning; the next append starts a fresh line.
+Every other line is read strictly (:mod:`agentnb.messages.jsonfile`) and checked field by field
+(:mod:`agentnb.evaluation.rows`): a wrong one is a :class:`~agentnb.errors.TranscriptError`
+naming the file, the line and the field.
 
 >>> import os, tempfile
 >>> path = os.path.join(tempfile.mkdtemp(), "runs.jsonl")
@@ -22,6 +25,10 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+from agentnb.errors import TranscriptError
+from agentnb.evaluation.rows import check_line
+from agentnb.messages import jsonfile
+
 
 class EvalLog:
     """Appends lines to ``path``; each line is written and flushed (and fsync'd) at once."""
@@ -35,7 +42,7 @@ class EvalLog:
 
     def append(self, row: dict[str, Any], transcript: dict[str, Any] | None) -> int:
         """Write one finished case; returns the line's byte offset."""
-        line = json.dumps({"row": row, "transcript": transcript}, ensure_ascii=False, default=_fallback)
+        line = jsonfile.dumps({"row": row, "transcript": transcript}, ensure_ascii=False, default=_fallback)
         offset = self._file.tell()
         self._file.write(line.encode("utf-8", "surrogatepass") + b"\n")
         self._file.flush()
@@ -77,7 +84,8 @@ def check_log_path(path: str | os.PathLike[str]) -> None:
 
 
 def read_log(path: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], int]]:
-    """(row, byte offset) for every readable line; unreadable lines are skipped with a warning."""
+    """(row, byte offset) for every line; a line that is not JSON (torn) is skipped with a warning,
+    a line that is JSON but not a log line raises :class:`~agentnb.errors.TranscriptError`."""
     path = os.fspath(path)
     if not os.path.exists(path):
         return
@@ -87,21 +95,15 @@ def read_log(path: str | os.PathLike[str]) -> Iterator[tuple[dict[str, Any], int
             at, offset = offset, offset + len(raw)
             if not raw.strip():
                 continue
-            row = _row(raw)
-            if row is None:
+            try:
+                row, _ = check_line(jsonfile.loads(raw))
+            except (json.JSONDecodeError, UnicodeDecodeError):
                 where = "its last line" if not raw.endswith(b"\n") else f"line {n}"
                 warnings.warn(f"evaluation log {path}: {where} is torn or not JSON; skipped", stacklevel=2)
                 continue
+            except ValueError as exc:
+                raise TranscriptError(f"evaluation log {path}, line {n}: {exc}") from None
             yield row, at
-
-
-def _row(raw: bytes) -> dict[str, Any] | None:
-    try:
-        item = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    row = item.get("row") if isinstance(item, dict) else None
-    return row if isinstance(row, dict) and "key" in row else None
 
 
 def _fallback(obj: Any) -> Any:
@@ -119,6 +121,15 @@ def load_transcript_at(path: str | os.PathLike[str], offset: int) -> dict[str, A
     """The transcript stored on the line at ``offset``."""
     with open(path, "rb") as f:
         f.seek(offset)
-        item = json.loads(f.readline())
-    transcript = item.get("transcript")
-    return transcript if isinstance(transcript, dict) else None
+        raw = f.readline()
+    try:
+        _, transcript = check_line(jsonfile.loads(raw))
+    except ValueError as exc:  # the file changed since it was read: say where
+        raise TranscriptError(f"evaluation log {os.fspath(path)}, line {line_at(path, offset)}: {exc}") from None
+    return transcript
+
+
+def line_at(path: str | os.PathLike[str], offset: int) -> int:
+    """The number of the line that starts at byte ``offset`` (for an error message)."""
+    with open(path, "rb") as f:
+        return f.read(offset).count(b"\n") + 1

@@ -201,12 +201,17 @@ class Evaluation:
         if key in self._results:
             return self._results[key]
         if key in self._offsets and self.log is not None:
-            from agentnb.evaluation.log import load_transcript_at
+            from agentnb.errors import TranscriptError
+            from agentnb.evaluation.log import line_at, load_transcript_at
             from agentnb.run.result import RunResult
 
             data = load_transcript_at(self.log, self._offsets[key])
             if data is not None:
-                return RunResult.from_dict(data, output_type=self.output_types.get(row["agent"]))
+                try:
+                    return RunResult.from_dict(data, output_type=self.output_types.get(row["agent"]))
+                except TranscriptError as exc:
+                    line = line_at(self.log, self._offsets[key])
+                    raise TranscriptError(f"evaluation log {self.log}, line {line}: transcript: {exc}") from None
         raise UserError(f"row {i} has no transcript kept (evaluate with log=... to keep them on disk)")
 
     def diff(self, case: Any, a: str | None = None, b: str | None = None, repeat: int = 0) -> Any:

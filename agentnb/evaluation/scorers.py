@@ -101,6 +101,8 @@ async def apply(scorer: Scorer, case: Any, result: Any) -> tuple[Any, str | None
             value = await value
         if value is not None and not isinstance(value, (bool, int, float)):
             raise TypeError(f"a scorer returns a bool or a number, not {type(value).__name__}")
+        if isinstance(value, float) and not math.isfinite(value):  # JSON has none; a sum would be NaN
+            raise ValueError(f"a scorer returns a finite number, not {value!r}")
         return value, None
     except Exception as exc:
         return None, f"{type(exc).__name__}: {exc}"

@@ -154,9 +154,10 @@ def event_from_dict(d: dict[str, Any], version: int = 2) -> Event:
     Each value is read by its field's declared type, so model data (argument keys such as
     ``__image__``) can never turn into objects.
     """
-    cls = EVENT_TYPES.get(d.get("kind"))  # type: ignore[arg-type]
+    kind = d.get("kind")
+    cls = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise ValueError(f"unknown event kind {d.get('kind')!r}")
+        raise ValueError(f"unknown event kind {kind!r:.60}")
     read = decoders(cls)
     unknown = set(d) - set(read) - {"kind"}
     if unknown:

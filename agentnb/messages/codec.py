@@ -20,6 +20,7 @@ b'hi'
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import types
 import typing
@@ -32,13 +33,79 @@ Decoder = Callable[[Any], Any]
 
 
 def _checked(kind: type) -> Decoder:
-    """A scalar field read from a file (untrusted): the declared type or a clear error."""
+    """A scalar field read from a file (untrusted): the declared type or a clear error. A float
+    is finite (JSON has no NaN or Infinity; views and sums cannot use them)."""
     kinds: tuple[type, ...] = (int, float) if kind is float else (kind,)
 
     def read(value: Any) -> Any:
         if not isinstance(value, kinds) or (kind is not bool and isinstance(value, bool)):
             raise ValueError(f"expected {kind.__name__}, not {type(value).__name__} {value!r:.60}")
+        if kind is float and isinstance(value, (int, float)) and not finite(value):
+            raise ValueError(f"expected a finite number, not {value!r:.60}")
         return value
+
+    return read
+
+
+def finite(value: int | float) -> bool:
+    """Whether a number is finite as a float (an int too long for a float is not).
+
+    >>> finite(1.5), finite(float("inf")), finite(10**400)
+    (True, False, False)
+    """
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        return False
+
+
+def _items(inner: Decoder) -> Decoder:
+    """A JSON list, each item read by ``inner``; an error names the item (``[3]: ...``)."""
+
+    def read(value: Any) -> Any:
+        if not isinstance(value, list):
+            raise ValueError(f"expected a list, not {type(value).__name__} {value!r:.60}")
+        return [_at(f"[{i}]", inner, v) for i, v in enumerate(value)]
+
+    return read
+
+
+def _values(inner: Decoder) -> Decoder:
+    """A JSON object, each value read by ``inner``; an error names the key (``['exact']: ...``)."""
+
+    def read(value: Any) -> Any:
+        if not isinstance(value, dict):
+            raise ValueError(f"expected a JSON object, not {type(value).__name__} {value!r:.60}")
+        return {k: _at(f"[{k!r}]", inner, v) for k, v in value.items()}
+
+    return read
+
+
+def _at(where: str, read: Decoder, value: Any) -> Any:
+    try:
+        return read(value)
+    except ValueError as exc:
+        reason = str(exc)
+        raise ValueError(where + reason if reason.startswith("[") else f"{where}: {reason}") from None
+
+
+def _null(value: Any) -> None:
+    if value is not None:
+        raise ValueError("expected null")
+
+
+def _one_of(options: list[Any]) -> Decoder:
+    """A value of one of several scalar types (``bool | float | None``)."""
+    reads = [_null if a is type(None) else _checked(a) for a in options]
+    names = " or ".join("null" if a is type(None) else a.__name__ for a in options)
+
+    def read(value: Any) -> Any:
+        for each in reads:
+            try:
+                return each(value)
+            except ValueError:
+                pass
+        raise ValueError(f"expected {names}, not {type(value).__name__} {value!r:.60}")
 
     return read
 
@@ -103,7 +170,11 @@ def decoder_for(hint: Any) -> Decoder:
     origin = typing.get_origin(hint)
     args = typing.get_args(hint)
     if origin is dict or hint is dict:  # model data: kept as written, but an object it must be
-        return _checked(dict)
+        inner = decoder_for(args[1]) if len(args) == 2 else _identity
+        return _checked(dict) if inner is _identity else _values(inner)
+    if origin is list or hint is list:
+        inner = decoder_for(args[0]) if args else _identity
+        return _checked(list) if inner is _identity else _items(inner)
     if origin is typing.Literal:
         allowed = args
 
@@ -138,6 +209,8 @@ def decoder_for(hint: Any) -> Decoder:
         if len(options) == 1:
             inner = decoder_for(options[0])
             return _identity if inner is _identity else (lambda v: None if v is None else inner(v))
+        if all(a in (int, float, str, bool, type(None)) for a in args):
+            return _one_of(list(args))
         return _identity
     if isinstance(hint, type) and hasattr(hint, "from_dict") and not issubclass(hint, (dict, list, str)):
         reader = hint.from_dict  # type: ignore[attr-defined]

@@ -262,9 +262,9 @@ def message_from_dict(d: dict[str, JSON]) -> Message:
     if role in ("system", "developer"):
         return SystemMessage(text)
     if role == "user":
-        return UserMessage(text, images + tuple(Image.from_dict(i) for i in d.get("images", ())))
+        return UserMessage(text, images + _objects(d, "images", Image.from_dict))
     if role == "assistant":
-        calls = tuple(_call_from_dict(c) for c in d.get("tool_calls") or ())
+        calls = _objects(d, "tool_calls", _call_from_dict)
         reasoning = typed(d, "reasoning", list, [])
         if not all(isinstance(r, dict) for r in reasoning):
             raise ValueError("'reasoning' must be a list of JSON objects")
@@ -298,6 +298,22 @@ def _content(content: Any) -> tuple[str, tuple[Image, ...]]:
         else:
             raise ValueError(f"unsupported content part {kind!r} (text and image_url parts are)")
     return "\n".join(texts), tuple(images)
+
+
+def _objects(d: dict[str, Any], key: str, read: Any) -> tuple[Any, ...]:
+    """``d[key]``, a list of JSON objects (or null), each read by ``read``; an error names the item."""
+    items = typed(d, key, (list, type(None)), None) or ()
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise ValueError(f"'{key}[{i}]' must be a JSON object, not {type(item).__name__}")
+        try:
+            out.append(read(item))
+        except KeyError as exc:
+            raise ValueError(f"'{key}[{i}]': missing field {exc.args[0]!r}") from None
+        except ValueError as exc:
+            raise ValueError(f"'{key}[{i}]': {exc}") from None
+    return tuple(out)
 
 
 def _call_from_dict(c: dict[str, Any]) -> ToolCall:

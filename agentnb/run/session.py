@@ -227,19 +227,37 @@ class Session:
         where = os.fspath(path)
         data = read_json(where)
         try:
-            if not isinstance(data, dict) or data.get("kind") != "agentnb.run.session":
-                raise ValueError('not a saved session (no "kind": "agentnb.run.session")')
-            if data.get("version") != SESSION_VERSION:
-                raise ValueError(f"session version {data.get('version')!r} is not supported")
-            messages = [message_from_dict(m) for m in data["messages"]]
-            starts = [int(s) for s in data["turn_starts"]]
-            if starts != sorted(starts) or any(not 0 <= s < max(len(messages), 1) for s in starts):
-                raise ValueError("turn_starts do not fit the messages")
+            ident, messages, starts = _read_session(data)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            raise TranscriptError(f"{where}: {exc}") from None
-        session = cls(agent, id=str(data.get("id") or "") or None, **options)
+            raise TranscriptError(f"{where}: {_reason(exc)}") from None
+        session = cls(agent, id=ident, **options)
         session.messages, session.starts = messages, starts
         return session
+
+
+def _read_session(data: Any) -> tuple[str | None, list[Message], list[int]]:
+    """The id, messages and turn starts of a saved session's JSON, checked field by field."""
+    from agentnb.messages.types import typed
+    from agentnb.run.transcript import each_at
+
+    if not isinstance(data, dict) or data.get("kind") != "agentnb.run.session":
+        raise ValueError('not a saved session (no "kind": "agentnb.run.session")')
+    version = data.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version != SESSION_VERSION:
+        raise ValueError(f"session version {version!r:.40} is not supported (this agentnb reads {SESSION_VERSION})")
+    ident = typed(data, "id", (str, type(None)), None)
+    messages = each_at("messages", typed(data, "messages", list), message_from_dict)
+    starts = typed(data, "turn_starts", list)
+    for i, s in enumerate(starts):
+        if not isinstance(s, int) or isinstance(s, bool):
+            raise ValueError(f"turn_starts[{i}] must be int, not {type(s).__name__}")
+        if not 0 <= s < max(len(messages), 1) or (i and s < starts[i - 1]):
+            raise ValueError(f"turn_starts[{i}] = {s} does not fit the {len(messages)} messages")
+    return ident or None, messages, starts
+
+
+def _reason(exc: BaseException) -> str:
+    return f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else str(exc)
 
 
 def _system_first(messages: list[Message]) -> bool:

@@ -21,7 +21,8 @@ from typing import Any
 
 from agentnb.errors import TranscriptError
 from agentnb.events import event_from_dict
-from agentnb.messages.codec import read_usage, untag_v1
+from agentnb.messages import jsonfile
+from agentnb.messages.codec import finite, read_usage, untag_v1
 from agentnb.messages.types import message_from_dict, typed
 
 TRANSCRIPT_VERSION = 2
@@ -64,9 +65,9 @@ def transcript_bytes(data: Any) -> bytes:
     b'{\n "text": "x\\ud800"\n}'
     """
     try:
-        return json.dumps(data, ensure_ascii=False, indent=1, default=str).encode("utf-8")
+        return jsonfile.dumps(data, ensure_ascii=False, indent=1, default=str).encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(data, ensure_ascii=True, indent=1, default=str).encode("ascii")
+        return jsonfile.dumps(data, ensure_ascii=True, indent=1, default=str).encode("ascii")
 
 
 def read_transcript(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -80,18 +81,20 @@ def read_transcript(path: str | os.PathLike[str]) -> dict[str, Any]:
 
 
 def read_json(path: str | os.PathLike[str]) -> Any:
-    """The JSON in a file; a file that is not JSON raises :class:`TranscriptError` saying why."""
+    """The JSON in a file, read strictly (:func:`agentnb.messages.jsonfile.loads`); a file that
+    is not JSON, or holds a number JSON has not or nests too deeply, raises
+    :class:`TranscriptError` saying why and where."""
     where = os.fspath(path)
+    with open(where, "rb") as f:
+        raw = f.read()
     try:
-        with open(where, "rb") as f:
-            data = json.loads(f.read().decode("utf-8"))
+        return jsonfile.loads(raw)
     except UnicodeDecodeError as exc:
         raise TranscriptError(f"{where}: not a transcript: the file is not UTF-8 text ({exc.reason})") from None
     except json.JSONDecodeError as exc:
         raise TranscriptError(f"{where}: not a transcript: invalid JSON ({exc})") from None
-    except RecursionError:
-        raise TranscriptError(f"{where}: not a transcript: JSON nested too deeply") from None
-    return data
+    except ValueError as exc:
+        raise TranscriptError(f"{where}: {exc}") from None
 
 
 def transcript_fields(data: Any) -> dict[str, Any]:
@@ -114,10 +117,12 @@ def transcript_fields(data: Any) -> dict[str, Any]:
     usage = data.get("usage") or {}
     tool_calls = typed(data, "tool_calls", int, 0)
     duration = typed(data, "duration", (int, float, type(None)), 0.0)
+    if duration is not None and not finite(duration):
+        raise ValueError(f"'duration' must be a finite number of seconds, not {duration!r}")
     return {
         "output": data["output"],
-        "messages": tuple(_each("messages", data["messages"], message_from_dict)),
-        "events": tuple(_each("events", data["events"], lambda e: event_from_dict(e, version))),
+        "messages": tuple(each_at("messages", data["messages"], message_from_dict)),
+        "events": tuple(each_at("events", data["events"], lambda e: event_from_dict(e, version))),
         "usage": _at("usage", lambda: read_usage(untag_v1(usage) if version < 2 else usage)),
         "stop_reason": data["stop_reason"],
         "tool_calls": tool_calls,
@@ -128,7 +133,8 @@ def transcript_fields(data: Any) -> dict[str, Any]:
     }
 
 
-def _each(key: str, items: list[Any], read: Any) -> list[Any]:
+def each_at(key: str, items: list[Any], read: Any) -> list[Any]:
+    """``read`` applied to each object of ``items``; an error names the item (``messages[3]: ...``)."""
     out = []
     for i, item in enumerate(items):
         if not isinstance(item, dict):

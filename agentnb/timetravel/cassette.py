@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
@@ -38,9 +39,12 @@ from agentnb.timetravel.canonical import canonical_request, first_difference, re
 from agentnb.timetravel.entries import (
     CassetteError,
     Entry,
+    check_header,
+    cut_torn_tail,
     entry_line,
     header_line,
     is_cassette_header,
+    is_torn,
     read_entry,
     scrub,
 )
@@ -85,7 +89,8 @@ class Cassette:
         self.mode = mode
         exists = os.path.exists(self.path) and os.path.getsize(self.path) > 0
         if mode == "replay" and not exists:
-            raise UserError(f"{self.path}: no such cassette (mode='replay' only reads; use mode='once' to record one)")
+            what = "the cassette is empty" if os.path.exists(self.path) else "no such cassette"
+            raise UserError(f"{self.path}: {what} (mode='replay' only reads; use mode='once' to record one)")
         self.records = mode in ("record", "new") or (mode == "once" and not exists)
         self.replays = mode != "record" and exists
         self.by_key: dict[str, list[Entry]] = {}
@@ -105,19 +110,29 @@ class Cassette:
     def _load(self) -> None:
         with open(self.path, "rb") as f:
             raw = f.read()
+        end = raw.rfind(b"\n") + 1  # a last line with no newline may be torn: read apart
+        body, tail = raw[:end], raw[end:]
         try:
-            text = raw.decode("utf-8")
+            text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
             where = raw[: exc.start].count(b"\n") + 1
             raise CassetteError(f"{self.path}, line {where}: not UTF-8 text ({exc.reason})") from None
-        lines = text.split("\n")
-        if not is_cassette_header(lines[0]):
-            raise CassetteError(f"{self.path}, line 1: not an agentnb cassette (no {{'agentnb_cassette': 1}} header)")
+        lines = text.split("\n")[:-1] if body else [tail.decode("utf-8", "replace")]
+        check_header(lines[0], self.path)
         for n, line in enumerate(lines[1:], start=2):
             if line.strip():
                 self.add(read_entry(line, self.path, n))
-        if text and not text.endswith("\n"):
-            raise CassetteError(f"{self.path}, line {len(lines)}: the last line is torn (no newline at its end)")
+        if body and tail.strip():
+            self._last_line(tail, len(lines) + 1)
+
+    def _last_line(self, tail: bytes, n: int) -> None:
+        """A last line with no newline: an entry if it is whole, else torn (a writer killed mid-line)
+        and skipped with a warning; the next recording cuts it off (``entries.cut_torn_tail``)."""
+        if is_torn(tail):
+            warnings.warn(f"cassette {self.path}: line {n}, the last, is torn (a writer stopped mid-line); skipped",
+                          stacklevel=2)  # fmt: skip
+            return
+        self.add(read_entry(tail.decode("utf-8"), self.path, n))
 
     def add(self, entry: Entry) -> None:
         """Keep ``entry`` for lookups."""
@@ -153,11 +168,13 @@ class Cassette:
                 os.write(fd, line)
 
     def _start_file(self, truncate: bool) -> int:
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        flags = os.O_RDWR | os.O_CREAT | os.O_APPEND  # read too: a torn last line is looked at
         fd = os.open(self.path, flags, 0o644)
         with _locked(fd):
             if truncate:
                 os.ftruncate(fd, 0)
+            else:
+                cut_torn_tail(fd, self.path)
             if os.fstat(fd).st_size == 0:
                 os.write(fd, header_line())
         self._fd = fd

@@ -4,27 +4,38 @@ The file is JSON Lines. The first line says what it is (``{"agentnb_cassette": 1
 each further line is one call: the canonical request (:mod:`agentnb.timetravel.canonical`),
 the reply, and the streamed pieces when the provider streamed. A call's key is the hash of its
 redacted canonical request, computed when the file is read, so a hand-edited request is found
-by what it now says.
+by what it now says. Lines are read strictly (:mod:`agentnb.messages.jsonfile`) and field by
+field; a line is written whole, in one call under a lock, so only a killed writer leaves a torn
+(not JSON) last line: :func:`is_torn` knows one, :func:`cut_torn_tail` removes it before the
+next recording appends.
 
 >>> from agentnb.providers.base import Completion
 >>> line = entry_line({"messages": [{"role": "user", "content": "hi"}]}, Completion("Hello"), (), "Echo")
 >>> read_entry(line, "calls.jsonl", 2).completion.text
 'Hello'
->>> read_entry('{"request": 1, "reply": {}}', "calls.jsonl", 7)
+>>> read_entry('{"request": {"messages": []}, "reply": {"usage": {"input_tokens": "9"}}}', "calls.jsonl", 7)
 Traceback (most recent call last):
 ...
-agentnb.timetravel.entries.CassetteError: calls.jsonl, line 7: not a cassette entry: 'request' must be a JSON object
+agentnb.timetravel.entries.CassetteError: calls.jsonl, line 7: not a cassette entry: reply.usage: input_tokens: expected int, not str '9'
+>>> read_entry('{"request": {"messages": [1e999]}, "reply": {}}', "calls.jsonl", 8)
+Traceback (most recent call last):
+...
+agentnb.timetravel.entries.CassetteError: calls.jsonl, line 8: not a cassette entry: request.messages[0]: 1e999 is too large for a float
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from agentnb.errors import UserError
-from agentnb.messages import ToolCall, Usage
+from agentnb.messages import ToolCall, Usage, jsonfile
+from agentnb.messages.codec import decoder_for, read_usage
+from agentnb.messages.jsonfile import under
 from agentnb.providers.base import Chunk, Completion, TextChunk, ToolCallChunk
 from agentnb.timetravel.canonical import request_key
 
@@ -113,18 +124,21 @@ def entry_line(request: dict[str, Any], completion: Completion, chunks: tuple[Ch
             for c in chunks
         ]
     try:
-        text = json.dumps(d, ensure_ascii=False, separators=(",", ":"), default=str)
+        text = jsonfile.dumps(d, ensure_ascii=False, separators=(",", ":"), default=str)
         return (text + "\n").encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from a model: written escaped
-        return (json.dumps(d, ensure_ascii=True, separators=(",", ":"), default=str) + "\n").encode("ascii")
+        return (jsonfile.dumps(d, ensure_ascii=True, separators=(",", ":"), default=str) + "\n").encode("ascii")
 
 
 def read_entry(text: str, path: str, line: int) -> Entry:
-    """Line number ``line`` of the cassette at ``path``; a :class:`CassetteError` names the line."""
+    """Line number ``line`` of the cassette at ``path``; a :class:`CassetteError` names the line
+    and the field (read strictly: :func:`agentnb.messages.jsonfile.loads`)."""
     try:
-        d = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise CassetteError(f"{path}, line {line}: not JSON ({exc}); the line may be torn or hand-edited") from None
+        d = jsonfile.loads(text)
+    except ValueError as exc:
+        if isinstance(exc, json.JSONDecodeError):
+            raise CassetteError(f"{path}, line {line}: not JSON ({exc}); the line may be torn or hand-edited") from None
+        raise CassetteError(f"{path}, line {line}: not a cassette entry: {exc}") from None
     try:
         return _entry(d, line)
     except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
@@ -135,75 +149,148 @@ def read_entry(text: str, path: str, line: int) -> Entry:
 def _entry(d: Any, line: int) -> Entry:
     if not isinstance(d, dict):
         raise ValueError(f"a cassette entry is a JSON object, not {type(d).__name__}")
-    request, reply = d["request"], d["reply"]
-    if not isinstance(request, dict):
-        raise ValueError("'request' must be a JSON object")
-    if not isinstance(request.get("messages"), list):
-        raise ValueError("'request.messages' must be a list")
-    if not isinstance(reply, dict):
-        raise ValueError("'reply' must be a JSON object")
-    text = reply.get("text")
-    if text is not None and not isinstance(text, str):
-        raise ValueError("'reply.text' must be a string or null")
-    calls = reply.get("tool_calls") or []
-    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
-        raise ValueError("'reply.tool_calls' must be a list of objects")
-    tool_calls = tuple(_call(c) for c in calls)
-    usage = reply.get("usage") or {}
-    if not isinstance(usage, dict):
-        raise ValueError("'reply.usage' must be a JSON object")
-    events = tuple(_event(e) for e in reply.get("events") or ())
-    reasoning = tuple(dict(r) for r in reply.get("reasoning") or ())
+    request, reply = _field(d, "request", _OBJECT, need=True), _field(d, "reply", _OBJECT, need=True)
+    _field(request, "messages", _LIST, "request.", need=True)
+    _field(d, "provider", _OPT_STR)
+    tool_calls = tuple(_field(reply, "tool_calls", _each(_call), "reply.") or ())
+    usage = _field(reply, "usage", lambda v: read_usage(v) if v is not None else Usage(), "reply.")
     completion = Completion(
-        text,
+        _field(reply, "text", _OPT_STR, "reply."),
         tool_calls,
-        Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), 0.0),  # a replay is free
-        _opt_str(reply.get("finish_reason"), "finish_reason"),
-        events,
-        reasoning,
-        _opt_str(reply.get("model"), "model"),
+        Usage(usage.input_tokens, usage.output_tokens, 0.0),  # a replay is free
+        _field(reply, "finish_reason", _OPT_STR, "reply."),
+        tuple(_field(reply, "events", _each(_event), "reply.") or ()),
+        tuple(_field(reply, "reasoning", _REASONING, "reply.") or ()),
+        _field(reply, "model", _OPT_STR, "reply."),
     )
-    chunks = tuple(_chunk(c) for c in d.get("chunks") or ())
+    chunks = tuple(_field(d, "chunks", _each(_chunk)) or ())
     key, rkey = keys(request)
     return Entry(request, completion, chunks, key, rkey, line)
 
 
-def _call(c: dict[str, Any]) -> ToolCall:
-    name, args = c["name"], c.get("arguments")
-    if not isinstance(name, str) or (args is not None and not isinstance(args, dict)):
-        raise ValueError("a tool call needs a string 'name' and object 'arguments'")
-    return ToolCall(str(c.get("id") or ""), name, args, c.get("raw_arguments"), c.get("parse_error"))
+_OBJECT = decoder_for(dict)
+_LIST = decoder_for(list)
+_OPT_STR = decoder_for(str | None)
+_REASONING = decoder_for(list[dict[str, Any]] | None)
+
+
+def _field(d: dict[str, Any], name: str, read: Any, prefix: str = "", need: bool = False) -> Any:
+    """``d[name]`` read by ``read`` (an absent field is read as ``None``, unless ``need``)."""
+    if need and name not in d:
+        raise ValueError(f"missing field {prefix + name!r}")
+    try:
+        return read(d.get(name))
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+        reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+        raise ValueError(under(prefix + name, reason)) from None
+
+
+def _each(read: Any) -> Any:
+    """A list (or null) of items, each read by ``read``; an error names the item."""
+
+    def items(v: Any) -> list[Any] | None:
+        if v is None:
+            return None
+        if not isinstance(v, list):
+            raise ValueError(f"expected a list, not {type(v).__name__}")
+        out = []
+        for i, item in enumerate(v):
+            try:
+                out.append(read(item))
+            except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+                reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+                raise ValueError(under(f"[{i}]", reason)) from None
+        return out
+
+    return items
+
+
+def _call(c: Any) -> ToolCall:
+    if not isinstance(c, dict):
+        raise ValueError(f"a tool call is a JSON object, not {type(c).__name__}")
+    return ToolCall.from_dict({**c, "id": c.get("id") or ""})  # an id is optional here
 
 
 def _event(e: Any) -> Any:
     from agentnb.events import event_from_dict
 
+    if not isinstance(e, dict):
+        raise ValueError(f"an event is a JSON object, not {type(e).__name__}")
     return event_from_dict(e)
 
 
 def _chunk(c: Any) -> Chunk:
-    if not isinstance(c, list) or not c or c[0] not in ("text", "call"):
-        raise ValueError("a chunk is ['text', str] or ['call', index, id, name, arguments]")
-    if c[0] == "text":
-        if not isinstance(c[1], str):
-            raise ValueError("a text chunk holds a string")
+    if isinstance(c, list) and len(c) == 2 and c[0] == "text" and isinstance(c[1], str):
         return TextChunk(c[1])
-    index, cid, name, arguments = c[1], c[2], c[3], c[4]
-    if not isinstance(index, int) or not isinstance(arguments, str):
-        raise ValueError("a call chunk is ['call', index, id, name, arguments]")
-    return ToolCallChunk(index, cid, name, arguments)
-
-
-def _opt_str(v: Any, name: str) -> str | None:
-    if v is not None and not isinstance(v, str):
-        raise ValueError(f"'reply.{name}' must be a string or null")
-    return v
+    if isinstance(c, list) and len(c) == 5 and c[0] == "call":
+        index, cid, name, arguments = c[1:]
+        if (
+            isinstance(index, int)
+            and not isinstance(index, bool)
+            and all(v is None or isinstance(v, str) for v in (cid, name))
+            and isinstance(arguments, str)
+        ):
+            return ToolCallChunk(index, cid, name, arguments)
+    raise ValueError(f"a chunk is ['text', str] or ['call', index, id, name, arguments], not {c!r:.80}")
 
 
 def is_cassette_header(text: str) -> bool:
-    """Whether the first line of a file says it is a cassette."""
+    """Whether the first line of a file says it is a cassette (of any format)."""
     try:
         d = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(d, dict) and HEADER_KEY in d
+
+
+def check_header(text: str, path: str) -> None:
+    """A :class:`CassetteError` unless ``text`` (line 1) is a header of a format this agentnb reads.
+
+    >>> check_header('{"agentnb_cassette": 2}', "calls.jsonl")
+    Traceback (most recent call last):
+    ...
+    agentnb.timetravel.entries.CassetteError: calls.jsonl, line 1: cassette format 2 is not supported (this agentnb reads 1)
+    """
+    if not is_cassette_header(text):
+        raise CassetteError(f"{path}, line 1: not an agentnb cassette (no {{'{HEADER_KEY}': 1}} header)")
+    found = json.loads(text)[HEADER_KEY]
+    if type(found) is not int or found != CASSETTE_FORMAT:
+        raise CassetteError(
+            f"{path}, line 1: cassette format {found!r:.40} is not supported (this agentnb reads {CASSETTE_FORMAT})"
+        )
+
+
+def cut_torn_tail(fd: int, path: str) -> None:
+    """Before appending (under the lock): a last line with no newline is ended, if it is a whole
+    entry, or cut off, if a writer was killed mid-line (nobody writes while the lock is held)."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return
+    start = size
+    while start > 0:  # back to the last newline, a block at a time
+        block = os.pread(fd, min(start, 1 << 16), max(0, start - (1 << 16)))
+        at = block.rfind(b"\n")
+        if at >= 0:
+            start = start - len(block) + at + 1
+            break
+        start -= len(block)
+    if is_torn(os.pread(fd, size - start, start)):
+        if start == 0:  # not even the header line is whole: the file starts again
+            os.ftruncate(fd, 0)
+            return
+        os.ftruncate(fd, start)
+        warnings.warn(f"cassette {path}: cut off its torn last line ({size - start} bytes) before recording",
+                      stacklevel=2)  # fmt: skip
+        return
+    os.write(fd, b"\n")  # a whole line (hand-written without its newline): kept, and read as it is
+
+
+def is_torn(line: bytes) -> bool:
+    """Whether a last line is not JSON (cut mid-line, maybe mid-character), so a killed writer's."""
+    try:
+        jsonfile.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return True
+    except ValueError:  # JSON, but refused: not torn; reading it says what is wrong
+        return False
+    return False
