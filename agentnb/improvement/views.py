@@ -8,6 +8,7 @@ static HTML (the summary, the table, the diff), so a saved notebook shows it wit
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from typing import Any
@@ -22,12 +23,15 @@ INTERVAL = 0.25
 class Tally:
     """What the views show, folded from the events.
 
-    >>> from agentnb.improvement.events import CandidateDone, RunsSpent
+    >>> from agentnb.improvement.events import CandidateDone, PhaseStarted, RunsSpent
     >>> t = Tally()
     >>> t.event(RunsSpent(4, 20))
     >>> t.event(CandidateDone({"status": "seed", "id": "c1"}, "c1", 0.5))
     >>> t.line()
     'runs 4/20 · 1 candidates (0 accepted) · best c1: 50% on validation'
+    >>> t.event(PhaseStarted("reflection", 1, "c1"))
+    >>> t.now
+    'step 1: the reflector reads the failures of candidate c1'
     """
 
     def __init__(self) -> None:
@@ -37,9 +41,12 @@ class Tally:
         self.best = ""
         self.best_score = 0.0
         self.reason = ""
+        self.now = ""  # the phase under way, in words ("" once it ended)
 
     def event(self, e: Any) -> None:
-        if e.kind == "improve_started":
+        if e.kind == "phase_started":
+            self.now = e.text
+        elif e.kind == "improve_started":
             self.budget = e.budget
         elif e.kind == "runs_spent":
             self.spent, self.budget = e.spent, e.budget
@@ -47,7 +54,7 @@ class Tally:
             self.records.append(e.record)
             self.best, self.best_score = e.best, e.best_score
         elif e.kind == "improve_finished":
-            self.reason = e.reason
+            self.reason, self.now = e.reason, ""
 
     def line(self) -> str:
         accepted = sum(1 for r in self.records if r["status"] == "accepted")
@@ -75,12 +82,19 @@ class ImproveWidget:
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
         self.line = widgets.HTML()
         self.table = widgets.HTML()
-        self.widget = widgets.VBox([widgets.HBox([self.bar, self.stop_button]), self.line, self.table])
+        self.now = widgets.HTML()
+        self.widget = widgets.VBox([widgets.HBox([self.bar, self.stop_button]), self.line, self.now, self.table])
         self._last = 0.0
+        self._cell = contextlib.ExitStack()
         self._handle: Any = display(self.widget, display_id=True)
 
     def start(self, stopper: Any) -> None:
         self.stop_button.on_click(lambda _: self._stop(stopper))
+        # Under improve(...) the cell's thread waits for the search: it serves the widget's
+        # messages meanwhile (as evaluate's progress widget does), or Stop would arrive at the end.
+        from agentnb.notebook.inplace import lent_cell
+
+        self._cell.enter_context(lent_cell())
 
     def _stop(self, stopper: Any) -> None:
         self.stop_button.disabled = True
@@ -99,12 +113,14 @@ class ImproveWidget:
         self.bar.max = max(1, t.budget)
         self.bar.value = min(t.spent, self.bar.max)
         self.line.value = f'<span class="{NO_MATH}">{untrusted_html(t.line())}</span>'
+        self.now.value = f'<span class="{NO_MATH}">{untrusted_html("now: " + t.now) if t.now else ""}</span>'
         if table:
             self.table.value = f'<div class="{NO_MATH}">{candidates_html(_Records(t))}</div>'
 
     def finish(self, imp: Any) -> None:
         from IPython.display import HTML
 
+        self._cell.close()
         self.stop_button.disabled = True
         if self._handle is not None:
             self._handle.update(HTML(improvement_html(imp)))  # static: readable without a kernel
