@@ -213,3 +213,23 @@ def test_cancelling_aimprove_during_the_reflection_is_a_stop() -> None:
 
     imp = asyncio.run(main())
     assert imp.stopped and imp.reason.startswith("stopped during step 1 (the reflection")
+
+
+def test_the_live_widget_shows_the_phase_and_catches_up_with_a_held_back_count() -> None:
+    pytest.importorskip("ipywidgets")
+    from agentnb.improvement.events import ImproveStarted, PhaseStarted, RunsSpent
+    from agentnb.improvement.views import ImproveWidget
+
+    widget = ImproveWidget()
+
+    async def main() -> None:
+        widget.event(ImproveStarted(4, 2, 2, 40, ("system",)))
+        widget.event(PhaseStarted("original", 0, "c1"))
+        widget.event(RunsSpent(1, 40))
+        widget.event(RunsSpent(2, 40))  # within the throttle's interval: held back, then drawn
+        assert "runs 2/40" not in widget.line.value
+        while "runs 2/40" not in widget.line.value:  # the search now waits: nothing else would draw it
+            await asyncio.sleep(0.01)
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+    assert "now: scoring the original on the validation set" in widget.now.value and widget.bar.value == 2

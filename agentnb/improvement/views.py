@@ -8,6 +8,7 @@ static HTML (the summary, the table, the diff), so a saved notebook shows it wit
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 import time
@@ -85,6 +86,7 @@ class ImproveWidget:
         self.now = widgets.HTML()
         self.widget = widgets.VBox([widgets.HBox([self.bar, self.stop_button]), self.line, self.now, self.table])
         self._last = 0.0
+        self._behind = self._closed = False  # a count held back by the throttle; the search ended
         self._cell = contextlib.ExitStack()
         self._handle: Any = display(self.widget, display_id=True)
 
@@ -107,6 +109,19 @@ class ImproveWidget:
         if e.kind != "runs_spent" or now - self._last >= INTERVAL:
             self._last = now
             self._draw(table=e.kind == "candidate_done")
+        elif not self._behind:  # held back: drawn a moment later, or a search that waits would show a stale count
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop runs: the next event draws it
+                return
+            self._behind = True
+            loop.call_later(INTERVAL, self._catch_up)
+
+    def _catch_up(self) -> None:
+        self._behind = False
+        if not self._closed:
+            self._last = time.monotonic()
+            self._draw(table=False)
 
     def _draw(self, table: bool = True) -> None:
         t = self.tally
@@ -121,6 +136,7 @@ class ImproveWidget:
         from IPython.display import HTML
 
         self._cell.close()
+        self._closed = True
         self.stop_button.disabled = True
         if self._handle is not None:
             self._handle.update(HTML(improvement_html(imp)))  # static: readable without a kernel
