@@ -113,13 +113,14 @@ def test_a_stop_during_the_reflection_cancels_it_and_logs_no_proposal(tmp_path: 
     view = StopWhen("reflection")
     imp = run(Student(), view, hang_reflector=True, log=log)
     assert imp.stopped and "budget" not in imp.reason
-    assert imp.reason.startswith("stopped during step 1 (the reflection on the failures of candidate ")
+    assert imp.reason.startswith("stopped during step 1 (the reflection on the failures of the original (")
     assert imp.reason.endswith("was cancelled): the original is kept")
     assert imp.reflections == []
     assert not [row for row, _ in read_log(log) if row.get("improve") == "proposal"]  # a resume asks again
     assert imp.candidates["status"].tolist() == ["seed"] and imp.spent == 4  # validation 2 + minibatch 2
     assert view.events[-1].kind == "improve_finished" and view.events[-1].reason == imp.reason
     assert imp.verdict == "The search was stopped before the test comparison: call .compare() to run it."
+    assert "validation: original 0%; no candidate beat it, so the best is the original" in summary_text(imp)
     same = imp.compare()  # runs the test on demand: the best is the original
     assert (same.pairs, same.both_pass) == (2, 0) and imp.spent == 6
 

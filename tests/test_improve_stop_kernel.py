@@ -152,7 +152,7 @@ def test_the_improvement_widgets_stop_ends_the_search_where_it_is(form: str, mom
         assert facts["reason"] == "stopped before the original was scored: 1 of 2 runs finished on the validation set"
         assert facts["spent"] == 1 and facts["statuses"] == []
     elif moment == "reflection":
-        assert re.fullmatch(r"stopped during step 1 \(the reflection on the failures of candidate \w+ was "
+        assert re.fullmatch(r"stopped during step 1 \(the reflection on the failures of the original \(\w+\) was "
                             r"cancelled\): the original is kept", facts["reason"]), facts  # fmt: skip
         assert facts["statuses"] == ["seed"] and facts["spent"] == 4
     elif moment == "validation":

@@ -28,7 +28,9 @@ def summary_lines(imp: Any) -> list[str]:
         f"candidates: {count['accepted']} accepted, {count['rejected']} rejected, {count['skipped']} skipped"
         + (f", {count['stopped']} stopped (a Stop cut its runs short)" if count["stopped"] else ""),
     ]
-    if seed is not None and best is not None:
+    if seed is not None and best is seed:
+        lines.append(f"validation: original {seed['val_mean']:.0%}; no candidate beat it, so the best is the original")
+    elif seed is not None and best is not None:
         lines.append(
             f"validation: original {seed['val_mean']:.0%}, best {best['val_mean']:.0%} (candidate {imp.best_id}); "
             "selection used these cases, so this figure is optimistic"

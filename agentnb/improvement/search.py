@@ -185,6 +185,9 @@ class Search:
         best = self.best()
         return "the original is kept" if best == self.seed_id else f"the best so far, candidate {best}, is kept"
 
+    def _name(self, cid: str) -> str:
+        return f"the original ({cid})" if cid == self.seed_id else f"candidate {cid}"
+
     async def step(self, n: int) -> str | None:
         """One reflective mutation; returns why it learned nothing, when it did not. :class:`Halted`
         when a Stop cut it short (a new candidate whose runs it cut is recorded as ``stopped``)."""
@@ -198,7 +201,7 @@ class Search:
         try:
             prows = await self._phase("parent", parent, batch, n)
         except Halted as cut:
-            raise Halted(f"candidate {parent} on the minibatch: {cut}") from None
+            raise Halted(f"{self._name(parent)} on the minibatch: {cut}") from None
         failing = [r for r in prows if not r["passed"]]
         if not failing:
             if all(self.rows.get((parent, c.id), ({"passed": False},))[0]["passed"] for c in self.train):
@@ -258,7 +261,7 @@ class Search:
             usage = got[2].usage  # spent, even by a reflection cancelled half-way
             self.reflector_usage = usage if self.reflector_usage is None else self.reflector_usage + usage
         if got is None or (self.stopper.stopped.is_set() and got[2].stop_reason == "cancelled"):
-            raise Halted(f"the reflection on the failures of candidate {parent} was cancelled")  # not logged
+            raise Halted(f"the reflection on the failures of {self._name(parent)} was cancelled")  # not logged
         text, why, result = got
         entry = {
             "key": f"{PROPOSAL}|{n}|{parent}|{component}",
