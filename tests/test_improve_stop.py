@@ -63,10 +63,10 @@ def reflector(hang: bool = False) -> FunctionProvider:
 
 
 class StopWhen:
-    """A view that presses Stop once ``phase`` began and ``runs`` case runs finished in it."""
+    """A view that presses Stop once ``phase`` began and ``runs`` case runs finished in it (or calls ``act``)."""
 
-    def __init__(self, phase: str, runs: int = 0) -> None:
-        self.phase, self.runs = phase, runs
+    def __init__(self, phase: str, runs: int = 0, act: Any = None) -> None:
+        self.phase, self.runs, self.act = phase, runs, act  # act: what to do instead of pressing Stop
         self.spent_at_start: int | None = None
         self.spent = 0
         self.events: list[Any] = []
@@ -81,7 +81,7 @@ class StopWhen:
         if e.kind == "phase_started" and e.phase == self.phase:
             self.spent_at_start = self.spent
         if self.spent_at_start is not None and self.spent - self.spent_at_start >= self.runs:
-            self.stopper.stop()
+            (self.act or self.stopper.stop)()
 
     def finish(self, imp: Any) -> None:
         self.finished = imp
@@ -197,23 +197,26 @@ def test_compare_without_finishing_says_why_when_no_test_case_finished_for_both(
     assert "call .compare() to finish it" in imp.verdict
 
 
-def test_cancelling_aimprove_during_the_reflection_is_a_stop() -> None:
+@pytest.mark.parametrize(
+    ("phase", "runs", "hang", "reason"),
+    [
+        ("original", 1, {("original", "v"): 1}, "stopped before the original was scored: 1 of 2 runs finished"),
+        ("reflection", 0, {}, "stopped during step 1 (the reflection on the failures of the original ("),
+    ],
+)
+def test_cancelling_aimprove_is_a_stop(phase: str, runs: int, hang: dict[Any, int], reason: str) -> None:
     async def main() -> Any:
-        view = StopWhen("never")
-        reached = asyncio.Event()
-        view.event = lambda e, f=view.event: (
-            f(e),
-            e.kind == "phase_started" and e.phase == "reflection" and reached.set(),
-        )  # type: ignore[method-assign]
-        agent = Agent(Student().provider, system="Answer.")
-        task = asyncio.ensure_future(aimprove(agent, TRAIN, ["exact"], reflector=reflector(hang=True), validation=VAL,
-                                              budget=40, minibatch=2, progress=[view]))  # fmt: skip
-        await reached.wait()
+        came = asyncio.Event()
+        view = StopWhen(phase, runs, act=came.set)
+        agent = Agent(Student(hang).provider, system="Answer.")
+        task = asyncio.ensure_future(aimprove(agent, TRAIN, ["exact"], reflector=reflector(hang=phase == "reflection"),
+                                              validation=VAL, budget=40, minibatch=2, progress=[view]))  # fmt: skip
+        await came.wait()
         task.cancel()  # what Ctrl-C does to a sync improve(...)
         return await task
 
     imp = asyncio.run(main())
-    assert imp.stopped and imp.reason.startswith("stopped during step 1 (the reflection")
+    assert imp.stopped and imp.reason.startswith(reason), imp.reason
 
 
 def test_the_live_widget_shows_the_phase_and_catches_up_with_a_held_back_count() -> None:
