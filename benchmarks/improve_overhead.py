@@ -79,11 +79,11 @@ def measure(delay: float, budget: int, n_train: int, n_test: int) -> dict[str, f
     inside = {"evaluate": 0.0, "reflect": 0.0}
     evaluate, propose = search_module.Search._evaluate, search_module.propose
 
-    async def timed_evaluate(self: Any, agents: dict[str, Any], todo: list[Any]) -> Any:
+    async def timed_evaluate(self: Any, agents: dict[str, Any], todo: list[Any], *rest: Any) -> Any:
         batches.append((dict(agents), list(todo)))
         start = time.perf_counter()
         try:
-            return await evaluate(self, agents, todo)
+            return await evaluate(self, agents, todo, *rest)
         finally:
             inside["evaluate"] += time.perf_counter() - start
 

@@ -113,6 +113,13 @@ class Evaluation:
         if result is not None:
             self._results[row["key"]] = result
 
+    def adopt(self, row: dict[str, Any], source: Evaluation) -> None:
+        """Keep a row of ``source`` here too, with its transcript (an evaluation assembled from
+        several, such as a stopped one and the rest of it run later)."""
+        key = row["key"]
+        offset = source._offsets.get(key) if source.log == self.log else None
+        self.add(row, result=source._results.get(key), offset=offset)
+
     def __len__(self) -> int:
         return len(self.rows)
 

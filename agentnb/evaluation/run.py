@@ -18,11 +18,12 @@ widget's button, Ctrl-C, cancelling the task) ends the runs in flight and keeps 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from time import perf_counter
-from typing import Any
+from typing import Any, TypeVar
 
 from agentnb.errors import UserError
 from agentnb.evaluation.cases import Case, load_cases
@@ -35,6 +36,8 @@ from agentnb.evaluation.scorers import Scorer, apply, as_scorers
 #: The default number of runs in flight at once.
 DEFAULT_CONCURRENCY = 8
 
+T = TypeVar("T")
+
 
 class Stopper:
     """Stops an evaluation from any thread (the widget's Stop button): runs in flight end, what finished stays."""
@@ -42,7 +45,7 @@ class Stopper:
     def __init__(self) -> None:
         self.stopped = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._cancel: Callable[[], None] | None = None
+        self._cancel: Callable[[], object] | None = None
 
     def stop(self) -> None:
         self.stopped.set()
@@ -52,6 +55,42 @@ class Stopper:
                 loop.call_soon_threadsafe(cancel)
             except RuntimeError:  # the loop closed meanwhile: nothing left to stop
                 pass
+
+    @contextlib.contextmanager
+    def cancelling(self, cancel: Callable[[], object]) -> Iterator[None]:
+        """While the block runs (on an event loop), a stop calls ``cancel`` on that loop."""
+        self._loop, self._cancel = asyncio.get_running_loop(), cancel
+        try:
+            yield
+        finally:
+            self._cancel = None
+
+    async def guard(self, work: Awaitable[T]) -> T | None:
+        """Await ``work`` in a task of its own, which a stop cancels (as it cancels an evaluation's
+        runs); None when it was cancelled before it gave a value. A cancellation of the caller
+        (Ctrl-C) is a stop too: the work is cancelled and the caller goes on, as ``aevaluate`` does.
+
+        >>> async def slow():
+        ...     await asyncio.sleep(60)
+        >>> async def main():
+        ...     stopper = Stopper()
+        ...     asyncio.get_running_loop().call_later(0.01, stopper.stop)
+        ...     return await stopper.guard(slow()), stopper.stopped.is_set()
+        >>> asyncio.run(main())
+        (None, True)
+        """
+        task = asyncio.ensure_future(work)
+        with self.cancelling(task.cancel):
+            if self.stopped.is_set():
+                task.cancel()
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:
+                self.stopped.set()
+                task.cancel()
+                await asyncio.wait({task})
+                _uncancel()
+        return None if task.cancelled() else task.result()
 
 
 async def aevaluate(
@@ -114,19 +153,16 @@ async def aevaluate(
             loop.create_task(_worker(todo, runner, checks, timeout, ev, writer, views, stopper))
             for _ in range(concurrency)
         ]
-        stopper._loop, stopper._cancel = loop, lambda: _cancel_all(tasks)
-        await asyncio.gather(*tasks)
+        with stopper.cancelling(lambda: _cancel_all(tasks)):
+            await asyncio.gather(*tasks)
     except asyncio.CancelledError:
         ev.stopped = True
         for w in tasks:
             w.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        task = asyncio.current_task()
-        if task is not None and getattr(task, "cancelling", lambda: 0)():  # Python >= 3.11
-            task.uncancel()  # type: ignore[attr-defined,unused-ignore]  # keep what finished, like Agent.run
+        _uncancel()  # keep what finished, like Agent.run
     finally:
         thaw(frozen)
-        stopper._cancel = None
         ev.stopped = ev.stopped or stopper.stopped.is_set()
         if writer is not None:
             writer.close()
@@ -251,6 +287,13 @@ async def _worker(
 def _cancel_all(tasks: list[asyncio.Task[None]]) -> None:
     for task in tasks:
         task.cancel()
+
+
+def _uncancel() -> None:
+    """The current task's cancellation was handled (a stop): later awaits are not cancelled."""
+    task = asyncio.current_task()
+    if task is not None and getattr(task, "cancelling", lambda: 0)():  # Python >= 3.11
+        task.uncancel()  # type: ignore[attr-defined,unused-ignore]
 
 
 def make_row(

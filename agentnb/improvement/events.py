@@ -34,10 +34,40 @@ class RunsSpent:
     kind: Literal["runs_spent"] = "runs_spent"
 
 
+#: What a phase does, in words: ``{step}`` and ``{candidate}`` are filled in.
+PHASES = {
+    "original": "scoring the original on the validation set",
+    "parent": "step {step}: candidate {candidate} on a training minibatch",
+    "reflection": "step {step}: the reflector reads the failures of candidate {candidate}",
+    "candidate": "step {step}: new candidate {candidate} on the same minibatch",
+    "validation": "step {step}: new candidate {candidate} on the validation set",
+    "test": "the test comparison: the original and the best on the test cases",
+}
+
+
+@dataclass(frozen=True)
+class PhaseStarted:
+    """The search began a phase (what a Stop would cut short now); ``text`` says it in words.
+
+    >>> PhaseStarted("reflection", 2, "c1a2").text
+    'step 2: the reflector reads the failures of candidate c1a2'
+    """
+
+    phase: Literal["original", "parent", "reflection", "candidate", "validation", "test"]
+    step: int = 0
+    candidate: str = ""
+    kind: Literal["phase_started"] = "phase_started"
+
+    @property
+    def text(self) -> str:
+        return PHASES[self.phase].format(step=self.step, candidate=self.candidate)
+
+
 @dataclass(frozen=True)
 class CandidateDone:
     """A candidate's outcome: ``record`` is its row of ``Improvement.candidates`` (status
-    ``seed``, ``accepted``, ``rejected`` or ``skipped``); ``best`` is the best candidate's id now."""
+    ``seed``, ``accepted``, ``rejected``, ``skipped``, or ``stopped``: a Stop cut its runs short);
+    ``best`` is the best candidate's id now."""
 
     record: dict[str, Any] = field(hash=False)
     best: str = ""
@@ -47,11 +77,12 @@ class CandidateDone:
 
 @dataclass(frozen=True)
 class ImproveFinished:
-    """The search ended; ``reason`` says why (budget, stopped, every training case passes...)."""
+    """The improvement ended (the test comparison included); ``reason`` says why (budget, stopped,
+    every training case passes...)."""
 
     reason: str
     spent: int
     kind: Literal["improve_finished"] = "improve_finished"
 
 
-ImproveEvent = ImproveStarted | RunsSpent | CandidateDone | ImproveFinished
+ImproveEvent = ImproveStarted | RunsSpent | PhaseStarted | CandidateDone | ImproveFinished

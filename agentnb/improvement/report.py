@@ -19,15 +19,18 @@ MAX_ROWS = 40
 def summary_lines(imp: Any) -> list[str]:
     sizes = imp.sizes
     recs = imp._search.records
-    count = {s: sum(1 for r in recs if r["status"] == s) for s in ("accepted", "rejected", "skipped")}
+    count = {s: sum(1 for r in recs if r["status"] == s) for s in ("accepted", "rejected", "skipped", "stopped")}
     best = next((r for r in recs if r["id"] == imp.best_id and r["val_mean"] is not None), None)
     seed = recs[0] if recs else None
     lines = [
         f"splits: {sizes['train']} train, {sizes['validation']} validation, {sizes['test']} test; "
         f"runs {imp.spent}/{imp.budget}",
-        f"candidates: {count['accepted']} accepted, {count['rejected']} rejected, {count['skipped']} skipped",
+        f"candidates: {count['accepted']} accepted, {count['rejected']} rejected, {count['skipped']} skipped"
+        + (f", {count['stopped']} stopped (a Stop cut its runs short)" if count["stopped"] else ""),
     ]
-    if seed is not None and best is not None:
+    if seed is not None and best is seed:
+        lines.append(f"validation: original {seed['val_mean']:.0%}; no candidate beat it, so the best is the original")
+    elif seed is not None and best is not None:
         lines.append(
             f"validation: original {seed['val_mean']:.0%}, best {best['val_mean']:.0%} (candidate {imp.best_id}); "
             "selection used these cases, so this figure is optimistic"
@@ -62,7 +65,7 @@ def candidates_html(imp: Any, limit: int = MAX_ROWS) -> str:
     body = []
     for r in recs[-limit:]:
         mb = "" if r.get("child_minibatch") is None else f"{r['parent_minibatch']:g} → {r['child_minibatch']:g}"
-        what = r.get("reason") if r["status"] == "skipped" else r.get("text")
+        what = r.get("reason") if r["status"] in ("skipped", "stopped") else r.get("text")
         cells = [r["id"] or "–", r["parent"] or "–", r["status"], r["component"] or "–", r["val_mean"], r["runs"], mb]
         tds = "".join(f"<td>{_cell(v)}</td>" for v in cells) + f"<td>{_cell(what)}</td>"
         style = ' style="font-weight:bold"' if r["id"] == imp.best_id and r["val_mean"] is not None else ""

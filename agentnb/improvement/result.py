@@ -153,22 +153,31 @@ class Improvement:
         """The :class:`~agentnb.Evaluation` of the original and the best on ``test=`` (None before it ran)."""
         return self._search.test_eval
 
-    def compare(self) -> Any:
+    def compare(self, finish: bool = True) -> Any:
         """Original against best on the test cases, paired: a :class:`~agentnb.evaluation.Comparison`.
 
-        Runs the test comparison first when the search was stopped before it.
+        When a Stop came before or during the test comparison, ``finish=True`` runs what it left
+        undone first (the runs that finished are kept, not repeated; within the budget);
+        ``finish=False`` compares the test cases that both finished. A UserError says why there
+        is nothing to compare (no test set, the original never scored, no test case finished by both).
         """
         s = self._search
         if not s.test:
             raise UserError("no test= cases were given: improve(..., test=HELD_OUT_CASES) to compare on them")
-        if s.test_eval is None:
+        if s.seed_id not in s.pool:
+            raise UserError(f"nothing to compare: {s.reason}; call improve(...) again (with log=... it resumes)")
+        if finish and min(s.test_done().values()) < len(s.test):
             from agentnb.evaluation.run import Stopper
             from agentnb.run.sync import run_sync
 
-            s.stopper = Stopper()  # the search's Stop ended the search, not this comparison
-            run_sync(s.run_test)
-        ev = s.test_eval
-        best = self.best_id
+            run_sync(lambda: s.run_test(Stopper()))  # a Stop of its own: the search's ended the search
+        ev, best = s.test_eval, self.best_id
+        done = s.test_done()
+        if ev is None or min(done.values()) == 0:
+            raise UserError(
+                f"the test comparison was stopped before any test case was run by both the original and the best "
+                f"({s.test_progress()}): call .compare() to run it"
+            )
         if best == s.seed_id:
             return _same(ev, s.seed_id)
         cmp = ev.compare(s.seed_id, best)
@@ -182,8 +191,14 @@ class Improvement:
         s = self._search
         if not s.test:
             return "No test set was given: nothing here measures the improvement on unseen cases."
+        if s.seed_id not in s.pool:
+            return (
+                "The search was stopped before the original was scored: there is nothing to compare on the test cases."
+            )
         if s.test_eval is None:
             return "The search was stopped before the test comparison: call .compare() to run it."
+        if min(s.test_done().values()) < len(s.test):
+            return partial(self, s.test_progress())
         return words(self.compare(), len(s.test), self.best_id == s.seed_id)
 
     # -- traces and views ------------------------------------------------------------------
@@ -231,6 +246,21 @@ def _same(ev: Any, seed: str) -> Any:
     passed = sum(1 for r in rows if r.get("passed"))
     empty = pd.DataFrame(columns=["case", "repeat", "original", "best", "direction"])
     return Comparison("original", "best", len(rows), passed, 0, 0, len(rows) - passed, 1.0, empty)
+
+
+def partial(imp: Any, progress: str) -> str:
+    """The verdict of a test comparison that a Stop cut short: what finished, and how to finish it."""
+    head = f"The test comparison was stopped ({progress})"
+    try:
+        cmp = imp.compare(finish=False)
+    except UserError:
+        return head + ": call .compare() to finish it (the finished runs are kept, not repeated)."
+    if imp.best_id == imp._search.seed_id:
+        seen = f"on the {cmp.pairs} that finished, the original (the best) passes {cmp.both_pass}"
+    else:
+        orig, best = cmp.both_pass + cmp.only_a, cmp.both_pass + cmp.only_b
+        seen = f"on the {cmp.pairs} that both finished, the original passes {orig}, the best {best}"
+    return f"{head}; {seen}: a part of the test set; call .compare() to finish it (the finished runs are kept, not repeated)."
 
 
 def words(cmp: Any, n: int, same: bool) -> str:

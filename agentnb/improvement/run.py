@@ -128,8 +128,8 @@ async def _run(p: Plan, views: list[Any], stopper: Stopper) -> Improvement:
     result = Improvement(search)
     try:
         await search.run()
-        if tests and not stopper.stopped.is_set():
-            await search.run_test()
+        await search.test_phase()
+        search.finish()
     finally:
         for view in views:
             view.finish(result)

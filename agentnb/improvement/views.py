@@ -8,6 +8,8 @@ static HTML (the summary, the table, the diff), so a saved notebook shows it wit
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import sys
 import time
 from typing import Any
@@ -22,12 +24,15 @@ INTERVAL = 0.25
 class Tally:
     """What the views show, folded from the events.
 
-    >>> from agentnb.improvement.events import CandidateDone, RunsSpent
+    >>> from agentnb.improvement.events import CandidateDone, PhaseStarted, RunsSpent
     >>> t = Tally()
     >>> t.event(RunsSpent(4, 20))
     >>> t.event(CandidateDone({"status": "seed", "id": "c1"}, "c1", 0.5))
     >>> t.line()
     'runs 4/20 · 1 candidates (0 accepted) · best c1: 50% on validation'
+    >>> t.event(PhaseStarted("reflection", 1, "c1"))
+    >>> t.now
+    'step 1: the reflector reads the failures of candidate c1'
     """
 
     def __init__(self) -> None:
@@ -37,9 +42,12 @@ class Tally:
         self.best = ""
         self.best_score = 0.0
         self.reason = ""
+        self.now = ""  # the phase under way, in words ("" once it ended)
 
     def event(self, e: Any) -> None:
-        if e.kind == "improve_started":
+        if e.kind == "phase_started":
+            self.now = e.text
+        elif e.kind == "improve_started":
             self.budget = e.budget
         elif e.kind == "runs_spent":
             self.spent, self.budget = e.spent, e.budget
@@ -47,7 +55,7 @@ class Tally:
             self.records.append(e.record)
             self.best, self.best_score = e.best, e.best_score
         elif e.kind == "improve_finished":
-            self.reason = e.reason
+            self.reason, self.now = e.reason, ""
 
     def line(self) -> str:
         accepted = sum(1 for r in self.records if r["status"] == "accepted")
@@ -75,12 +83,20 @@ class ImproveWidget:
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="warning")
         self.line = html_widget()
         self.table = html_widget()
-        self.widget = widgets.VBox([widgets.HBox([self.bar, self.stop_button]), self.line, self.table])
+        self.now = html_widget()
+        self.widget = widgets.VBox([widgets.HBox([self.bar, self.stop_button]), self.line, self.now, self.table])
         self._last = 0.0
+        self._behind = self._closed = False  # a count held back by the throttle; the search ended
+        self._cell = contextlib.ExitStack()
         self._handle: Any = display(self.widget, display_id=True)
 
     def start(self, stopper: Any) -> None:
         self.stop_button.on_click(lambda _: self._stop(stopper))
+        # Under improve(...) the cell's thread waits for the search: it serves the widget's
+        # messages meanwhile (as evaluate's progress widget does), or Stop would arrive at the end.
+        from agentnb.notebook.inplace import lent_cell
+
+        self._cell.enter_context(lent_cell())
 
     def _stop(self, stopper: Any) -> None:
         self.stop_button.disabled = True
@@ -93,18 +109,34 @@ class ImproveWidget:
         if e.kind != "runs_spent" or now - self._last >= INTERVAL:
             self._last = now
             self._draw(table=e.kind == "candidate_done")
+        elif not self._behind:  # held back: drawn a moment later, or a search that waits would show a stale count
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop runs: the next event draws it
+                return
+            self._behind = True
+            loop.call_later(INTERVAL, self._catch_up)
+
+    def _catch_up(self) -> None:
+        self._behind = False
+        if not self._closed:
+            self._last = time.monotonic()
+            self._draw(table=False)
 
     def _draw(self, table: bool = True) -> None:
         t = self.tally
         self.bar.max = max(1, t.budget)
         self.bar.value = min(t.spent, self.bar.max)
         self.line.value = untrusted_html(t.line())
+        self.now.value = untrusted_html("now: " + t.now) if t.now else ""
         if table:
             self.table.value = candidates_html(_Records(t))
 
     def finish(self, imp: Any) -> None:
         from IPython.display import HTML
 
+        self._cell.close()
+        self._closed = True
         self.stop_button.disabled = True
         if self._handle is not None:
             self._handle.update(HTML(improvement_html(imp)))  # static: readable without a kernel

@@ -257,6 +257,57 @@ display(wide.summary())
 wide.view()"""
 
 
+IMPROVE_SETUP = """\
+import asyncio
+from agentnb import Agent, improve
+from agentnb.testing import FunctionProvider
+
+def cases(tag, n):
+    return [{"id": f"{tag}{i}", "input": f"2+2 ({tag}{i})", "expected": "4"} for i in range(n)]
+
+TRAIN, VAL, TEST = cases("t", 4), cases("v", 2), cases("x", 2)
+hang = {}  # (prompt, case prefix): how many such runs answer before the next ones never do
+reflector_hangs = False
+
+async def student(messages, tools):
+    kind = "better" if "digits" in (messages[0].content or "") else "original"
+    rule = (kind, str(messages[-1].content).split("(")[1][0])
+    if rule in hang:
+        if hang[rule] == 0:
+            await asyncio.Event().wait()  # only the Stop ends this
+        hang[rule] -= 1
+    return "4" if kind == "better" else "four"
+
+async def reflect(messages, tools):
+    if reflector_hangs:
+        await asyncio.Event().wait()
+    return "```\\nAnswer in digits.\\n```"
+
+def improved():
+    agent = Agent(FunctionProvider(student), system="Answer.")
+    return improve(agent, TRAIN, ["exact"], reflector=FunctionProvider(reflect), validation=VAL, test=TEST,
+                   budget=40, minibatch=2)"""
+
+IMPROVE_ORIGINAL = """\
+hang = {("original", "v"): 1}  # the original's second validation run never answers
+first = improved()
+print("original stopped:", first.stopped, "|", first.reason)"""
+
+IMPROVE_REFLECTION = """\
+hang, reflector_hangs = {}, True  # the reflector never answers
+second = improved()
+print("reflection stopped:", second.stopped, "|", second.reason)"""
+
+IMPROVE_TEST = """\
+hang, reflector_hangs = {("better", "x"): 1}, False  # the best's second test run never answers
+third = improved()
+print("test stopped:", third.stopped, "|", third.test is not None and len(third.test.rows), "|", third.verdict)"""
+
+IMPROVE_COMPARE = """\
+hang = {}
+print("compare:", third.compare(finish=False).pairs, "then", third.compare().pairs, "| runs", third.spent)"""
+
+
 FORK = '''\
 %load_ext agentnb
 from agentnb import tool
@@ -389,6 +440,7 @@ def main() -> None:
     write("hostile.ipynb", (HOSTILE, HOSTILE_RUN, HOSTILE_REPLAY))
     write("approval.ipynb", (APPROVAL, APPROVAL_RUN, APPROVAL_AFTER, APPROVAL_SYNC, APPROVAL_SYNC_STOP))
     write("eval_stop.ipynb", (EVAL_SETUP, EVAL_SYNC, EVAL_ASYNC, EVAL_MAGIC, EVAL_VIEWS))
+    write("improve_stop.ipynb", (IMPROVE_SETUP, IMPROVE_ORIGINAL, IMPROVE_REFLECTION, IMPROVE_TEST, IMPROVE_COMPARE))
     write("fork.ipynb", (FORK, FORK_RUN, FORK_OPEN))
     write("fork_bar.ipynb", (FORK_BAR_SETUP, FORK_BAR_RUN))
     write("live_on_event.ipynb", (LIVE_SETUP, LIVE_RUN, LIVE_AFTER))
