@@ -149,6 +149,6 @@ def load_transcript(path: str | os.PathLike[str]) -> RunResult:
 
 def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext agentnb``: registers the ``%agent`` / ``%%agent`` magics."""
-    from agentnb.notebook.magics import load_ipython_extension as load
+    from agentnb.notebook.magics.agent import load_ipython_extension as load
 
     load(ipython)

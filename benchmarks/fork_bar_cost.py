@@ -25,7 +25,7 @@ from typing import Any
 SETUP = """\
 import gc, time
 from agentnb import Agent, tool
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.testing import ScriptedProvider, call
 
 @tool

@@ -1,7 +1,7 @@
 """How much the live trace widget slows a fast run down.
 
 A 100-step scripted run (100 tool calls, then an answer) is timed without a listener and
-with a :class:`~agentnb.notebook.trace.TraceWidget` fed every event (its throttle renders at
+with a :class:`~agentnb.notebook.trace.widget.TraceWidget` fed every event (its throttle renders at
 most every 0.1 s). Target: with the widget, at most 1.5x the time without it.
 
 Where the time goes is printed too: building the widget (before the run, not in the ratio),
@@ -27,8 +27,8 @@ import time
 from typing import Any
 
 from agentnb import Agent, tool
-from agentnb.notebook.state import TraceState
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.trace.state import TraceState
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.testing import ScriptedProvider, call
 
 

@@ -120,7 +120,7 @@ def test_bad_approver_and_bad_decision_are_user_errors() -> None:
 
 
 def test_widget_approves_denies_and_edits_from_python() -> None:
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.widget import TraceWidget
 
     log: list = []
     w = TraceWidget()
@@ -156,14 +156,14 @@ def test_widget_approves_denies_and_edits_from_python() -> None:
     assert model.requests[2].messages[-1].content == "The call was denied and not run: not that one"
     assert [e.by for e in result.events if isinstance(e, ApprovalDecided)] == ["widget"] * 3
     assert "denied" in w.body_html and "approved with edited arguments" in w.body_html
-    from agentnb.notebook.render import depth_html
+    from agentnb.notebook.trace.render import depth_html
 
     denied = depth_html(w.state.depths[1])  # in the order it happened: checked, then denied
     assert denied.index("✓ valid") < denied.index("dedup") < denied.index("✗ denied")
 
 
 def test_stop_while_waiting_ends_the_run_and_nothing_runs() -> None:
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.widget import TraceWidget
 
     log: list = []
     w = TraceWidget()

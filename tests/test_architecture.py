@@ -172,6 +172,21 @@ def test_the_providers_folders_show_the_design() -> None:
     assert not list(providers.glob("openai_*.py")), "the OpenAI modules live in providers/openai/"
 
 
+def test_the_notebook_folders_show_what_a_person_sees() -> None:
+    """What `ls agentnb/notebook` shows: one folder (or module) per thing a person sees, and the
+    models under them import no widget (a view imports its model, never the other way round)."""
+    notebook = PACKAGE / "notebook"
+    folders = {p.name for p in notebook.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == {"magics", "trace", "debugger", "forks", "cells"}
+    assert {p.stem for p in notebook.glob("*.py")} == {"__init__", "approval", "export"}
+    edges = graph()
+    for model in ("agentnb.notebook.trace.state", "agentnb.notebook.debugger.stepper"):
+        source = modules()[model].read_text()
+        assert "ipywidgets" not in source, f"{model} imports ipywidgets"
+        views = {t for t in edges[model] if t.endswith((".view", ".widget", ".panel", ".bar"))}
+        assert not views, f"{model} imports views: {views}"
+
+
 #: The layers of the package, lowest first: a module may import its own layer and those below,
 #: never one above. Packages in one layer do not import each other (the cycle test holds that).
 LAYERS: list[tuple[str, ...]] = [

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentnb import Agent, RunResult, TextPrinter, Usage, UsageLimits, load_transcript, tool
-from agentnb.notebook.header import header_html
-from agentnb.notebook.state import TraceState
+from agentnb.notebook.trace.header import header_html
+from agentnb.notebook.trace.state import TraceState
 from agentnb.providers.base import Completion, Request, chars_estimate
 from agentnb.testing import ScriptedProvider, call
 

@@ -76,7 +76,7 @@ def test_in_process_models_cost_nothing() -> None:
 
 
 def test_widget_header_shows_cost_or_unknown(server: ScriptedServer) -> None:
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.widget import TraceWidget
 
     server.reset()
     server.script(text("hi", usage=(100, 5)))

@@ -11,7 +11,7 @@ import pytest
 
 from agentnb import Agent, UserError, tool
 from agentnb.messages import ToolMessage
-from agentnb.notebook.debugger import Debugger, Pause
+from agentnb.notebook.debugger.debugger import Debugger, Pause
 from agentnb.testing import ScriptedProvider, call
 
 CALLS: list[tuple[int, int]] = []

@@ -12,9 +12,9 @@ nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbconvert")
 
 from agentnb import Agent, tool  # noqa: E402
-from agentnb.notebook.debugger import Debugger  # noqa: E402
+from agentnb.notebook.debugger.debugger import Debugger  # noqa: E402
 from agentnb.notebook.export import StaticHTMLExporter, StaticTraces  # noqa: E402
-from agentnb.notebook.trace import TraceWidget  # noqa: E402
+from agentnb.notebook.trace.widget import TraceWidget  # noqa: E402
 from agentnb.testing import ScriptedProvider, call  # noqa: E402
 
 
@@ -68,7 +68,7 @@ def test_trace_outputs_become_static_html_other_widgets_stay() -> None:
 def test_a_live_fork_bar_keeps_only_its_note() -> None:
     """A trace's fork bar left live (the notebook's last cell: no later cell froze it) says that
     its controls need the kernel; its widget view is dropped (issue 38)."""
-    from agentnb.notebook.fork_bar import ForkBar
+    from agentnb.notebook.forks.bar import ForkBar
 
     result = Agent(ScriptedProvider([call("add", a=2, b=3), "5"]), tools=[add]).run("2+3?")
     bar = ForkBar(TraceWidget.replay(result))

@@ -109,7 +109,7 @@ def test_streaming_falls_back_before_the_first_chunk_and_tools_work() -> None:
 
 
 def test_widget_shows_who_answered() -> None:
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.widget import TraceWidget
 
     w = TraceWidget()
     primary = ScriptedProvider([ServerError("down", status=503)], name="primary")

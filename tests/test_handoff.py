@@ -137,8 +137,8 @@ def test_handoff_needs_a_name() -> None:
 
 
 def test_the_trace_widget_shows_the_other_agent_under_the_handoff_call() -> None:
-    from agentnb.notebook.render import depth_html
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.render import depth_html
+    from agentnb.notebook.trace.widget import TraceWidget
 
     triage, _ = billing_and_triage([call("transfer_to_billing")])
     w = TraceWidget()

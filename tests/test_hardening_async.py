@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from agentnb import Agent, tool
-from agentnb.notebook.runner import drive
+from agentnb.notebook.cells.runner import drive
 from agentnb.providers.base import Completion, Provider, Request, TextChunk
 from agentnb.testing import ScriptedProvider, call
 

@@ -464,10 +464,10 @@ def test_json_text_that_is_not_a_call_is_an_answer_when_no_tools_are_offered() -
 
 
 def test_the_trace_widget_renders_a_run_with_lone_surrogates() -> None:
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.widget import TraceWidget
 
     result = Agent(ScriptedProvider([call("echo", text="a\ud800"), "done \udfff"]), tools=[echo]).run("go")
-    from agentnb.notebook.blocks import save_link
+    from agentnb.notebook.trace.blocks import save_link
 
     widget = TraceWidget()
     for event in result.events:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from agentnb.events import CallDecision, event_from_dict
-from agentnb.notebook.render import depth_html
-from agentnb.notebook.state import TraceState
+from agentnb.notebook.trace.render import depth_html
+from agentnb.notebook.trace.state import TraceState
 from agentnb.printer import format_event
 from agentnb.providers.guidance.decide import decide
 from agentnb.providers.guidance.ground import ResultBias, content_words

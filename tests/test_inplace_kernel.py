@@ -23,7 +23,7 @@ pytestmark = pytest.mark.timeout(120)
 CELL = """\
 from IPython.display import display
 from agentnb import Agent, tool
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.testing import ScriptedProvider, call
 ran = []
 

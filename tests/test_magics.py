@@ -15,8 +15,8 @@ from IPython.testing import globalipapp
 
 from agentnb import tool
 from agentnb.messages import SystemMessage, UserMessage
-from agentnb.notebook.config import MagicOptions, interpolate, parse_line
-from agentnb.notebook.magics import AgentMagics, _await_agent_magics
+from agentnb.notebook.magics.agent import AgentMagics, _await_agent_magics
+from agentnb.notebook.magics.options import MagicOptions, interpolate, parse_line
 from agentnb.testing import ScriptedProvider, call
 
 
@@ -249,7 +249,7 @@ def test_step_mode_returns_at_once_and_is_driven_from_python(ip: Any) -> None:
     model = scripted(ip, call("add", a=2, b=3), "5")
     ip.run_line_magic("agent", "-p model -q --step --out stepped 2+3?")
     dbg = ip.user_ns["_agent_debugger"]
-    from agentnb.notebook.pending import PendingResult, RunPendingError
+    from agentnb.notebook.magics.pending import PendingResult, RunPendingError
 
     # The run has not finished: both names hold a pending handle, never an earlier result.
     assert isinstance(ip.user_ns["stepped"], PendingResult) and isinstance(ip.user_ns["_agent_result"], PendingResult)
@@ -274,7 +274,7 @@ def test_step_mode_returns_at_once_and_is_driven_from_python(ip: Any) -> None:
 
 def test_widget_mode_shows_a_trace_widget(ip: Any, monkeypatch: Any) -> None:
     pytest.importorskip("ipywidgets")
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.widget import TraceWidget
 
     shown: list[TraceWidget] = []
     monkeypatch.setattr(TraceWidget, "show", lambda self: shown.append(self) or self)
@@ -347,7 +347,7 @@ def test_notebook_outputs_are_stable_and_readable_as_text() -> None:
 def test_a_line_prompt_ending_in_a_question_mark_reaches_the_agent() -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agentnb.notebook.magics import _protect_questions
+    from agentnb.notebook.magics.agent import _protect_questions
 
     shell = InteractiveShell.instance()
     shell.extension_manager.load_extension("agentnb")

@@ -346,8 +346,8 @@ def test_reprs_hide_headers_and_credentials():
 
 def test_the_trace_widget_names_the_server_each_tool_came_from(demo):
     pytest.importorskip("ipywidgets")
-    from agentnb.notebook.render import depth_html
-    from agentnb.notebook.state import TraceState
+    from agentnb.notebook.trace.render import depth_html
+    from agentnb.notebook.trace.state import TraceState
 
     @tool
     def local(x: int) -> int:

@@ -84,7 +84,7 @@ def test_deny_approve_and_edit_mcp_calls_in_one_parallel_turn(server: MCPServer,
 
 
 def test_the_widget_decides_on_an_mcp_call_and_stop_runs_nothing(server: MCPServer, tmp_path: Path) -> None:
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.widget import TraceWidget
 
     yes, no = tmp_path / "yes.txt", tmp_path / "no.txt"
     widget = TraceWidget()

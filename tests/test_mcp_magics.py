@@ -15,7 +15,7 @@ from test_magics import ip, magics, offered, scripted  # noqa: F401 - the shell 
 from test_mcp import no_orphans  # noqa: F401 - no server process outlives a test
 
 from agentnb.events import ToolStarted
-from agentnb.notebook.config import MagicOptions, parse_line
+from agentnb.notebook.magics.options import MagicOptions, parse_line
 from agentnb.testing import call
 
 DEMO = str(Path(__file__).parent / "mcp" / "demo_server.py")

@@ -20,14 +20,14 @@ pytest.importorskip("ipywidgets")
 
 from agentnb import Agent, RunResult, Usage
 from agentnb.events import ModelRequest, RunFinished, RunStarted, TextDelta
-from agentnb.notebook.config import MagicOptions
-from agentnb.notebook.debugger import Debugger
-from agentnb.notebook.header import header_html
-from agentnb.notebook.pending import PendingResult, RunPendingError
-from agentnb.notebook.render import depth_html, depth_title
-from agentnb.notebook.state import TraceState
-from agentnb.notebook.text import summary_line
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.debugger.debugger import Debugger
+from agentnb.notebook.magics.options import MagicOptions
+from agentnb.notebook.magics.pending import PendingResult, RunPendingError
+from agentnb.notebook.trace.header import header_html
+from agentnb.notebook.trace.render import depth_html, depth_title
+from agentnb.notebook.trace.state import TraceState
+from agentnb.notebook.trace.text import summary_line
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.testing import ScriptedProvider, Streamed
 
 
@@ -97,7 +97,7 @@ def test_calls_refused_by_the_tool_call_limit_are_not_shown_as_dropped_by_a_stop
     """Three parallel calls with a budget of two: the third was "not executed" by the limit, but
     the widget said "1 unfinished tool call dropped" and "not run: the run was stopped first"."""
     from agentnb import tool
-    from agentnb.notebook.snapshot import static_html
+    from agentnb.notebook.trace.snapshot import static_html
     from agentnb.testing import call
 
     @tool
@@ -176,7 +176,7 @@ def test_output_type_reads_quoted_names_literals_and_annotations(ip: Any) -> Non
     Literal and Annotated's notes, constants stay values."""
     from typing import Annotated, Literal
 
-    from agentnb.notebook.config import type_from_text
+    from agentnb.notebook.magics.options import type_from_text
 
     ns = {"Price": Price}
     assert type_from_text("'Price'", ns) is Price
@@ -217,7 +217,7 @@ def test_a_run_ended_by_a_usage_limit_names_that_limit_and_waits_for_nothing() -
     """UsageLimits(requests=1): the header said "finished at the tool-call limit", the agentnb-written
     answer's depth said "waiting for the model…" after the run had ended."""
     from agentnb import UsageLimits, tool
-    from agentnb.notebook.snapshot import static_html
+    from agentnb.notebook.trace.snapshot import static_html
     from agentnb.testing import call
 
     @tool

@@ -19,7 +19,7 @@ from agentnb import Agent, tool
 from agentnb.errors import UserError
 from agentnb.events import CallSteered, GuidanceSkipped, ModelResponse, event_from_dict, event_to_dict
 from agentnb.messages import UserMessage
-from agentnb.notebook.notes import skipped_html
+from agentnb.notebook.trace.notes import skipped_html
 from agentnb.printer import format_event
 from agentnb.providers import OpenAIProvider, Request
 from agentnb.providers.openai.cost import FLOOR, GuidanceCost, GuidanceTimeError

@@ -179,8 +179,8 @@ def test_reasoning_items_go_back_survive_transcripts_and_only_summaries_show(pro
     assert summary.depth == 0 and summary.text == "Need to add."
     assert "reasoning summary: Need to add." in format_event(summary)
     pytest.importorskip("ipywidgets")
-    from agentnb.notebook.render import depth_html
-    from agentnb.notebook.state import TraceState
+    from agentnb.notebook.trace.render import depth_html
+    from agentnb.notebook.trace.state import TraceState
 
     state = TraceState()
     for event in result.events:

@@ -20,7 +20,7 @@ from fake_http import JsonHandler, Served
 from agentnb import Agent, tool
 from agentnb.errors import UserError
 from agentnb.events import CallDecision, CallSteered, ConstraintDropped, ToolStarted
-from agentnb.notebook.notes import note_html
+from agentnb.notebook.trace.notes import note_html
 from agentnb.printer import format_event
 from agentnb.providers import OpenAIProvider
 from agentnb.providers.guidance.byteguide import ByteGuide

@@ -13,8 +13,8 @@ import pytest
 
 from agentnb import Agent, UserError, get_provider, tool
 from agentnb.events import ConstraintDropped, RouteSwitched, ToolFinished
-from agentnb.notebook.render import depth_html
-from agentnb.notebook.state import TraceState
+from agentnb.notebook.trace.render import depth_html
+from agentnb.notebook.trace.state import TraceState
 from agentnb.printer import TextPrinter
 from agentnb.providers import OpenAIProvider
 from agentnb.testing import ScriptedServer
@@ -249,7 +249,7 @@ def test_magics_take_tool_calling():
     from IPython.core.error import UsageError
     from IPython.testing import globalipapp
 
-    from agentnb.notebook.config import MagicOptions
+    from agentnb.notebook.magics.options import MagicOptions
 
     globalipapp.start_ipython()
     shell = globalipapp.get_ipython()

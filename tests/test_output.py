@@ -256,7 +256,7 @@ def test_printer_and_widget_show_the_value_and_the_validation() -> None:
     from agentnb.printer import TextPrinter
 
     pytest.importorskip("ipywidgets")
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.widget import TraceWidget
 
     model = ScriptedProvider(['{"name": "Oslo"}', '{"name": "Oslo", "population": 709000}'])
     out = io.StringIO()
@@ -276,7 +276,7 @@ def test_printer_and_widget_show_the_value_and_the_validation() -> None:
 
 def test_widget_shows_a_list_value_as_a_table_and_the_output_mode(wire, provider) -> None:  # type: ignore[no-untyped-def]
     pytest.importorskip("ipywidgets")
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.widget import TraceWidget
 
     wire.script(w.text('{"value": [{"name": "A", "population": 1}, {"name": "B", "population": 2}]}'))
     result = Agent(provider, output_type=list[City]).run("two cities")

@@ -57,7 +57,7 @@ def test_printer_transcript() -> None:
 
 def test_run_finished_counts_tokens_only_when_the_provider_reported_some() -> None:
     from agentnb import Usage
-    from agentnb.notebook.text import trace_text
+    from agentnb.notebook.trace.text import trace_text
 
     for usage, shown in [(Usage(10, 2), ", 24 tokens, "), (Usage(), ", ")]:
         out = io.StringIO()

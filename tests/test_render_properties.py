@@ -42,12 +42,12 @@ from agentnb.control.approval import Deny  # noqa: E402
 from agentnb.errors import UserError  # noqa: E402
 from agentnb.evaluation.report import evaluation_html  # noqa: E402
 from agentnb.messages import ToolCall  # noqa: E402
-from agentnb.notebook.approval_view import ApprovalPanel  # noqa: E402
-from agentnb.notebook.blocks import _COPY_JS  # noqa: E402
-from agentnb.notebook.debugger import Debugger  # noqa: E402
+from agentnb.notebook.approval import ApprovalPanel  # noqa: E402
+from agentnb.notebook.debugger.debugger import Debugger  # noqa: E402
 from agentnb.notebook.export import StaticTraces  # noqa: E402
-from agentnb.notebook.fork_bar import ForkBar  # noqa: E402
-from agentnb.notebook.trace import TraceWidget  # noqa: E402
+from agentnb.notebook.forks.bar import ForkBar  # noqa: E402
+from agentnb.notebook.trace.blocks import _COPY_JS  # noqa: E402
+from agentnb.notebook.trace.widget import TraceWidget  # noqa: E402
 from agentnb.printer import TextPrinter  # noqa: E402
 from agentnb.testing import FunctionProvider, ScriptedProvider, Streamed, call  # noqa: E402
 from agentnb.timetravel.diff import diff  # noqa: E402

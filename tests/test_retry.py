@@ -57,7 +57,7 @@ def test_429_retry_after_is_honoured_once(fresh: ScriptedServer, stream: bool) -
 def test_a_retry_shows_while_it_waits(fresh: ScriptedServer, stream: bool) -> None:
     """The retry event comes out of the run's event stream as the wait begins, before the
     retried request is sent; the trace widget says so then, not after the request succeeded."""
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.widget import TraceWidget
 
     fresh.script(limited({"Retry-After": "2"}), text("hello"))
     widget = TraceWidget()

@@ -9,8 +9,8 @@ import pytest
 
 from agentnb import Agent, tool
 from agentnb.events import CallsFromText, TextDelta, ToolFinished
-from agentnb.notebook.render import depth_html
-from agentnb.notebook.state import TraceState
+from agentnb.notebook.trace.render import depth_html
+from agentnb.notebook.trace.state import TraceState
 from agentnb.printer import TextPrinter
 from agentnb.providers import OpenAIProvider
 from agentnb.providers.openai.text_calls import CallGate, calls_in_text

@@ -161,7 +161,7 @@ def test_a_fork_shows_its_lineage_in_the_printer_and_the_trace_widget() -> None:
     import io
 
     from agentnb import TextPrinter
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.trace.widget import TraceWidget
     from tests.untrusted_payloads import check_html
 
     hostile = "<img src=x onerror=\"document.title='PWN'\">"

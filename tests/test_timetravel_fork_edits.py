@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from agentnb import Agent, RunResult, UserError, tool
-from agentnb.notebook.header import header_html
-from agentnb.notebook.state import TraceState
-from agentnb.notebook.text import summary_line, trace_text
+from agentnb.notebook.trace.header import header_html
+from agentnb.notebook.trace.state import TraceState
+from agentnb.notebook.trace.text import summary_line, trace_text
 from agentnb.testing import ScriptedProvider, call
 
 RAN: list[tuple[str, str]] = []
@@ -221,8 +221,8 @@ def test_a_reply_edit_with_calls_at_step_0_counts_the_live_steps_only() -> None:
 
 
 def test_a_fork_at_step_0_says_no_step_is_the_recording_s() -> None:
-    from agentnb.notebook.fork_view import ForkPanel
-    from agentnb.notebook.trace import TraceWidget
+    from agentnb.notebook.forks.panel import ForkPanel
+    from agentnb.notebook.trace.widget import TraceWidget
 
     _model, result = three_steps("Edited path.", "After rain.")
     fork = result.fork(0, reply="Edited path.")

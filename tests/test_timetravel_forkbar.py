@@ -17,11 +17,11 @@ from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 
 from agentnb import Agent, tool
-from agentnb.notebook import fork_bar
-from agentnb.notebook.config import MagicOptions
-from agentnb.notebook.display import LIVE_MARKER
-from agentnb.notebook.fork_view import ForkPanel
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.forks import bar as fork_bar
+from agentnb.notebook.forks.panel import ForkPanel
+from agentnb.notebook.magics.options import MagicOptions
+from agentnb.notebook.trace.display import LIVE_MARKER
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.providers import OpenAIProvider
 from agentnb.testing import FunctionProvider, ScriptedProvider, call
 from agentnb.testing.server import ScriptedServer, text, tool_calls

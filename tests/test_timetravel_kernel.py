@@ -22,7 +22,7 @@ pytestmark = pytest.mark.timeout(120)
 SHOW = """\
 from IPython.display import display
 from agentnb import Agent, tool
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.testing import ScriptedProvider, call
 ran = []
 
@@ -96,7 +96,7 @@ def test_fork_from_here_by_clicks_in_a_kernel() -> None:
 MAGIC = """\
 %load_ext agentnb
 from agentnb import tool
-from agentnb.notebook import fork_bar
+from agentnb.notebook.forks import bar as fork_bar
 from agentnb.testing import ScriptedProvider, call
 ran = []
 

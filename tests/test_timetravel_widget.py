@@ -10,9 +10,9 @@ from IPython.core.error import UsageError
 from IPython.testing import globalipapp
 
 from agentnb import Agent, RunResult, tool
-from agentnb.notebook.config import MagicOptions
-from agentnb.notebook.fork_view import ForkPanel
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.forks.panel import ForkPanel
+from agentnb.notebook.magics.options import MagicOptions
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.testing import ScriptedProvider, call
 from tests.untrusted_payloads import check_html
 
@@ -118,7 +118,7 @@ def ip() -> Iterator[Any]:
 
 def test_agent_fork_n_opens_the_editor_at_step_n(ip, monkeypatch) -> None:
     shown: list[Any] = []
-    monkeypatch.setattr("agentnb.notebook.magics._display", shown.append)
+    monkeypatch.setattr("agentnb.notebook.magics.agent._display", shown.append)
     model = ScriptedProvider([call("weather", city="Oslo"), "Snow.", "Hail."])
     ip.user_ns.update({"model": model, "weather": weather})
     with pytest.raises(UsageError, match="no result to fork: run %agent first"):
@@ -161,7 +161,7 @@ def test_a_forks_header_counts_its_live_model_calls_and_the_recorded_ones_apart(
     import html
     import re
 
-    from agentnb.notebook.text import summary_line
+    from agentnb.notebook.trace.text import summary_line
 
     script = [call("weather", city="Paris"), call("weather", city="Oslo"), "Sunny.", "Snow."]
     parent = Agent(ScriptedProvider(script), tools=[weather]).run("Weather in Paris, then in Oslo?")

@@ -6,8 +6,8 @@ import re
 from typing import Any
 
 from agentnb import Agent, tool
-from agentnb.notebook.render import depth_html
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.trace.render import depth_html
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.testing import ScriptedProvider, call
 
 
@@ -90,7 +90,7 @@ def test_replayed_transcript_shows_the_nested_runs(tmp_path: Any) -> None:
 def test_the_header_counts_the_inner_runs_model_calls_as_it_counts_their_tool_calls() -> None:
     """The header said "model calls 2 · tool calls 3/10": tool calls and tokens included the
     agents run as tools, model calls did not (the writer, the researcher and the checker made 6)."""
-    from agentnb.notebook.header import header_html
+    from agentnb.notebook.trace.header import header_html
 
     w = TraceWidget()
     result = writer().run("write", on_event=w)

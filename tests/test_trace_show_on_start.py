@@ -10,8 +10,8 @@ from IPython.testing import globalipapp
 from IPython.utils.capture import capture_output
 
 from agentnb import Agent, tool
-from agentnb.notebook.display import LIVE_MARKER, kernel_cell
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.trace.display import LIVE_MARKER, kernel_cell
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.testing import ScriptedProvider, call
 
 
@@ -36,7 +36,7 @@ def kernel_shell() -> Iterator[Any]:
 
 
 def traces(outputs: list[Any]) -> list[Any]:
-    """The trace widget's outputs (each is followed by its fork bar: agentnb.notebook.fork_bar)."""
+    """The trace widget's outputs (each is followed by its fork bar: agentnb.notebook.forks.bar)."""
     return [o for o in outputs if "Fork from here" not in o.data.get("text/plain", "")]
 
 

@@ -12,8 +12,8 @@ pytest.importorskip("ipywidgets")
 
 from agentnb import Agent, RunResult, ToolContext, Usage, tool
 from agentnb.events import EVENT_TYPES, CallDecision, Event
-from agentnb.notebook.runner import drive, start_run
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.cells.runner import drive, start_run
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.providers.base import Completion
 from agentnb.testing import ScriptedProvider, Streamed, call, tool_chunks
 
@@ -374,7 +374,7 @@ def test_header_counts_model_calls_not_a_depth_number() -> None:
 
 
 def test_paused_time_is_left_out_of_the_elapsed_time() -> None:
-    from agentnb.notebook.state import Pause
+    from agentnb.notebook.trace.state import Pause
 
     t = [0.0]
     w = TraceWidget(clock=lambda: t[0], interval=0)

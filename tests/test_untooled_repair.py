@@ -16,8 +16,8 @@ import pytest
 
 from agentnb import Agent, tool
 from agentnb.events import CallRepair, ConstraintDropped, ToolStarted, ValidationResult, event_from_dict
-from agentnb.notebook.render import depth_html
-from agentnb.notebook.state import TraceState
+from agentnb.notebook.trace.render import depth_html
+from agentnb.notebook.trace.state import TraceState
 from agentnb.printer import TextPrinter
 from agentnb.providers import OpenAIProvider
 from agentnb.providers.untooled.enforce import MAX_ENUM, MAX_GRID, enforceable, integer_values, narrowed

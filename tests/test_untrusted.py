@@ -28,11 +28,11 @@ from untrusted_payloads import ALL, MARKERS, check_html  # noqa: E402
 
 from agentnb import Agent, RunResult, Tool, tool  # noqa: E402
 from agentnb.events import CallsFromText, ReasoningSummary  # noqa: E402
-from agentnb.notebook.blocks import _COPY_JS  # noqa: E402
-from agentnb.notebook.debugger import Debugger  # noqa: E402
+from agentnb.notebook.debugger.debugger import Debugger  # noqa: E402
 from agentnb.notebook.export import StaticHTMLExporter, StaticTraces  # noqa: E402
-from agentnb.notebook.text import trace_text  # noqa: E402
-from agentnb.notebook.trace import TraceWidget  # noqa: E402
+from agentnb.notebook.trace.blocks import _COPY_JS  # noqa: E402
+from agentnb.notebook.trace.text import trace_text  # noqa: E402
+from agentnb.notebook.trace.widget import TraceWidget  # noqa: E402
 from agentnb.printer import TextPrinter  # noqa: E402
 from agentnb.providers.base import Completion  # noqa: E402
 from agentnb.testing import ScriptedProvider, Streamed, call, tool_chunks  # noqa: E402

@@ -101,7 +101,7 @@ class ProgressWidget:
         self.stop_button.on_click(lambda _: self._stop(stopper))
         # Under evaluate(...) / %agent_eval the cell's thread waits for the runs: it serves the
         # widget's messages meanwhile, or the Stop click would arrive only once all had run.
-        from agentnb.notebook.inplace import lent_cell
+        from agentnb.notebook.cells.inplace import lent_cell
 
         self._cell.enter_context(lent_cell())
         self._draw()

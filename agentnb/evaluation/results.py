@@ -245,7 +245,7 @@ class Evaluation:
 
     def trace(self, i: int) -> Any:
         """Row ``i``'s run in the trace widget (needs ipywidgets)."""
-        from agentnb.notebook.trace import TraceWidget
+        from agentnb.notebook.trace.widget import TraceWidget
 
         return TraceWidget.replay(self.run(i))
 

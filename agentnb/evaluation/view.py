@@ -132,7 +132,7 @@ class EvaluationView:
 
     def freeze(self) -> None:
         """Replace this view's displays by their static copy (what a saved notebook keeps)."""
-        from agentnb.notebook.display import _as_current_cell
+        from agentnb.notebook.trace.display import _as_current_cell
 
         data = self.static_bundle()
         for handle in self._handles:

@@ -211,7 +211,7 @@ class Improvement:
 
     def trace(self, candidate: str, case: str) -> Any:
         """That run in the trace widget (needs ipywidgets)."""
-        from agentnb.notebook.trace import TraceWidget
+        from agentnb.notebook.trace.widget import TraceWidget
 
         return TraceWidget.replay(self.run(candidate, case))
 

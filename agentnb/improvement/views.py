@@ -94,7 +94,7 @@ class ImproveWidget:
         self.stop_button.on_click(lambda _: self._stop(stopper))
         # Under improve(...) the cell's thread waits for the search: it serves the widget's
         # messages meanwhile (as evaluate's progress widget does), or Stop would arrive at the end.
-        from agentnb.notebook.inplace import lent_cell
+        from agentnb.notebook.cells.inplace import lent_cell
 
         self._cell.enter_context(lent_cell())
 

@@ -3,7 +3,7 @@
 nbconvert's HTML export renders widgets with JavaScript from a CDN; offline, a widget output
 shows nothing. :class:`StaticTraces` replaces each agentnb trace or debugger output with the
 static snapshot the widget stored in the output's metadata (see
-:mod:`agentnb.notebook.snapshot`): every depth as a collapsible section, the answer rendered
+:mod:`agentnb.notebook.trace.snapshot`): every depth as a collapsible section, the answer rendered
 from Markdown and sanitized (:func:`agentnb.untrusted.untrusted_markdown`), the transcript as a download link. Other widgets are left alone.
 
 Use it with the standard HTML exporter::
@@ -21,9 +21,9 @@ from typing import Any
 from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 
-from agentnb.notebook.blocks import STYLE
-from agentnb.notebook.display import BAR_KEY
-from agentnb.notebook.snapshot import _CSS, KEY
+from agentnb.notebook.trace.blocks import STYLE
+from agentnb.notebook.trace.display import BAR_KEY
+from agentnb.notebook.trace.snapshot import _CSS, KEY
 from agentnb.untrusted import NO_MATH, static_view, untrusted_markdown
 
 WIDGET = "application/vnd.jupyter.widget-view+json"

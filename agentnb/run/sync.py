@@ -7,7 +7,7 @@ the kernel's own loop (nest_asyncio) breaks ipykernel 7.4 when messages arrive m
 While the cell's thread waits, the kernel handles no message, so a widget's buttons could not
 reach the run. A :class:`BlockingCell` lets the run *lend* that thread a job while it waits for
 a person (the trace widget's approval panel serves the kernel's widget messages on it, see
-:mod:`agentnb.notebook.inplace`). When nothing is lent, the thread sleeps on an event: no
+:mod:`agentnb.notebook.cells.inplace`). When nothing is lent, the thread sleeps on an event: no
 polling, no cost.
 
 >>> async def answer():

@@ -161,7 +161,7 @@ HOSTILE_RUN = """\
 Summarize http://evil.example/ for me."""
 
 HOSTILE_REPLAY = """\
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.trace.widget import TraceWidget
 TraceWidget.replay(hacked)"""
 
 
@@ -177,7 +177,7 @@ chooser = ScriptedProvider([Completion("Why did the chart cross the road?", even
 APPROVAL = '''\
 %load_ext agentnb
 from agentnb import Agent, tool
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.testing import ScriptedProvider, call
 
 ran = []  # what the tool really did

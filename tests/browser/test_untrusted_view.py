@@ -15,7 +15,7 @@ import pytest
 from lab_harness import screenshot
 
 from agentnb import Agent, tool
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.testing import ScriptedProvider, call
 
 pytestmark = pytest.mark.browser

@@ -2,7 +2,7 @@
 
 A :class:`Stepper` is the loop's :class:`~agentnb.run.loop.StepController`. It runs the agent as
 a background task (the cell returns at once and the kernel stays responsive), stops at every
-pause, and resumes when told to: by buttons (the view in :mod:`agentnb.notebook.debugger_view`
+pause, and resumes when told to: by buttons (the view in :mod:`agentnb.notebook.debugger.view`
 calls these same methods) or from Python, which is how tests and executed notebooks drive it::
 
     dbg = Stepper(agent).start("What is 2 + 3?")
@@ -32,7 +32,7 @@ from typing import Any, Literal, TypeVar
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event
 from agentnb.messages import Message, ToolCall
-from agentnb.notebook.runner import RunHandle, drive, start_run
+from agentnb.notebook.cells.runner import RunHandle, drive, start_run
 from agentnb.printer import format_arguments
 from agentnb.providers.base import Request
 from agentnb.run.agent import Agent
@@ -71,7 +71,7 @@ class _Decision:
 
 
 class Stepper:
-    """Step through an agent run (the model; :class:`~agentnb.notebook.debugger.Debugger` adds the widget).
+    """Step through an agent run (the model; :class:`~agentnb.notebook.debugger.debugger.Debugger` adds the widget).
 
     Args:
         agent: the agent to run.

@@ -1,12 +1,12 @@
 """The trace of an agent run by a tool call (:meth:`agentnb.Agent.as_tool`), inside that call.
 
-An inner run is folded into a :class:`~agentnb.notebook.state.TraceState` of its own (on the
-call's :class:`~agentnb.notebook.state.CallView`); it is drawn as a ``<details>`` element under
+An inner run is folded into a :class:`~agentnb.notebook.trace.state.TraceState` of its own (on the
+call's :class:`~agentnb.notebook.trace.state.CallView`); it is drawn as a ``<details>`` element under
 the call, open while it runs, with its depths, its answer and how it ended. Deeper runs nest the
 same way. Everything the model or a tool wrote goes through :mod:`agentnb.untrusted`.
 
 >>> from agentnb import Agent
->>> from agentnb.notebook.state import TraceState
+>>> from agentnb.notebook.trace.state import TraceState
 >>> from agentnb.testing import ScriptedProvider, call
 >>> helper = Agent(ScriptedProvider(["<b>4</b>"]), name="helper")
 >>> r = Agent(ScriptedProvider([call("helper", prompt="2+2"), "4"]), tools=[helper.as_tool()]).run("go")
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentnb.notebook.header import fmt_seconds
+from agentnb.notebook.trace.header import fmt_seconds
 from agentnb.printer import plural
 from agentnb.untrusted import untrusted_html as escape
 
@@ -33,7 +33,7 @@ def inner_html(inner: Any, depth: Callable[[Any], tuple[str, str]], answer: Call
     """An inner run as a collapsible block (live: call it again as events arrive).
 
     ``depth`` draws one of its depths as (title, HTML) and ``answer`` its answer: the trace
-    widget's own (:mod:`agentnb.notebook.render`) are passed in, so a view never imports back.
+    widget's own (:mod:`agentnb.notebook.trace.render`) are passed in, so a view never imports back.
     """
     started = inner.started
     name = (started.agent_name if started is not None else None) or "agent"

@@ -7,7 +7,7 @@ section, and the final answer (its Markdown rendered by nbconvert).
 
 >>> from agentnb import Agent
 >>> from agentnb.testing import ScriptedProvider
->>> from agentnb.notebook.trace import TraceWidget
+>>> from agentnb.notebook.trace.widget import TraceWidget
 >>> w = TraceWidget()
 >>> _ = Agent(ScriptedProvider(["**Hi**"])).run("hello", on_event=w)
 >>> meta = snapshot_metadata(w)
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentnb.notebook.blocks import COPY_BUTTON, STYLE
+from agentnb.notebook.trace.blocks import COPY_BUTTON, STYLE
 from agentnb.run.result import RunResult
 from agentnb.untrusted import NO_MATH, static_view
 

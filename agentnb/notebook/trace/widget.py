@@ -6,7 +6,7 @@ Use it as an ``on_event`` callback (it is callable), or let ``%%agent`` show it:
     display(w)
     agent.run("What is 2 + 3?", on_event=w)
 
-Updates are throttled: events are folded into a :class:`~agentnb.notebook.state.TraceState`
+Updates are throttled: events are folded into a :class:`~agentnb.notebook.trace.state.TraceState`
 at once (cheap), and the widgets are re-rendered at most every ``interval`` seconds, only for
 the depths that changed, so a fast loop is not slowed down by rendering.
 
@@ -32,16 +32,16 @@ import ipywidgets as widgets
 
 from agentnb.events import Event
 from agentnb.messages import Message
-from agentnb.notebook.answer import answer_html
-from agentnb.notebook.blocks import STYLE, context_html, copyable, save_link
-from agentnb.notebook.display import LiveDisplay
-from agentnb.notebook.header import header_html
-from agentnb.notebook.render import Section, depth_html, depth_title, section_html
-from agentnb.notebook.snapshot import KEY, events_result, snapshot_metadata
-from agentnb.notebook.snapshot import static_html as trace_static_html
-from agentnb.notebook.state import Pause, TraceState
-from agentnb.notebook.text import summary_line, trace_text
-from agentnb.notebook.trace_controls import TraceControls
+from agentnb.notebook.trace.answer import answer_html
+from agentnb.notebook.trace.blocks import STYLE, context_html, copyable, save_link
+from agentnb.notebook.trace.controls import TraceControls
+from agentnb.notebook.trace.display import LiveDisplay
+from agentnb.notebook.trace.header import header_html
+from agentnb.notebook.trace.render import Section, depth_html, depth_title, section_html
+from agentnb.notebook.trace.snapshot import KEY, events_result, snapshot_metadata
+from agentnb.notebook.trace.snapshot import static_html as trace_static_html
+from agentnb.notebook.trace.state import Pause, TraceState
+from agentnb.notebook.trace.text import summary_line, trace_text
 from agentnb.run.result import RunResult
 from agentnb.untrusted import html_widget
 
@@ -131,7 +131,7 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         head.layout.justify_content = "space-between"
         head.layout.align_items = "center"
         self._answer_box = answer
-        from agentnb.notebook.approval_view import ApprovalPanel
+        from agentnb.notebook.approval import ApprovalPanel
 
         #: The pending call's Approve / Deny / Edit arguments (this widget is the run's approver).
         self.approval = ApprovalPanel(ended=lambda: self.state.finished is not None)
@@ -285,14 +285,14 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         if bar is not None:  # the fork bar displayed under this trace: a control per step
             bar.fill(result)
         else:  # a trace that stays a widget (in a fork panel): "Fork…" in its toolbar
-            from agentnb.notebook.fork_view import attach  # agentnb.timetravel, loaded here
+            from agentnb.notebook.forks.panel import attach  # agentnb.timetravel, loaded here
 
             attach(self, result)
 
     # --- showing -------------------------------------------------------------------------
 
     def _after_display(self) -> None:
-        from agentnb.notebook.fork_bar import show_bar  # Fork from here, per step
+        from agentnb.notebook.forks.bar import show_bar  # Fork from here, per step
 
         show_bar(self)
 
@@ -396,7 +396,7 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
 
 def fork_editor(result: RunResult, at: int | None = None) -> Any:
     """The fork editor of a finished run, open at step ``at`` (what ``%agent --fork N`` shows)."""
-    from agentnb.notebook.fork_view import ForkPanel
+    from agentnb.notebook.forks.panel import ForkPanel
 
     return ForkPanel(result, TraceWidget, at=at)
 

@@ -32,9 +32,9 @@ from IPython.core.magic import Magics, line_cell_magic, line_magic, magics_class
 
 from agentnb.errors import UserError
 from agentnb.messages import Message
-from agentnb.notebook.config import MagicOptions, check_out, interpolate, parse_line, type_from_text
-from agentnb.notebook.lookup import DEFAULT_PROVIDER, NamespaceLookup
-from agentnb.notebook.runner import RunHandle, drive, run_blocking
+from agentnb.notebook.cells.runner import RunHandle, drive, run_blocking
+from agentnb.notebook.magics.lookup import DEFAULT_PROVIDER, NamespaceLookup
+from agentnb.notebook.magics.options import MagicOptions, check_out, interpolate, parse_line, type_from_text
 from agentnb.providers import Provider
 from agentnb.run.agent import Agent
 from agentnb.run.result import RunResult
@@ -207,7 +207,7 @@ class AgentMagics(NamespaceLookup, Magics):
         result = self.shell.user_ns.get("_agent_result")
         if not isinstance(result, RunResult):
             raise UserError("no result to fork: run %agent first (its result is _agent_result)")
-        from agentnb.notebook.trace import fork_editor
+        from agentnb.notebook.trace.widget import fork_editor
 
         _display(fork_editor(result, at))
 
@@ -259,7 +259,7 @@ class AgentMagics(NamespaceLookup, Magics):
             self._start_debugger(agent, prompt, history, mode, store, opts.out, link)
             return None
         if mode == "widget":
-            from agentnb.notebook.trace import TraceWidget
+            from agentnb.notebook.trace.widget import TraceWidget
 
             widget = TraceWidget(history=earlier or None).show()
             return _Plan(agent, prompt, history, store, widget, widget, link)
@@ -275,8 +275,8 @@ class AgentMagics(NamespaceLookup, Magics):
         out: str | None,
         link: Any = None,
     ) -> None:
-        from agentnb.notebook.debugger import Debugger
-        from agentnb.notebook.pending import PendingResult
+        from agentnb.notebook.debugger.debugger import Debugger
+        from agentnb.notebook.magics.pending import PendingResult
 
         dbg = Debugger(agent, widget=mode == "widget")
         ns = self.shell.user_ns
@@ -366,7 +366,7 @@ def _protect_questions(lines: list[str]) -> list[str]:
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics on ``ipython`` (called by ``%load_ext agentnb``)."""
     ipython.register_magics(AgentMagics)
-    from agentnb.notebook.eval_magic import EvalMagics
+    from agentnb.notebook.magics.evaluate import EvalMagics
 
     ipython.register_magics(EvalMagics)
     if _protect_questions not in ipython.input_transformers_cleanup:

@@ -1,4 +1,4 @@
-"""The step-through debugger: a :class:`~agentnb.notebook.stepper.Stepper` with its widget.
+"""The step-through debugger: a :class:`~agentnb.notebook.debugger.stepper.Stepper` with its widget.
 
 Pause before each model call and each tool call; Step, Continue, Skip tool, Edit arguments or
 Stop, with the buttons or from Python (how tests and executed notebooks drive it)::
@@ -12,8 +12,8 @@ Stop, with the buttons or from Python (how tests and executed notebooks drive it
     dbg.continue_()           # no more pauses
     result = await dbg.wait()
 
-The model (:mod:`~agentnb.notebook.stepper`) knows nothing of the view
-(:mod:`~agentnb.notebook.debugger_view`); this module puts the two together.
+The model (:mod:`~agentnb.notebook.debugger.stepper`) knows nothing of the view
+(:mod:`~agentnb.notebook.debugger.view`); this module puts the two together.
 
 >>> from agentnb import Agent
 >>> from agentnb.testing import ScriptedProvider
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentnb.notebook.stepper import Pause, Stepper
+from agentnb.notebook.debugger.stepper import Pause, Stepper
 from agentnb.run.agent import Agent
 
 __all__ = ["Debugger", "Pause"]
@@ -44,7 +44,7 @@ class Debugger(Stepper):
         super().__init__(agent)
         self.view: Any = None
         if widget:
-            from agentnb.notebook.debugger_view import DebuggerView
+            from agentnb.notebook.debugger.view import DebuggerView
 
             self.view = DebuggerView(self)
 
@@ -66,5 +66,5 @@ class Debugger(Stepper):
 
     @property
     def trace(self) -> Any:
-        """The :class:`~agentnb.notebook.trace.TraceWidget` (None without a widget)."""
+        """The :class:`~agentnb.notebook.trace.widget.TraceWidget` (None without a widget)."""
         return None if self.view is None else self.view.trace

@@ -25,7 +25,7 @@ from agentnb.events import (
     RequestRetried,
     RouteSwitched,
 )
-from agentnb.notebook.nested import trimmed_html
+from agentnb.notebook.trace.nested import trimmed_html
 from agentnb.printer import limit_text
 from agentnb.untrusted import untrusted_html
 from agentnb.untrusted import untrusted_html as escape

@@ -23,8 +23,8 @@ import ipywidgets as widgets
 from agentnb.control.approval import Approve, Decision, Deny, Edit, parse_edit
 from agentnb.errors import StopRun, UserError
 from agentnb.messages import ToolCall
-from agentnb.notebook.blocks import STYLE
-from agentnb.notebook.inplace import acknowledge
+from agentnb.notebook.cells.inplace import acknowledge
+from agentnb.notebook.trace.blocks import STYLE
 from agentnb.untrusted import html_widget, untrusted_html
 
 #: What the model reads when the person denies without writing a reason.

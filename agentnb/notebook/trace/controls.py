@@ -1,6 +1,6 @@
 """The trace widget's controls: Stop, the approval panel's wait, and the debugger's pauses.
 
-A mixin of :class:`~agentnb.notebook.trace.TraceWidget` (which builds the buttons, the panel,
+A mixin of :class:`~agentnb.notebook.trace.widget.TraceWidget` (which builds the buttons, the panel,
 the state and the clock these methods use); kept apart so that the widget's module holds its
 feeding and rendering.
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentnb.notebook.state import Pause
+from agentnb.notebook.trace.state import Pause
 
 
 class TraceControls:
-    """Stop, approval and pause handling for :class:`~agentnb.notebook.trace.TraceWidget`."""
+    """Stop, approval and pause handling for :class:`~agentnb.notebook.trace.widget.TraceWidget`."""
 
     stop_button: Any
     approval: Any
@@ -39,9 +39,9 @@ class TraceControls:
         """Wait for Approve / Deny / Edit on ``call`` (the loop asks; see :mod:`agentnb.control.approval`).
 
         While it waits the run is paused and Stop ends it. Under ``agent.run()`` in a cell, the
-        cell's thread serves the widget's messages meanwhile (:mod:`agentnb.notebook.inplace`).
+        cell's thread serves the widget's messages meanwhile (:mod:`agentnb.notebook.cells.inplace`).
         """
-        from agentnb.notebook.inplace import held_cell
+        from agentnb.notebook.cells.inplace import held_cell
 
         with held_cell(call.name):
             self.stop_button.disabled = False

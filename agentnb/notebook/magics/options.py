@@ -148,7 +148,7 @@ def check_out(name: str, ns: dict[str, Any]) -> None:
     import builtins
     import keyword
 
-    from agentnb.notebook.pending import PendingResult
+    from agentnb.notebook.magics.pending import PendingResult
     from agentnb.run.result import RunResult
 
     if keyword.iskeyword(name):

@@ -3,7 +3,7 @@
 Everything user- or model-provided is escaped. Long results are cut to a preview with a
 ``<details>`` element that expands to the full text in the browser.
 
->>> from agentnb.notebook.state import TraceState
+>>> from agentnb.notebook.trace.state import TraceState
 >>> from agentnb.events import ModelRequest
 >>> s = TraceState()
 >>> s.add(ModelRequest(depth=0, n_messages=2, tools=(), tool_choice="none"))
@@ -30,12 +30,12 @@ from agentnb.events import (
     StepDecision,
 )
 from agentnb.events import GuidanceSkipped as Skipped
-from agentnb.notebook.answer import answer_html, output_html
-from agentnb.notebook.blocks import copyable
-from agentnb.notebook.header import fmt_seconds
-from agentnb.notebook.nested import inner_html
-from agentnb.notebook.notes import note_html
-from agentnb.notebook.state import CallView, DepthView, Pause
+from agentnb.notebook.trace.answer import answer_html, output_html
+from agentnb.notebook.trace.blocks import copyable
+from agentnb.notebook.trace.header import fmt_seconds
+from agentnb.notebook.trace.nested import inner_html
+from agentnb.notebook.trace.notes import note_html
+from agentnb.notebook.trace.state import CallView, DepthView, Pause
 from agentnb.printer import plural
 from agentnb.untrusted import untrusted_html, untrusted_image
 from agentnb.untrusted import untrusted_html as escape

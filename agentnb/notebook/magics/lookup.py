@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentnb.errors import UserError
-from agentnb.notebook.config import MagicOptions
+from agentnb.notebook.magics.options import MagicOptions
 from agentnb.providers import SPEC_KINDS, Provider, get_provider
 from agentnb.providers.spec import SERVERS, check_tool_calling
 from agentnb.tools import Tool, tool
@@ -21,7 +21,7 @@ DEFAULT_PROVIDER = "local"
 
 
 class NamespaceLookup:
-    """A mixin of :class:`~agentnb.notebook.magics.AgentMagics`: the providers, tools and MCP
+    """A mixin of :class:`~agentnb.notebook.magics.agent.AgentMagics`: the providers, tools and MCP
     servers its options name (it uses the magics' ``shell``, and keeps what it built in
     ``_providers`` and ``_mcp_servers``)."""
 

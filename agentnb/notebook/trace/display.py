@@ -13,7 +13,7 @@ and in an HTML comment) for nbval, which compares a display as first shown: its 
 
 >>> from agentnb import Agent
 >>> from agentnb.testing import ScriptedProvider
->>> from agentnb.notebook.trace import TraceWidget
+>>> from agentnb.notebook.trace.widget import TraceWidget
 >>> w = TraceWidget()
 >>> _ = Agent(ScriptedProvider(["Hi"])).run("hello", on_event=w)
 >>> data, meta = w.static_bundle()
@@ -31,7 +31,7 @@ from agentnb.untrusted import no_math
 
 #: First line of the text/plain of a display that is updated in place while a run goes on.
 LIVE_MARKER = "agentnb live trace"
-#: Output metadata marking a trace's fork bar (agentnb.notebook.fork_bar): a static export drops
+#: Output metadata marking a trace's fork bar (agentnb.notebook.forks.bar): a static export drops
 #: its widget view, which means nothing without the kernel, and keeps its note.
 BAR_KEY = "agentnb_fork_bar"
 

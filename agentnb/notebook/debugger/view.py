@@ -1,5 +1,5 @@
 """The debugger's widget: a control bar (Step, Continue, Skip tool, Edit arguments, Stop) above
-the live trace. Every button calls the same :class:`~agentnb.notebook.stepper.Stepper` method a
+the live trace. Every button calls the same :class:`~agentnb.notebook.debugger.stepper.Stepper` method a
 test would; problems (invalid edited arguments) are shown beside the "paused before…" line,
 not raised. When the run has ended the bar gives way to a one-line summary.
 
@@ -14,12 +14,12 @@ from typing import Any
 import ipywidgets as widgets
 
 from agentnb.errors import UserError
-from agentnb.notebook import state as trace_state
-from agentnb.notebook.display import LiveDisplay
-from agentnb.notebook.snapshot import KEY, snapshot_metadata
-from agentnb.notebook.snapshot import static_html as trace_static_html
-from agentnb.notebook.stepper import Stepper
-from agentnb.notebook.trace import TraceWidget
+from agentnb.notebook.debugger.stepper import Stepper
+from agentnb.notebook.trace import state as trace_state
+from agentnb.notebook.trace.display import LiveDisplay
+from agentnb.notebook.trace.snapshot import KEY, snapshot_metadata
+from agentnb.notebook.trace.snapshot import static_html as trace_static_html
+from agentnb.notebook.trace.widget import TraceWidget
 from agentnb.printer import plural
 from agentnb.untrusted import html_widget
 from agentnb.untrusted import untrusted_html as escape

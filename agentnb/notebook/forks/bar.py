@@ -1,7 +1,7 @@
 """Fork from here under a finished trace: one control per step, in its own output below it.
 
 A finished trace is static HTML (the saved notebook must show it without a kernel; see
-:mod:`agentnb.notebook.display`), so its fork controls cannot sit inside it. When a trace is
+:mod:`agentnb.notebook.trace.display`), so its fork controls cannot sit inside it. When a trace is
 displayed in a kernel's cell, a *fork bar* is displayed right after it: empty while the run
 goes on, then, once the run has ended and its agent is known, a row "Fork from here: [0] calls
 weather · [1] answer". A click on a step opens the fork editor (:class:`ForkPanel`, the
@@ -25,7 +25,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from agentnb.notebook.display import BAR_KEY, LIVE_MARKER, _as_current_cell, kernel_cell
+from agentnb.notebook.trace.display import BAR_KEY, LIVE_MARKER, _as_current_cell, kernel_cell
 from agentnb.timetravel.diff import steps_of
 from agentnb.untrusted import no_math
 
@@ -105,7 +105,7 @@ class ForkBar(widgets.VBox):
         if at is None or self.result is None or self.frozen:
             return self.panel
         if self.panel is None:
-            from agentnb.notebook.fork_view import ForkPanel
+            from agentnb.notebook.forks.panel import ForkPanel
 
             self.panel = ForkPanel(self.result, type(self.trace), at=at)
             self.panel.step.observe(lambda change: self._pick(change["new"]), names="value")

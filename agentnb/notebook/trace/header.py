@@ -1,8 +1,8 @@
 """The trace widget's status line: state, turn, model and tool calls, time, tokens, cost, model.
 
-Every figure comes from the events folded into a :class:`~agentnb.notebook.state.TraceState`.
+Every figure comes from the events folded into a :class:`~agentnb.notebook.trace.state.TraceState`.
 
->>> from agentnb.notebook.state import TraceState
+>>> from agentnb.notebook.trace.state import TraceState
 >>> "waiting" in header_html(TraceState(), None)
 True
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from agentnb.control.cost import format_cost
 from agentnb.events.counts import ModelCalls
-from agentnb.notebook.state import TraceState
+from agentnb.notebook.trace.state import TraceState
 from agentnb.printer import plural
 from agentnb.run.budget import overrun_text
 from agentnb.untrusted import untrusted_html as escape

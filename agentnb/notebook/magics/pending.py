@@ -16,7 +16,7 @@ which replaces it in the variable when the run ends.
 >>> p.output
 Traceback (most recent call last):
 ...
-agentnb.notebook.pending.RunPendingError: _agent_result.output: the --step run is still going (Debugger(state='paused', pause=...)); step or continue it with _agent_debugger, or await _agent_result
+agentnb.notebook.magics.pending.RunPendingError: _agent_result.output: the --step run is still going (Debugger(state='paused', pause=...)); step or continue it with _agent_debugger, or await _agent_result
 """
 
 from __future__ import annotations
