@@ -29,6 +29,7 @@ from agentnb.events import (
     GuidanceSkipped,
     HistoryTrimmed,
     LimitReached,
+    ModelLoading,
     ModelRequest,
     ModelResponse,
     OutputMode,
@@ -190,7 +191,7 @@ def guidance_line(event: Event, d: str, width: int) -> str | None:
         case ProviderAnswered(provider=p, passed=passed):
             before = "; ".join(f"{n}: {shorten(why, width)}" for n, why in passed)
             return f"{d} answered by {p}" + (f" (after {before})" if before else "")
-        case RequestRetried(provider=p):
+        case RequestRetried(provider=p) | ModelLoading(provider=p):
             return f"{d} {p}: {event.describe()}"  # type: ignore[union-attr]
         case _:
             return None

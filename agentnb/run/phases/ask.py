@@ -13,6 +13,7 @@ from agentnb.errors import ModelBehaviorError, StopRun
 from agentnb.events import (
     FinalAnswer,
     LimitReached,
+    ModelLoading,
     ModelRequest,
     ModelResponse,
     RequestRetried,
@@ -172,7 +173,7 @@ async def relay_reply(run: LoopState, source: AsyncIterator[Any]) -> None:
                 continue
             if isinstance(item, TextChunk):
                 emit(TextDelta(depth, item.text))
-            elif isinstance(item, RequestRetried):
+            elif isinstance(item, (RequestRetried, ModelLoading)):
                 emit(dataclasses.replace(item, depth=depth))
             else:
                 emit(ToolCallDelta(depth, item.index, item.name, item.arguments))
