@@ -50,7 +50,7 @@ from agentnb.events import (
     UnknownTool,
     ValidationResult,
 )
-from agentnb.run.budget import overrun_text
+from agentnb.run.budget import overrun_text, without_tools_text
 from agentnb.untrusted import untrusted_terminal
 
 
@@ -159,6 +159,7 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             tokens = f", {plural(u.total_tokens, 'token')}" if u.total_tokens else ""  # 0: none reported
             tokens += f", cost {format_cost(u.cost)}" if u.cost is not None else ""
             tail += f"; {overrun_text(event.overrun)}" if event.overrun else ""  # type: ignore[union-attr]
+            tail += f"; {without_tools_text(event.without_tools)}" if event.without_tools else ""  # type: ignore[union-attr]
             return f"run finished: {r}, {plural(n, 'tool call')}{tokens}, {s:.2f}s{tail}"
         case _:
             return guidance_line(event, d, width)
