@@ -29,6 +29,7 @@ from agentnb.events import (
     GuidanceSkipped,
     HistoryTrimmed,
     LimitReached,
+    ModelLoading,
     ModelRequest,
     ModelResponse,
     OutputMode,
@@ -49,7 +50,7 @@ from agentnb.events import (
     UnknownTool,
     ValidationResult,
 )
-from agentnb.run.budget import overrun_text
+from agentnb.run.budget import overrun_text, without_tools_text
 from agentnb.untrusted import untrusted_terminal
 
 
@@ -158,6 +159,7 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             tokens = f", {plural(u.total_tokens, 'token')}" if u.total_tokens else ""  # 0: none reported
             tokens += f", cost {format_cost(u.cost)}" if u.cost is not None else ""
             tail += f"; {overrun_text(event.overrun)}" if event.overrun else ""  # type: ignore[union-attr]
+            tail += f"; {without_tools_text(event.without_tools)}" if event.without_tools else ""  # type: ignore[union-attr]
             return f"run finished: {r}, {plural(n, 'tool call')}{tokens}, {s:.2f}s{tail}"
         case _:
             return guidance_line(event, d, width)
@@ -190,7 +192,7 @@ def guidance_line(event: Event, d: str, width: int) -> str | None:
         case ProviderAnswered(provider=p, passed=passed):
             before = "; ".join(f"{n}: {shorten(why, width)}" for n, why in passed)
             return f"{d} answered by {p}" + (f" (after {before})" if before else "")
-        case RequestRetried(provider=p):
+        case RequestRetried(provider=p) | ModelLoading(provider=p):
             return f"{d} {p}: {event.describe()}"  # type: ignore[union-attr]
         case _:
             return None

@@ -14,6 +14,7 @@ from agentnb import Agent, RunResult, TextPrinter, Usage, UsageLimits, load_tran
 from agentnb.notebook.trace.header import header_html
 from agentnb.notebook.trace.state import TraceState
 from agentnb.providers.base import Completion, Request, chars_estimate
+from agentnb.run.budget import MIN_REPLY
 from agentnb.testing import ScriptedProvider, call
 
 
@@ -128,3 +129,76 @@ def test_a_run_within_its_budget_reports_no_overrun() -> None:
     out = io.StringIO()
     TextPrinter(out)(r.events[-1])
     assert "went past" not in out.getvalue()
+
+
+@tool
+def weather(city: str) -> str:
+    """The current weather in a city: sky, temperature and wind, from the national weather service's
+    latest observation at the city's main station, refreshed every ten minutes, in metric units, with
+    the time of the observation and the station's name, for any city of more than 50,000 people."""
+    return f"sunny in {city}, 24 C"
+
+
+def weather_model() -> Metered:
+    """The local weather run's shape: a tool step of 170-odd tokens (most of it the tool's
+    schema), then an answer of about 60 (the conversation without the schema, the call, its result)."""
+    return Metered([call("weather", city="Paris"), "It is sunny in Paris, 24 C."], wants=21)
+
+
+def test_a_budget_that_fits_a_tool_step_and_an_answer_gets_both() -> None:
+    model = weather_model()
+    out = io.StringIO()
+    r = Agent(model, tools=[weather], limits=UsageLimits(total_tokens=300)).run(
+        "What is the weather in Paris?", on_event=TextPrinter(out)
+    )
+    first = model.requests[0]
+    step = chars_estimate(first.messages, first.tools)  # what the tool step reads: 150-odd tokens
+    assert 2 * (step + MIN_REPLY) > 300  # a second request of its size would not fit: held back before
+    assert [len(q.tools) for q in model.requests] == [1, 0]
+    assert r.tool_calls == 1 and r.output == "It is sunny in Paris, 24 C."
+    assert r.usage.total_tokens <= 300 and r.overrun == ()
+    # the tool step's reply is bounded so that it leaves the answer's part, not all that is left
+    assert first.settings["max_tokens"] < 300 - step - MIN_REPLY
+    # the answer came from a request without tools: said
+    assert r.without_tools == "total_tokens"
+    assert "answered without tools: its total_tokens budget left no room for a tool step" in out.getvalue()
+
+
+def test_a_budget_that_fits_the_answer_only_sends_no_tools() -> None:
+    model = weather_model()
+    r = Agent(model, tools=[weather], limits=UsageLimits(total_tokens=200)).run("What is the weather in Paris?")
+    assert model.requests[0].tools == () and r.tool_calls == 0
+    assert r.usage.total_tokens <= 200 and r.without_tools == "total_tokens"
+
+
+def test_a_model_using_40_tokens_a_request_gets_a_tool_step_and_an_answer_in_150() -> None:
+    # The first estimate (from characters, the tool's schema included) is far above what the model
+    # uses; the answer's part is estimated from the request without tools, not from a copy of it.
+    model = ScriptedProvider([call("search", query="budget"), "Three notes mention it."], usage=Usage(20, 20))
+    r = Agent(model, tools=[search], limits=UsageLimits(total_tokens=150)).run("What do my notes say?")
+    assert model.requests[0].tools != () and r.tool_calls == 1
+    assert r.output == "Three notes mention it." and r.usage.total_tokens == 80
+
+
+def test_an_answer_written_without_tools_is_said_in_the_header_and_the_transcript(tmp_path) -> None:
+    r = Agent(weather_model(), tools=[weather], limits=UsageLimits(total_tokens=200)).run("Weather in Paris?")
+    state = TraceState()
+    for event in r.events:
+        state.add(event)
+    said = "answered without tools: its total_tokens budget left no room for a tool step"
+    assert said in header_html(state, 1.0)
+    path = tmp_path / "run.json"
+    r.save(path)
+    assert load_transcript(path).without_tools == "total_tokens"
+    assert json.loads(path.read_text())["events"][-1]["without_tools"] == "total_tokens"
+
+
+def test_an_answer_with_its_tools_on_offer_is_not_marked() -> None:
+    out = io.StringIO()
+    r = Agent(weather_model(), tools=[weather], limits=UsageLimits(total_tokens=10_000)).run(
+        "Weather in Paris?", on_event=TextPrinter(out)
+    )
+    assert r.stop_reason == "answer" and r.without_tools is None and "without tools" not in out.getvalue()
+    # the tool-call limit is the usual end of a tool run, not a budget taking the tools away
+    r = Agent(weather_model(), tools=[weather], max_tool_calls=1).run("Weather in Paris?")
+    assert (r.stop_reason, r.limit, r.without_tools) == ("limit", "tool_calls", None)

@@ -60,14 +60,14 @@ def test_no_request_allowed_ends_at_once() -> None:
 @pytest.mark.parametrize(
     ("limits", "name", "calls"),
     [
-        (UsageLimits(total_tokens=400), "total_tokens", 1),
+        (UsageLimits(total_tokens=400), "total_tokens", 2),
         (UsageLimits(input_tokens=250), "input_tokens", 1),
         (UsageLimits(output_tokens=45), "output_tokens", 2),
     ],
 )
 def test_token_budgets(limits: UsageLimits, name: str, calls: int) -> None:
-    # Held before each request (agentnb.run.budget): the last request that fits, a second of its
-    # size would not, goes without tools, and the run ends within the budget.
+    # Held before each request (agentnb.run.budget): a request goes with tools while a tool step
+    # and the answer after it fit, else without tools, and the run ends within the budget.
     model = walk(calls, usage=Usage(100, 10))  # a text answer when asked without tools
     out = io.StringIO()
     r = Agent(model, tools=[step], limits=limits).run("go", on_event=TextPrinter(out))

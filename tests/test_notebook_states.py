@@ -201,15 +201,17 @@ def test_loading_the_model_is_not_an_error_box_in_a_notebook(monkeypatch: Any, c
     monkeypatch.setattr(local, "_LOCAL", None)
     monkeypatch.setattr(local, "smollm2_path", lambda: "model.gguf")
     monkeypatch.setattr(local, "apply_threads", lambda threads: 1)  # torch's threads stay as they are
-    monkeypatch.setattr(local, "load_smollm2", lambda path: (None, None))
-    monkeypatch.setattr(local, "TransformersProvider", lambda model, tokenizer, name: name)
+    monkeypatch.setattr(local, "smollm2_tokenizer", lambda path: "tokenizer")
+    monkeypatch.setattr(local, "smollm2_weights", lambda path, tokenizer: "weights")
     monkeypatch.setattr("IPython.get_ipython", lambda: Kernel())
-    assert local.local_provider(threads=1) == "local"
+    provider = local.local_provider(threads=1)
+    assert capsys.readouterr() == ("", "")  # built, not loaded: nothing to say yet
+    assert provider.weights.model == "weights"  # loaded on first use
     out, err = capsys.readouterr()
     assert "loading the model SmolLM2-135M-Instruct" in out and "model loaded in" in out and err == ""
     monkeypatch.setattr(local, "_LOCAL", None)
     monkeypatch.setattr("IPython.get_ipython", lambda: None)  # a terminal: stderr, as before
-    local.local_provider(threads=1)
+    local.local_provider(threads=1).weights.load()
     assert "loading the model" in capsys.readouterr().err
 
 

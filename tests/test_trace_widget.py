@@ -119,6 +119,7 @@ def test_every_event_kind_is_shown() -> None:
         "sub_agent",
         "history_trimmed",
         "forked",  # a fork's lineage: tests/test_timetravel_fork.py
+        "model_loading",  # an in-process model's first request: tests/test_lazy_model.py
     }
     assert seen | others == set(EVENT_TYPES)
 

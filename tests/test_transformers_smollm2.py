@@ -133,7 +133,7 @@ def test_loading_is_announced_once_with_its_duration() -> None:
     import subprocess
     import sys
 
-    code = "from agentnb.providers.hf import local_provider; local_provider(); local_provider()"
+    code = "from agentnb.providers.hf import local_provider; local_provider().model; local_provider().model"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stderr.splitlines() if ln.startswith("agentnb:")]

@@ -82,6 +82,9 @@ def in_process_model(provider: Any) -> Any:
         if provider is None:
             return None
         if getattr(provider, "in_process", False):
+            weights = getattr(provider, "weights", None)  # loaded or not (agentnb.providers.hf.lazy)
+            if weights is not None:
+                return weights
             model = getattr(provider, "model", None)
             return provider if model is None or isinstance(model, str) else model
         provider = getattr(provider, "inner", None)

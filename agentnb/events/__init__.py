@@ -23,6 +23,7 @@ from agentnb.events.control import (
     ApprovalRequested,
     Forked,
     HistoryTrimmed,
+    ModelLoading,
     ProviderAnswered,
     RequestRetried,
     SubAgentEvent,
@@ -80,6 +81,7 @@ __all__ = [
     "GuidanceSkipped",
     "HistoryTrimmed",
     "LimitReached",
+    "ModelLoading",
     "ModelRequest",
     "ModelResponse",
     "OutputMode",
@@ -136,6 +138,7 @@ Event: TypeAlias = (
     | ApprovalDecided
     | GuidanceSkipped
     | RequestRetried
+    | ModelLoading
     | ProviderAnswered
     | SubAgentEvent
     | HistoryTrimmed

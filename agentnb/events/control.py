@@ -1,5 +1,6 @@
-"""Events of what a person or the system decided around a run: approvals, retries, the provider
-that answered (fallback), a sub-agent's events, and the history kept in the context window."""
+"""Events of what a person or the system decided around a run: approvals, retries, the loading
+of an in-process model, the provider that answered (fallback), a sub-agent's events, and the
+history kept in the context window."""
 
 from __future__ import annotations
 
@@ -60,6 +61,29 @@ class RequestRetried(_EventBase):
     def describe(self) -> str:
         """In words, e.g. ``rate limited, retrying in 2.0 s (retry 1 of 2)``."""
         return f"{self.reason}, retrying in {self.delay:.1f} s (retry {self.attempt} of {self.retries})"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelLoading(_EventBase):
+    """An in-process model's weights are loaded for this request, the first to need them
+    (:mod:`agentnb.providers.hf.lazy`): said as the load begins (``seconds`` None), then with
+    how long it took.
+    """
+
+    depth: int
+    provider: str
+    seconds: float | None = None
+    kind: Literal["model_loading"] = "model_loading"
+
+    def describe(self) -> str:
+        """In words, e.g. ``loading the model's weights (its first request)…``.
+
+        >>> ModelLoading(0, "local", 11.25).describe()
+        "model's weights loaded in 11.2 s (its first request)"
+        """
+        if self.seconds is None:
+            return "loading the model's weights (its first request)…"
+        return f"model's weights loaded in {self.seconds:.1f} s (its first request)"
 
 
 @dataclass(frozen=True, slots=True)

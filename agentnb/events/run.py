@@ -246,3 +246,7 @@ class RunFinished(_EventBase):
     #: Every budget of the run's ``UsageLimits`` it went past: ``(limit, value, used)``
     #: (:func:`agentnb.run.budget.overrun`); empty when it kept them all.
     overrun: tuple[tuple[str, float, float], ...] = ()
+    #: The budget that took the tools away from the request whose reply is the run's answer
+    #: (``"total_tokens"``...; :func:`agentnb.run.budget.without_tools_text`); None when the model
+    #: answered with its tools on offer, or when agentnb wrote the answer.
+    without_tools: str | None = None

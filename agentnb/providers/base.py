@@ -9,6 +9,7 @@ parsed out of text is invisible to the loop.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from abc import ABC, abstractmethod
@@ -151,6 +152,20 @@ class Provider(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+def model_name(provider: Any) -> str | None:
+    """The model ``provider`` names as text (``"gpt-4o-mini"``), else None. A computed ``model``
+    is not read: an in-process provider's loads its weights (:mod:`agentnb.providers.hf.lazy`).
+
+    >>> from agentnb.testing import ScriptedProvider
+    >>> model_name(ScriptedProvider([])), model_name(object())
+    (None, None)
+    """
+    if isinstance(inspect.getattr_static(provider, "model", None), property):
+        return None
+    value = getattr(provider, "model", None)
+    return value if isinstance(value, str) else None
 
 
 #: Characters a token, when nothing better is known (dense for prose, right for JSON schemas).

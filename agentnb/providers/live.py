@@ -1,4 +1,5 @@
-"""What a provider reports *while* a model request is still under way: retries, as they wait.
+"""What a provider reports *while* a model request is still under way: retries as they wait, and
+an in-process model loading its weights.
 
 The retry layer (:mod:`agentnb.providers.retry`) sleeps between attempts. Reported with the
 completion, a retry would reach the trace only once the request had succeeded, seconds later.
@@ -36,9 +37,11 @@ LIVE_NOTES: contextvars.ContextVar[Callable[[Any], None] | None] = contextvars.C
 
 
 def may_retry(provider: Any, _depth: int = 0) -> bool:
-    """Whether ``provider`` (or one it wraps: a fallback's, an UnTooled layer's) may retry."""
-    if getattr(provider, "max_retries", 0) or _depth > 8:
-        return bool(getattr(provider, "max_retries", 0))
+    """Whether ``provider`` (or one it wraps: a fallback's, an UnTooled layer's) may say something
+    while a request waits: a retry, or an in-process model's weights loading on this request."""
+    says = bool(getattr(provider, "max_retries", 0) or getattr(provider, "loads_on_request", False))
+    if says or _depth > 8:
+        return says
     inner = [getattr(provider, "inner", None), *getattr(provider, "providers", ())]
     return any(p is not None and may_retry(p, _depth + 1) for p in inner)
 

@@ -4,26 +4,31 @@ Usage is only known after a request, so a check of what was *used* lets one requ
 token budget. Before each model request the loop therefore estimates the request's input tokens
 (:meth:`~agentnb.providers.base.Provider.estimate_input_tokens`: exact for an in-process model,
 which counts with its own tokenizer; otherwise about three characters a token, scaled by what the
-run's earlier requests really used) and:
+run's earlier requests really used) and what the run's answer will need after it: the same
+conversation without tools, what a step adds to it and a reply, both measured on the run so far
+(:class:`Gauge`). Then it:
 
-* sends it when it fits, with the reply bounded to what is left (the provider's
-  ``reply_limit_setting``, such as ``max_tokens``), where the provider has one;
-* sends it **without tools** (the model must answer now: ``LimitReached``) when it fits but a
-  second request of the same size would not;
+* sends the request with its tools when a tool step and that answer both fit, its reply bounded
+  (the provider's ``reply_limit_setting``, such as ``max_tokens``) so that it leaves the answer's
+  part;
+* sends it **without tools** (the model must answer now: ``LimitReached``) when only the answer
+  fits, its reply bounded to what is left;
 * does not send it when it would not fit: the run ends with ``stop_reason="limit"`` and a text
   written by agentnb (:func:`~agentnb.run.endings.limit_text`).
 
 An estimate can still fall short (a provider that ignores the reply bound, a tokenizer denser
-than guessed), and ``cost`` and ``seconds`` are checked only before each request. Whatever a run
-went past is never silent: :func:`overrun` lists it on ``RunFinished.overrun`` and
-``RunResult.overrun``, and the printer and the trace header say it.
+than guessed, a tool result longer than a step's so far), and ``cost`` and ``seconds`` are checked
+only before each request. Whatever a run went past is never silent: :func:`overrun` lists it on
+``RunFinished.overrun`` and ``RunResult.overrun``, and the printer and the trace header say it.
 
 >>> from agentnb.control.limits import Ledger, UsageLimits
 >>> ledger = Ledger(UsageLimits(total_tokens=200), 10)
->>> hold(ledger, 40).verdict, hold(ledger, 40).reply_cap   # fits, and a second one would too
-('send', 160)
->>> hold(ledger, 120).verdict   # fits, but a second request of 120 would not: the last one
+>>> hold(ledger, 40, answer=20).verdict, hold(ledger, 40, answer=20).reply_cap  # a step, then the answer
+('send', 108)
+>>> hold(ledger, 120, answer=60).verdict   # fits, but the answer after a tool step would not
 'last'
+>>> hold(ledger, 60).reply_cap   # without tools (the answer): its reply may take what is left
+140
 >>> hold(ledger, 426).verdict   # would not fit: never sent
 'refuse'
 >>> overrun(UsageLimits(total_tokens=200), Usage(400, 26), 1.0)
@@ -32,6 +37,7 @@ went past is never silent: :func:`overrun` lists it on ``RunFinished.overrun`` a
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,7 +57,9 @@ _TOKEN_LIMITS = ("input_tokens", "output_tokens", "total_tokens")
 
 
 class Gauge:
-    """Estimates a run's next request in tokens, corrected by what its requests really used.
+    """Estimates a run's next request in tokens, corrected by what its requests really used, and
+    learns from the run what its answer will need: the largest reply so far (``reply``) and the
+    most a step has added to the conversation (``grow``).
 
     >>> from agentnb.messages import UserMessage
     >>> from agentnb.providers.base import Request
@@ -63,26 +71,46 @@ class Gauge:
     52
     """
 
-    __slots__ = ("provider", "scale", "last")
+    __slots__ = ("provider", "scale", "last", "reply", "grow", "_answered")
 
     def __init__(self, provider: Provider) -> None:
         self.provider = provider
         self.scale = 1.0  # measured input tokens / estimated, from the last request
         self.last = 0
+        #: The largest reply of the run so far (a call or an answer), at least MIN_REPLY.
+        self.reply = MIN_REPLY
+        #: The most one step added to the conversation (0: no step yet).
+        self.grow = 0
+        self._answered: int | None = None  # the last answer-now estimate
 
-    def estimate(self, request: Request) -> int:
+    def count(self, request: Request) -> int:
+        """``request``'s input tokens as the provider counts them, else from its characters."""
         counted: int | None = None
         try:
             counted = self.provider.estimate_input_tokens(request)
         except Exception:  # an estimate must never fail a run: fall back to characters
             counted = None
-        self.last = counted if counted is not None else chars_estimate(request.messages, request.tools)
+        return counted if counted is not None else chars_estimate(request.messages, request.tools)
+
+    def estimate(self, request: Request) -> int:
+        self.last = self.count(request)
         return math.ceil(self.last * self.scale)
+
+    def answer(self, request: Request) -> int:
+        """The input of ``request`` without tools: the request that asks for the answer now. Each
+        call measures what the conversation grew by since the last (``grow``)."""
+        bare = request if not request.tools else dataclasses.replace(request, tools=(), tool_choice="none")
+        now = math.ceil(self.count(bare) * self.scale)
+        if self._answered is not None:
+            self.grow = max(self.grow, now - self._answered)
+        self._answered = now
+        return now
 
     def learn(self, usage: Usage) -> None:
         """What the request last estimated really used (its input tokens, when reported)."""
         if usage.input_tokens and self.last:
             self.scale = max(0.5, usage.input_tokens / self.last)
+        self.reply = max(self.reply, usage.output_tokens)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,11 +126,19 @@ class Hold:
     reply_cap: int | None = None
 
 
-def hold(ledger: Ledger, estimate: int) -> Hold:
-    """Whether a request of ``estimate`` input tokens fits every token budget in ``ledger``'s chain."""
+def hold(ledger: Ledger, estimate: int, answer: int | None = None, reply: int = MIN_REPLY, grow: int = 0) -> Hold:
+    """Whether a request of ``estimate`` input tokens fits every token budget in ``ledger``'s chain.
+
+    ``answer`` is the input of the same request without tools (None: it offers none, so it asks for
+    the answer). A request with tools is sent when, after it, what the run's answer needs is still
+    left: the conversation without tools, what this step adds to it (``grow``, else a reply's
+    worth) and a reply (``reply``); its own reply is bounded so that it cannot take that. Else it
+    is the ``last``, without tools, if that fits; else it is refused.
+    """
     worst = Hold()
     rank = {"send": 0, "last": 1, "refuse": 2}
     cap: int | None = None
+    later = (answer if answer is not None else estimate) + max(grow, reply)  # the answer's input after a step
     for k, led in ledger._chain():  # k: callers in between, each needs one request for its answer
         limits = led.limits
         if limits is None:
@@ -112,21 +148,29 @@ def hold(ledger: Ledger, estimate: int) -> Hold:
             value = getattr(limits, name)
             if value is None:
                 continue
-            if name == "input_tokens":
-                room, need, used, reply = value - u.input_tokens, estimate, u.input_tokens, None
-            elif name == "output_tokens":
-                room, need, used = value - u.output_tokens, MIN_REPLY, u.output_tokens
-                reply = room
-            else:
-                room, need, used = value - u.total_tokens, estimate + MIN_REPLY, u.total_tokens
-                reply = room - estimate
-            verdict = "refuse" if (1 + k) * need > room else ("last" if (2 + k) * need > room else "send")
-            reply = None if reply is None else reply - k * need
-            if reply is not None and verdict != "refuse":
-                cap = reply if cap is None else min(cap, reply)
+            room, used, need, keep, own = _needs(name, value, u, estimate, later, reply)
+            room -= k * keep  # each caller's answer, about the size of this run's
+            if answer is None:  # this request is the answer: nothing to keep after it
+                keep = 0
+            verdict = "send" if need + keep <= room else ("refuse" if answer is None else "last")
+            if verdict == "send" and own is not None:
+                left = room - keep - own
+                cap = left if cap is None else min(cap, left)
             if rank[verdict] > rank[worst.verdict]:
                 worst = Hold(verdict, name, value, used)
-    return Hold(worst.verdict, worst.limit, worst.value, worst.used, cap)
+    return Hold(worst.verdict, worst.limit, worst.value, worst.used, cap if worst.verdict == "send" else None)
+
+
+def _needs(
+    name: str, value: int, u: Usage, estimate: int, later: int, reply: int
+) -> tuple[int, int, int, int, int | None]:
+    """For one token budget: (room left, used, what this request needs, what the answer after it
+    needs, what the request's own input takes of the room before its reply; None: no reply bound)."""
+    if name == "input_tokens":
+        return value - u.input_tokens, u.input_tokens, estimate, later, None
+    if name == "output_tokens":
+        return value - u.output_tokens, u.output_tokens, MIN_REPLY, reply, 0
+    return value - u.total_tokens, u.total_tokens, estimate + MIN_REPLY, later + reply, estimate
 
 
 def holds_tokens(ledger: Ledger) -> bool:
@@ -181,6 +225,18 @@ def overrun(limits: UsageLimits | None, usage: Usage, seconds: float) -> tuple[t
         if value is not None and amount is not None and amount > value:
             out.append((name, value, amount))
     return tuple(out)
+
+
+def without_tools_text(limit: str | None) -> str:
+    """What a run's answer written without its tools says of the budget that took them ("" for None).
+
+    >>> without_tools_text("total_tokens")
+    'answered without tools: its total_tokens budget left no room for a tool step'
+    """
+    if limit is None:
+        return ""
+    why = "left no room for a tool step" if limit.endswith("_tokens") else "was reached"
+    return f"answered without tools: its {limit} budget {why}"
 
 
 def overrun_text(over: Sequence[tuple[str, float, float]]) -> str:

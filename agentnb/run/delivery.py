@@ -81,7 +81,9 @@ def finished(
     message = f"{type(error).__name__}: {error}" if error is not None else None
     took = perf_counter() - start
     over = overrun(limits, state.usage, took)
-    end = RunFinished(depth, reason, state.tool_calls, state.usage, took, message, overrun=over)
+    end = RunFinished(
+        depth, reason, state.tool_calls, state.usage, took, message, overrun=over, without_tools=state.without_tools
+    )
     state.events.append(end)
     if watch is not None:
         watch(end)

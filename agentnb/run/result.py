@@ -89,6 +89,14 @@ class RunResult:
         return "tool_calls"
 
     @property
+    def without_tools(self) -> str | None:
+        """The budget that took the tools away before the model wrote the answer (None: it had them)."""
+        for event in reversed(self.events):
+            if event.kind == "run_finished":
+                return event.without_tools  # type: ignore[union-attr]
+        return None
+
+    @property
     def overrun(self) -> tuple[tuple[str, float, float], ...]:
         """Every budget the run went past, as ``(limit, value, used)``; empty when it kept them.
 

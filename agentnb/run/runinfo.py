@@ -15,6 +15,7 @@ from agentnb.control.limits import check_limits
 from agentnb.events import Event, RunFinished, RunStarted
 from agentnb.messages import Message, SystemMessage, UserMessage, coerce_messages
 from agentnb.providers import Provider
+from agentnb.providers.base import model_name
 from agentnb.run.result import RunResult
 from agentnb.run.state import ATTACHMENT_NOTE, LoopConfig, RunState
 from agentnb.timetravel.active import CURRENT as CURRENT_CASSETTE
@@ -104,7 +105,7 @@ def describe_provider(p: Any) -> tuple[str, str | None, str]:
     except TypeError:  # not weakly referenceable (or unhashable): computed each time
         hit = None
     inner = getattr(p, "inner", None)
-    key = (type(p), getattr(p, "model", None), type(inner), getattr(inner, "model", None))
+    key = (type(p), model_name(p), type(inner), model_name(inner))  # (never loads a model)
     if hit is not None and hit[0] == key:
         return hit[1]
     backend = type(p).__name__ + (f" over {type(inner).__name__}" if isinstance(inner, Provider) else "")

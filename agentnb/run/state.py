@@ -123,6 +123,8 @@ class RunState:
     #: a stop mid-step keeps what it did (agentnb.run.stopped.settle).
     step: OpenStep | None = None
     limit: str | None = None  # the limit that ended the run, when one did
+    #: The budget that took the tools away from the request the model answered (None: it had them).
+    without_tools: str | None = None
 
 
 class LoopState:

@@ -33,7 +33,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
 from agentnb.errors import UserError
-from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
+from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk, model_name
 from agentnb.timetravel.active import CURRENT
 from agentnb.timetravel.canonical import canonical_request, first_difference, request_key
 from agentnb.timetravel.entries import (
@@ -273,7 +273,7 @@ class CassetteProvider(Provider):
         self.inner = inner
         self.tape = tape
         self.name = inner.name if inner is not None else "cassette"
-        self.model = getattr(inner, "model", None)
+        self.model = model_name(inner)
         self._redact = _redactor(inner)
         self.in_process = inner is None
 

@@ -34,7 +34,7 @@ from typing import Any
 from agentnb.errors import UserError
 from agentnb.events import Event, Forked
 from agentnb.messages import Message, SystemMessage, ToolCall, ToolMessage
-from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk
+from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk, model_name
 from agentnb.timetravel.edits import (
     check_kinds,
     edited_arguments,
@@ -54,7 +54,7 @@ class Primed(Provider):
     def __init__(self, inner: Provider, first: Completion) -> None:
         self.inner, self.first = inner, first
         self.name = inner.name
-        self.model = getattr(inner, "model", None)
+        self.model = model_name(inner)
         self.supports_native_tools = inner.supports_native_tools
         self.supports_streaming = inner.supports_streaming
 

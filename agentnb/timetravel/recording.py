@@ -21,7 +21,9 @@ from agentnb.messages import AssistantMessage, Usage
 from agentnb.providers.base import Chunk, Completion, TextChunk, ToolCallChunk
 
 #: Events between a request and its reply that are not the provider's own notes.
-_NOT_NOTES = frozenset({"text_delta", "tool_call_delta", "request_retried", "step_decision", "model_request"})
+_NOT_NOTES = frozenset(
+    {"text_delta", "tool_call_delta", "request_retried", "model_loading", "step_decision", "model_request"}
+)
 
 
 @dataclass(frozen=True, slots=True)

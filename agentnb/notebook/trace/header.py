@@ -13,7 +13,7 @@ from agentnb.control.cost import format_cost
 from agentnb.events.counts import ModelCalls
 from agentnb.notebook.trace.state import TraceState
 from agentnb.printer import plural
-from agentnb.run.budget import overrun_text
+from agentnb.run.budget import overrun_text, without_tools_text
 from agentnb.untrusted import untrusted_html as escape
 
 _STOP_TEXT = {
@@ -86,6 +86,9 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
     if state.finished is not None and state.finished.overrun:
         over = overrun_text(state.finished.overrun)
         parts.append(f'<span class="anb-bad" title="a UsageLimits budget the run went past">{escape(over)}</span>')
+    if state.finished is not None and state.finished.without_tools:
+        said = without_tools_text(state.finished.without_tools)
+        parts.append(f'<span class="anb-warn" title="a UsageLimits budget kept the tools back">{escape(said)}</span>')
     if state.finished is not None and state.finished.error:
         parts.append(f'<span class="anb-bad">{escape(state.finished.error)}</span>')
     return f'<div class="anb anb-head">{"".join(parts)}</div>'

@@ -20,6 +20,7 @@ from agentnb.events import (
     GuidanceSkipped,
     HistoryTrimmed,
     LimitReached,
+    ModelLoading,
     ProviderAnswered,
     ReasoningSummary,
     RequestRetried,
@@ -49,9 +50,10 @@ def note_html(n: object) -> str:
             + (f'<ul class="anb-m" style="margin:2px 0">{before}</ul>' if before else "")
             + "</div>"
         )
-    if isinstance(n, RequestRetried):
+    if isinstance(n, (RequestRetried, ModelLoading)):  # a retry warns; a model loaded is a fact
+        cls = "anb-warn" if isinstance(n, RequestRetried) else "anb-m"
         return (
-            f'<div class="anb-block anb-note"><span class="anb-warn">{untrusted_html(n.describe())}</span> '
+            f'<div class="anb-block anb-note"><span class="{cls}">{untrusted_html(n.describe())}</span> '
             f'<span class="anb-m">{untrusted_html(n.provider)}</span></div>'
         )
     if isinstance(n, HistoryTrimmed):

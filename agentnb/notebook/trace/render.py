@@ -23,6 +23,7 @@ from agentnb.events import (
     CallsFromText,
     CallSteered,
     ConstraintDropped,
+    ModelLoading,
     ProviderAnswered,
     ReasoningSummary,
     RequestRetried,
@@ -116,6 +117,7 @@ _PROVIDER_NOTES = (
     CallsFromText,
     ReasoningSummary,
     RequestRetried,
+    ModelLoading,
     ProviderAnswered,
     Skipped,
 )
@@ -191,6 +193,8 @@ def _model_html(v: DepthView, pause: Pause | None) -> str:
         body.append(f'<div class="anb-bad">{_ENDED_MODEL.get(v.ended, "stopped before the model replied")}</div>')
     elif v.n_deltas or v.text or v.call_deltas:
         body.append(f'<div class="anb-m">streaming…{speed}</div>')
+    elif v.loading is not None and v.loading.seconds is None:
+        body.append(f'<div class="anb-m">{escape(v.loading.describe())}</div>')
     else:
         body.append('<div class="anb-m">waiting for the model…</div>')
     if v.decision is not None:

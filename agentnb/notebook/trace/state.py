@@ -106,6 +106,8 @@ class DepthView:
     decision: CallDecision | None = None
     #: The run was stopped (in the debugger) before this depth's model request was sent.
     unsent: bool = False
+    #: An in-process model loading its weights for this request (seconds None: still loading).
+    loading: Any = None
 
     @property
     def done(self) -> bool:
@@ -367,6 +369,13 @@ def _note(s: TraceState, v: DepthView, e: Any) -> None:
     v.notes.append(e)
 
 
+def _loading(s: TraceState, v: DepthView, e: Any) -> None:
+    """The weights loading (the wait says so), then loaded (a note says how long it took)."""
+    v.loading = e
+    if e.seconds is not None:
+        v.notes.append(e)
+
+
 def _limit(s: TraceState, v: DepthView, e: Any) -> None:
     """A limit reached after this depth's calls were asked for: those the loop never took up
     (past the budget) were answered "not executed" and are not counted, not dropped by a stop."""
@@ -425,6 +434,7 @@ _FOLD: dict[str, Any] = {
     "call_repair": _note,
     "call_steered": _note,
     "request_retried": _note,
+    "model_loading": _loading,
     "provider_answered": _note,
     "approval_requested": _approval,
     "approval_decided": _approval,

@@ -43,7 +43,7 @@ from agentnb.events import (
 )
 from agentnb.events.counts import model_calls
 from agentnb.printer import format_event, plural, shorten
-from agentnb.run.budget import overrun_text
+from agentnb.run.budget import overrun_text, without_tools_text
 from agentnb.untrusted import untrusted_terminal
 
 _DEDUP = {
@@ -75,6 +75,7 @@ def event_line(event: Event, *, width: int = 200) -> str | None:
             tail = f", error: {e}" if e else ""
             tokens = f", {plural(u.total_tokens, 'token')}" if u.total_tokens else ""  # 0: none reported
             tail += f"; {overrun_text(event.overrun)}" if event.overrun else ""  # type: ignore[union-attr]
+            tail += f"; {without_tools_text(event.without_tools)}" if event.without_tools else ""  # type: ignore[union-attr]
             return f"run finished: {r}, {plural(n, 'tool call')}{tokens}{tail}"
         case SubAgentEvent(event=inner):  # an agent tool's run, indented under its call
             line = event_line(inner, width=width)

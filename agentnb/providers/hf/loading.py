@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentnb.errors import MissingDependencyError, UserError
+from agentnb.providers.hf.lazy import LazyModel
 
 CACHE_NAME = "SmolLM2-135M-Instruct-fp32"
 
@@ -54,19 +55,44 @@ def quiet_loading() -> Iterator[None]:
             transformers.utils.logging.enable_progress_bar()
 
 
-def load_smollm2(gguf: Path) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` for the embedded model: from the fp32 cache, else from the GGUF."""
+def _cached() -> Path | None:
+    """The fp32 cache of the embedded model, when it is complete."""
+    cached = cache_dir() / CACHE_NAME
+    if (cached / "config.json").is_file() and (cached / "model.safetensors").is_file():
+        return cached
+    return None
+
+
+def smollm2_tokenizer(gguf: Path) -> Any:
+    """The embedded model's tokenizer alone (no weights): from the fp32 cache, else from the GGUF."""
+    cached = _cached()
+    with quiet_loading():
+        if cached is not None:
+            with contextlib.suppress(Exception):  # a damaged cache: the GGUF has it too
+                return load_tokenizer(str(cached))
+        return load_tokenizer(str(gguf.parent), gguf.name)
+
+
+def smollm2_weights(gguf: Path, tokenizer: Any) -> Any:
+    """The embedded model's weights: from the fp32 cache, else from the GGUF (then cached, with
+    ``tokenizer``, for the next process)."""
     cached = cache_dir() / CACHE_NAME
     with quiet_loading():
-        if (cached / "config.json").is_file() and (cached / "model.safetensors").is_file():
+        if _cached() is not None:
             try:
-                return load_model(str(cached))
+                return load_weights(str(cached))
             except Exception:  # a damaged cache: rebuild it from the GGUF
                 shutil.rmtree(cached, ignore_errors=True)
-        model, tokenizer = load_model(str(gguf))
+        model = load_weights(str(gguf.parent), gguf_file=gguf.name)
         with contextlib.suppress(OSError):
             _save(model, tokenizer, cached)
-    return model, tokenizer
+    return model
+
+
+def load_smollm2(gguf: Path) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` for the embedded model: from the fp32 cache, else from the GGUF."""
+    tokenizer = smollm2_tokenizer(gguf)
+    return smollm2_weights(gguf, tokenizer), tokenizer
 
 
 def _save(model: Any, tokenizer: Any, target: Path) -> None:
@@ -96,27 +122,60 @@ def load_model(
     source: str, *, gguf_file: str | None = None, device: str | None = None, dtype: Any = None
 ) -> tuple[Any, Any]:
     """Load ``(model, tokenizer)`` from a model id, a local folder or a ``.gguf`` file."""
+    source, gguf_file = check_source(source, gguf_file)
+    tokenizer = load_tokenizer(source, gguf_file)
+    return load_weights(source, gguf_file=gguf_file, device=device, dtype=dtype), tokenizer
+
+
+def lazy_model(source: str, gguf_file: str | None = None, device: str | None = None, dtype: Any = None) -> LazyModel:
+    """The model at ``source``, checked now and loaded on first use (:mod:`agentnb.providers.hf.lazy`)."""
+    source, gguf_file = check_source(source, gguf_file)
+    return LazyModel(
+        lambda tokenizer: load_weights(source, gguf_file=gguf_file, device=device, dtype=dtype),
+        lambda: load_tokenizer(source, gguf_file),
+        label=source if gguf_file is None else f"{source}/{gguf_file}",
+    )
+
+
+def check_source(source: str, gguf_file: str | None = None) -> tuple[str, str | None]:
+    """``(source, gguf_file)`` as transformers takes them, checked without loading anything: a
+    path that is not there, or a missing dependency, is said now (a hub id is looked up on load)."""
     _require_hf(f"loading {source!r}")
     path = Path(source).expanduser()
     if source.startswith(("/", "./", "../", "~", ".\\")) and not path.exists():  # a path, not a hub id
         raise UserError(f"cannot load the model {source!r}: there is no file or folder at {str(path)!r}")
     if (gguf_file or source.endswith(".gguf")) and importlib.util.find_spec("gguf") is None:
         raise MissingDependencyError("loading a GGUF model", "hf")
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     if source.endswith(".gguf") and path.is_file():
-        source, gguf_file = str(path.parent), path.name
+        return str(path.parent), path.name
+    return source, gguf_file
+
+
+def load_tokenizer(source: str, gguf_file: str | None = None) -> Any:
+    """The tokenizer of a checked ``source`` (:func:`check_source`), without the weights."""
+    from transformers import AutoTokenizer
+
+    extra = {"gguf_file": gguf_file} if gguf_file else {}
+    try:
+        return AutoTokenizer.from_pretrained(source, **extra)
+    except OSError as exc:
+        raise UserError(f"cannot load the model {source!r}: {exc}") from exc
+
+
+def load_weights(source: str, *, gguf_file: str | None = None, device: str | None = None, dtype: Any = None) -> Any:
+    """The model of a checked ``source`` (:func:`check_source`), on ``device``, in eval mode."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
     device = device or ("cuda" if torch.cuda.is_available() else "cpu")
     if dtype is None:
         dtype = torch.float32 if device == "cpu" else torch.bfloat16
     extra = {"gguf_file": gguf_file} if gguf_file else {}
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source, **extra)
         model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **extra)
     except OSError as exc:
         raise UserError(f"cannot load the model {source!r}: {exc}") from exc
-    return model.to(device).eval(), tokenizer
+    return model.to(device).eval()
 
 
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"

@@ -33,12 +33,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentnb.errors import UserError
+from agentnb.events import ModelLoading
 from agentnb.messages import Message, Usage, UserMessage
 from agentnb.providers.base import Chunk, Completion, OutputConstraint, Provider, Request, TextChunk, collect
 from agentnb.providers.guidance.loops import RepeatGuard, asks_numbers
 from agentnb.providers.guidance.steer import TokenTable, request_text
 from agentnb.providers.hf.choose import ToolChoice
-from agentnb.providers.hf.loading import _require_hf, load_model
+from agentnb.providers.hf.lazy import LazyModel, LoadsOnUse
+from agentnb.providers.hf.loading import _require_hf, lazy_model
 from agentnb.providers.hf.options import (
     AFTER_RESULTS_HINT,
     COPY_BIAS,
@@ -54,6 +56,7 @@ from agentnb.providers.hf.options import (
 )
 from agentnb.providers.hf.source import InProcessSource
 from agentnb.providers.hf.steering import Steering
+from agentnb.providers.live import LIVE_NOTES
 
 if TYPE_CHECKING:
     from agentnb.providers.hf.steering import Grounding
@@ -76,12 +79,14 @@ __all__ = [
 _END = object()
 
 
-class TransformersProvider(ToolChoice, Provider):
+class TransformersProvider(LoadsOnUse, ToolChoice, Provider):
     """A HuggingFace causal LM run in-process.
 
     Args:
-        model: a model id, a local folder, a ``.gguf`` file, or a loaded model object (then
-            pass ``tokenizer`` too). A ``(model, tokenizer)`` tuple works as well.
+        model: a model id, a local folder, a ``.gguf`` file (loaded on the first request that
+            needs it, see :mod:`agentnb.providers.hf.lazy`), a loaded model object (then pass
+            ``tokenizer`` too) or a :class:`~agentnb.providers.hf.lazy.LazyModel`. A
+            ``(model, tokenizer)`` tuple works as well.
         tokenizer: the tokenizer, when ``model`` is an object.
         gguf_file: the GGUF file name inside the folder or repo ``model`` names.
         device: ``"cpu"``, ``"cuda"``, ...; default: CUDA when available.
@@ -120,23 +125,24 @@ class TransformersProvider(ToolChoice, Provider):
     ) -> None:
         if isinstance(model, tuple) and tokenizer is None and len(model) == 2:
             model, tokenizer = model
-        if isinstance(model, (str, Path)):
+        if isinstance(model, LazyModel):
+            self.name = name or f"hf:{model.label}"
+            self.weights = model
+        elif isinstance(model, (str, Path)):
             self.name = name or f"hf:{model}"
-            model, tokenizer = load_model(str(model), gguf_file=gguf_file, device=device, dtype=dtype)
+            self.weights = lazy_model(str(model), gguf_file, device, dtype)
         else:
             _require_hf("TransformersProvider")
             if tokenizer is None:
                 raise UserError("pass the tokenizer with a model object: TransformersProvider(model, tokenizer)")
             self.name = name or f"hf:{getattr(model.config, '_name_or_path', '') or type(model).__name__}"
-        from agentnb.providers.hf.cache import PrefixCache
-
-        self.model = model.eval()
-        self.tokenizer = tokenizer
+            self.weights = LazyModel.ready(model.eval(), tokenizer, self.name)
+        # the weights load on the first request that needs them (agentnb.providers.hf.lazy)
+        self._prefix_cache = prefix_cache
+        self._made = None
+        self._making = threading.Lock()
         self.options = GenerationOptions().merged(generation)
         self.supports_constraints = constrained and importlib.util.find_spec("llguidance") is not None
-        self.cache = PrefixCache(model, enabled=prefix_cache)
-        self.eos_ids = _eos_ids(model, tokenizer)
-        self.vocab_size = _vocab_size(model)
         #: How the last constrained ``auto`` request was decided.
         self.last_decision: Decision | None = None
         self._lock = threading.Lock()
@@ -176,7 +182,8 @@ class TransformersProvider(ToolChoice, Provider):
         if after_results:
             settings.setdefault("call_threshold", self.options.merged(settings).call_threshold_after_results)
         options = self.options.merged(settings)
-        prompt = self.encode(request.messages)
+        prompt: list[int] = []
+        say = LIVE_NOTES.get()  # where a note goes while the request waits (None: with the reply)
         constraint = request.constraint if self.supports_constraints else None
         source = request_text(pick, request.messages)
         loop = asyncio.get_running_loop()
@@ -197,6 +204,8 @@ class TransformersProvider(ToolChoice, Provider):
             # One worker thread per reply keeps the kernel responsive; the lock keeps two
             # replies from sharing the KV cache at once.
             try:
+                self.load_for_request(put)  # the first request that needs the weights loads them
+                prompt.extend(self.encode(request.messages))
                 with self._lock:
                     tokens = self.tokens(
                         prompt, constraint, options, pick, source, results, after_results, notes, probe
@@ -221,6 +230,10 @@ class TransformersProvider(ToolChoice, Provider):
                     break
                 if isinstance(item, BaseException):
                     raise item
+                if isinstance(item, ModelLoading):
+                    if say is not None:  # a run listens as the request waits
+                        say(item)
+                    continue
                 if item in (GRAMMAR_DONE, LOOPING):
                     finish = "stop" if item == GRAMMAR_DONE else "repetition"
                     continue
@@ -392,19 +405,3 @@ def _fold_system(chat: list[dict[str, str]]) -> list[dict[str, str]]:
     if rest and rest[0]["role"] == "user":
         return [{"role": "user", "content": f"{system}\n\n{rest[0]['content']}"}, *rest[1:]]
     return [{"role": "user", "content": system}, *rest]
-
-
-def _vocab_size(model: Any) -> int:
-    """The number of logits the model gives (a quantized head's weight is a method)."""
-    weight = model.get_output_embeddings().weight
-    return int((weight() if callable(weight) else weight).shape[0])
-
-
-def _eos_ids(model: Any, tokenizer: Any) -> frozenset[int]:
-    ids: set[int] = set()
-    for value in (getattr(model.generation_config, "eos_token_id", None), tokenizer.eos_token_id):
-        if isinstance(value, int):
-            ids.add(value)
-        elif isinstance(value, (list, tuple)):
-            ids.update(int(v) for v in value)
-    return frozenset(ids)

@@ -13,6 +13,7 @@ from agentnb.errors import ModelBehaviorError, StopRun
 from agentnb.events import (
     FinalAnswer,
     LimitReached,
+    ModelLoading,
     ModelRequest,
     ModelResponse,
     RequestRetried,
@@ -97,13 +98,16 @@ async def ask(run: LoopState) -> None:
 
 
 def hold_tokens(run: LoopState, request: Request) -> Request:
-    """The request as it may be sent within every token budget (agentnb.run.budget): the
-    last one that fits goes without tools, its reply bounded to what is left; one that would
-    not fit is never sent (the run ends with agentnb's text)."""
+    """The request as it may be sent within every token budget (agentnb.run.budget): with tools
+    while a tool step and the answer after it fit, its reply bounded so the answer's part is kept;
+    else without tools, its reply bounded to what is left; one that would not fit is never sent
+    (the run ends with agentnb's text)."""
     cfg, state, gauge = run.cfg, run.state, run.gauge
     assert gauge is not None
-    held = hold(run.ledger, need := gauge.estimate(request))
-    if held.verdict == "last" and run.offer:  # a second request of its size would not fit
+    answer = gauge.answer(request)  # the same request without tools: what asks for the answer now
+    need = gauge.estimate(request)
+    held = hold(run.ledger, need, answer if run.offer else None, gauge.reply, gauge.grow)
+    if held.verdict == "last" and run.offer:  # no room for a tool step and the answer after it
         state.limit, run.limited, run.offer = state.limit or held.limit, True, False
         run.emit(held_back(run, held))
         request = dataclasses.replace(request, tools=(), tool_choice="none")
@@ -172,7 +176,7 @@ async def relay_reply(run: LoopState, source: AsyncIterator[Any]) -> None:
                 continue
             if isinstance(item, TextChunk):
                 emit(TextDelta(depth, item.text))
-            elif isinstance(item, RequestRetried):
+            elif isinstance(item, (RequestRetried, ModelLoading)):
                 emit(dataclasses.replace(item, depth=depth))
             else:
                 emit(ToolCallDelta(depth, item.index, item.name, item.arguments))

@@ -42,6 +42,8 @@ def end(run: LoopState) -> None:
     )
     if state.stop_reason == "limit" and state.limit is None:
         state.limit = "tool_calls"
+    if state.stop_reason == "limit" and by == "model" and state.limit != "tool_calls":
+        state.without_tools = state.limit  # a budget, not the tool-call limit, kept its tools back: said
     if cfg.output is not None and by == "model":  # structured output: validate, maybe repair
         from agentnb.output import output_step  # only runs with an output_type
 
