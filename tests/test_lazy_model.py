@@ -19,8 +19,8 @@ pytest.importorskip("transformers")
 import agentnb
 from agentnb import Agent, TextPrinter, UsageLimits, tool
 from agentnb.events import ModelLoading, ModelRequest, ModelResponse
-from agentnb.notebook.render import depth_html
-from agentnb.notebook.state import TraceState
+from agentnb.notebook.trace.render import depth_html
+from agentnb.notebook.trace.state import TraceState
 from agentnb.providers.hf import TransformersProvider, local
 from agentnb.providers.hf import loading as hf_loading
 from agentnb.providers.hf.lazy import LazyModel
