@@ -143,3 +143,40 @@ def test_an_error_s_chain_holds_none_of_the_provider_s_secrets() -> None:
     assert result.stop_reason == "error"
     chain = "".join(traceback.format_exception(result.exception)) + (result.error or "")
     assert "refused" in chain and not [v for v in s.values() if v in chain]
+
+
+def test_a_provider_copied_to_a_worker_process_has_its_secrets_known_there() -> None:
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    provider = OpenAIProvider(
+        "m", api_key="K9-worker-key-0123", base_url="http://ann:P5-worker-pw-0123@127.0.0.1:9/v1",
+        default_headers={"X-Team-Auth": "Bearer H7-worker-header-0123"},
+    )  # fmt: skip
+    code = (
+        "import pickle, sys; from agentnb.tracing.redact import Redactor;"
+        "p = pickle.loads(sys.stdin.buffer.read());"
+        "print(Redactor(environ=False).redact('K9-worker-key-0123 P5-worker-pw-0123 H7-worker-header-0123'), repr(p._key))"
+    )
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    out = subprocess.run(
+        [sys.executable, "-c", code], input=pickle.dumps(provider), capture_output=True, timeout=120, env=env
+    )
+    assert out.returncode == 0, out.stderr.decode()
+    assert out.stdout.decode().split() == ["***", "***", "***", "<secret>"]
+
+
+def test_the_anthropic_provider_holds_its_headers_and_url_credentials_as_secrets() -> None:
+    pytest.importorskip("anthropic")
+    from agentnb.providers.anthropic import AnthropicProvider
+
+    provider = AnthropicProvider(
+        "m", api_key="K9-anthropic-key-0123", base_url="https://ann:P5-anthropic-pw-0123@gw.internal",
+        default_headers={"X-Gateway-Token": "H7-anthropic-header-0123"}, auth_token="T1-anthropic-token-0123",
+    )  # fmt: skip
+    shown = Redactor(environ=False).redact(
+        "K9-anthropic-key-0123 P5-anthropic-pw-0123 H7-anthropic-header-0123 T1-anthropic-token-0123"
+    )
+    assert shown == "*** *** *** ***" and repr(provider._key) == "<secret>"

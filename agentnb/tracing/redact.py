@@ -27,18 +27,20 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 _SECRET_NAME = re.compile(r"(API_?KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)", re.IGNORECASE)
-_SHAPES = re.compile(
-    r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}"  # OpenAI / Anthropic / Stripe-style keys
-    r"|\b(?:Bearer|Basic)\s+[A-Za-z0-9._\-~+/]{16,}=*"
-    r"|\bgh[pousr]_[A-Za-z0-9]{20,}"  # GitHub tokens
-    r"|\bgithub_pat_[A-Za-z0-9_]{20,}"
-    r"|\bhf_[A-Za-z0-9]{20,}"  # Hugging Face tokens
-    r"|\bAKIA[0-9A-Z]{16}\b"  # AWS access key ids
-    r"|\bAIza[0-9A-Za-z_\-]{30,}"  # Google API keys
-    r"|\bxox[abposr]-[A-Za-z0-9\-]{10,}"  # Slack tokens
+#: Key shapes, each behind the literal its matches contain: ``in`` tells in a few nanoseconds
+#: a character that no shape is there, where one pattern of them all took ~100.
+_SHAPES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
+    (("sk-", "pk-", "rk-"), re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_\-]{16,}")),  # OpenAI / Anthropic / Stripe
+    (("Bearer", "Basic"), re.compile(r"\b(?:Bearer|Basic)\s+[A-Za-z0-9._\-~+/]{16,}=*")),
+    (("gh",), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}")),  # GitHub tokens
+    (("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{20,}")),  # Hugging Face tokens
+    (("AKIA",), re.compile(r"\bAKIA[0-9A-Z]{16}\b")),  # AWS access key ids
+    (("AIza",), re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}")),  # Google API keys
+    (("xox",), re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")),  # Slack tokens
 )
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
-_URL_KEYS = re.compile(r"([?&](?:api[_-]?key|key|token|access_token|sig|signature)=)[^&\s#\"']+", re.IGNORECASE)
+_URL_KEYS = re.compile(r"(?i)([?&](?:api[_-]?key|key|token|access_token|sig|signature)=)[^&\s#\"']+")
+_SHORTEST = 6  # no shorter text holds a secret: values have _MIN characters, ``a://b@`` six
 _MIN = 8  # shorter values are no secret worth hiding, and replacing them garbles text
 HIDDEN = "***"
 
@@ -148,15 +150,33 @@ def _longest_first(found: Iterable[Any]) -> tuple[str, ...]:
     return tuple(sorted({s for s in found if isinstance(s, str) and len(s) >= _MIN}, key=len, reverse=True))
 
 
+#: Short texts seen to hold no key shape nor URL secret: a transcript's field names and kinds,
+#: tool names; with them known, most of a file's strings cost one set lookup.
+_PLAIN: set[str] = set()
+_PLAIN_MAX, _PLAIN_LEN = 4096, 48
+
+
 def _redact(text: str, values: tuple[str, ...]) -> str:
+    if len(text) < _SHORTEST:
+        return text
     for value in values:
         if value in text:
             text = text.replace(value, HIDDEN)
-    if "://" in text:
+    if text in _PLAIN:
+        return text
+    given = text
+    if "://" in text and "@" in text:
         text = _URL_CREDENTIALS.sub(r"\1***@", text)
     if "=" in text:
         text = _URL_KEYS.sub(r"\1***", text)
-    return _SHAPES.sub(HIDDEN, text)
+    for literals, shape in _SHAPES:
+        for literal in literals:
+            if literal in text:
+                text = shape.sub(HIDDEN, text)
+                break
+    if text is given and len(text) <= _PLAIN_LEN and len(_PLAIN) < _PLAIN_MAX:
+        _PLAIN.add(text)
+    return text
 
 
 class Redactor:
@@ -171,7 +191,7 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = (), *, environ: bool = True, providers: bool = True) -> None:
         found = set(secrets)
         if environ:
-            found |= {v for k, v in os.environ.items() if _SECRET_NAME.search(k)}
+            found.update(_environ_secrets())
         if providers:
             found.update(held())
         self.values = _longest_first(found)
@@ -185,6 +205,25 @@ class Redactor:
         return scrub(value, self.redact)
 
 
+_ENVIRON: tuple[Any, frozenset[str]] = (None, frozenset())  # the environment last read, and its secrets
+
+
+def _environ_secrets() -> frozenset[str]:
+    """The values of secret-looking environment variables, read again when the environment changed.
+
+    A Redactor is made for each file written; reading the environment through ``os.environ``
+    (decoding every entry, a pattern per name) was most of its cost, and it rarely changes.
+    """
+    global _ENVIRON
+    raw = getattr(os.environ, "_data", None)  # CPython's own copy, as bytes (or str on Windows)
+    snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
+    last, found = _ENVIRON
+    if snapshot is None or snapshot != last:
+        found = frozenset(v for k, v in os.environ.items() if _SECRET_NAME.search(k))
+        _ENVIRON = (snapshot, found)
+    return found
+
+
 def scrub(value: Any, redact: Callable[[str], str]) -> Any:
     """``value`` with ``redact`` applied to every string in it, dict keys included (two keys
     redacted alike are both kept, numbered); tuples become lists.
@@ -192,24 +231,54 @@ def scrub(value: Any, redact: Callable[[str], str]) -> Any:
     >>> scrub({"sk-aaaaaaaaaaaaaaaaaaaa": 1, "sk-bbbbbbbbbbbbbbbbbbbb": (2, "x")}, Redactor().redact)
     {'***': 1, '***#2': [2, 'x']}
     """
-    if isinstance(value, str):
-        return redact(value) if value else value
-    if isinstance(value, dict):
-        out: dict[Any, Any] = {}
-        for k, v in value.items():
-            key = redact(k) if isinstance(k, str) and k else k
-            if key in out:
-                n = 2
-                while f"{key}#{n}" in out:
-                    n += 1
-                key = f"{key}#{n}"
-            out[key] = scrub(v, redact)
-        return out
-    if isinstance(value, (list, tuple)):
-        return [scrub(v, redact) for v in value]
-    if value is None or isinstance(value, (bool, int, float)):
-        return value
-    return scrub(_plain(value), redact)
+    seen: dict[str, str] = {}  # a transcript repeats its keys and kinds: each is redacted once
+
+    def text(t: str) -> str:
+        found = seen.get(t)
+        if found is None:
+            found = seen[t] = redact(t)
+        return found
+
+    def walk(v: Any) -> Any:
+        kind = type(v)
+        if kind is dict:
+            out: dict[Any, Any] = {}
+            for k, item in v.items():  # the strings inline: most of a transcript is short strings
+                key = seen.get(k) if type(k) is str else k
+                if key is None:
+                    key = seen[k] = redact(k)
+                if key in out:
+                    key = _unique(key, out)
+                t = type(item)
+                if t is str:
+                    found = seen.get(item)
+                    out[key] = found if found is not None else text(item)
+                else:
+                    out[key] = item if t in _LEAVES else walk(item)
+            return out
+        if kind is str:
+            return text(v)
+        if kind is list or kind is tuple:
+            return [item if type(item) in _LEAVES else walk(item) for item in v]
+        if kind in _LEAVES:
+            return v
+        if isinstance(v, str):
+            return text(str(v))
+        if isinstance(v, (dict, list, tuple)):
+            return walk(dict(v) if isinstance(v, dict) else list(v))
+        return v if isinstance(v, (int, float)) else walk(_plain(v))
+
+    return walk(value)
+
+
+_LEAVES = frozenset({int, float, bool, type(None)})
+
+
+def _unique(key: Any, taken: dict[Any, Any]) -> str:
+    n = 2
+    while f"{key}#{n}" in taken:
+        n += 1
+    return f"{key}#{n}"
 
 
 def _plain(obj: Any) -> Any:
