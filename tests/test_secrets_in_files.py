@@ -180,3 +180,15 @@ def test_the_anthropic_provider_holds_its_headers_and_url_credentials_as_secrets
         "K9-anthropic-key-0123 P5-anthropic-pw-0123 H7-anthropic-header-0123 T1-anthropic-token-0123"
     )
     assert shown == "*** *** *** ***" and repr(provider._key) == "<secret>"
+
+
+def test_a_saved_transcript_that_held_a_secret_still_replays(tmp_path) -> None:
+    from agentnb.testing import ScriptedProvider, call
+
+    prompt = "look up sk-abcdefghijklmnop123456 for me"
+    first = Agent(ScriptedProvider([call("echo", text=prompt), "found sk-abcdefghijklmnop123456"]), tools=[echo])
+    result = first.run(prompt)
+    result.save(tmp_path / "run.json")
+    assert b"sk-abcdefghijklmnop123456" not in (tmp_path / "run.json").read_bytes()
+    again = Agent(agentnb.replay(tmp_path / "run.json"), tools=[echo]).run(prompt)
+    assert (again.stop_reason, again.output, again.tool_calls) == ("answer", "found ***", 1)
