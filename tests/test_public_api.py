@@ -146,6 +146,7 @@ CORE_MODULES = [
     "agentnb.run.nested",
     "agentnb.tracing",
     "agentnb.tracing.redact",
+    "agentnb.tracing.pieces",
     "agentnb.tracing.otel",
     "agentnb.timetravel.canonical",
     "agentnb.timetravel.cassette",

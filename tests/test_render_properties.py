@@ -357,7 +357,8 @@ def test_improvement_views_are_inert(s: str) -> None:
     cases = [{"input": f"What is {i}?", "expected": "never"} for i in range(4)]
     imp = improve(Agent(student, system=s), cases, ["contains"], reflector=reflector, budget=12, progress=False)
     view = ImprovementView(imp)
-    assert_inert([imp._repr_html_(), *_widget_htmls(view.widget)], shows=s)
+    # the table clips a long text (the best being the original, no view shows it whole)
+    assert_inert([imp._repr_html_(), *_widget_htmls(view.widget)], shows=s[:60])
 
 
 @settings(**_PROPERTIES)

@@ -320,4 +320,4 @@ class _Worker:
         result, timed_out, waited = await run_one(
             self.agents[name], prompt, timeout, self.options, self.gates.get(name)
         )
-        return result.to_dict(), timed_out, waited
+        return result.to_dict(redact=False), timed_out, waited

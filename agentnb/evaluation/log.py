@@ -1,4 +1,5 @@
-"""The evaluation log: one JSON line per finished case (its row and whole transcript), flushed.
+"""The evaluation log: one JSON line per finished case (its row and whole transcript), flushed,
+with every secret redacted.
 
 The log is the record everything else reads: resume skips the keys already in it, and a row's
 trace is reloaded from it by byte offset, so memory holds rows, not transcripts. A torn last
@@ -28,6 +29,8 @@ from typing import Any
 from agentnb.errors import TranscriptError
 from agentnb.evaluation.rows import check_line
 from agentnb.messages import jsonfile
+from agentnb.tracing.pieces import scrub_transcript
+from agentnb.tracing.redact import Redactor, scrub
 
 
 class EvalLog:
@@ -41,8 +44,11 @@ class EvalLog:
             self._file.write(b"\n")  # a torn last line stays on its own line, skipped on read
 
     def append(self, row: dict[str, Any], transcript: dict[str, Any] | None) -> int:
-        """Write one finished case; returns the line's byte offset."""
-        line = jsonfile.dumps({"row": row, "transcript": transcript}, ensure_ascii=False, default=_fallback)
+        """Write one finished case, every secret in it redacted (:mod:`agentnb.tracing.redact`);
+        returns the line's byte offset."""
+        redact = Redactor().redact
+        item = {"row": scrub(row, redact), "transcript": scrub_transcript(transcript, redact)}
+        line = jsonfile.dumps(item, ensure_ascii=False, default=_fallback)
         offset = self._file.tell()
         self._file.write(line.encode("utf-8", "surrogatepass") + b"\n")
         self._file.flush()

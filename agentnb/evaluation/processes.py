@@ -190,7 +190,7 @@ async def _worker_loop(conn: Any, agents: dict[str, Any], options: dict[str, Any
     async def one(rid: int, name: str, prompt: Any, timeout: float | None) -> None:
         result, timed_out, waited = await run_one(agents[name], prompt, timeout, options, gates.get(name))
         try:
-            conn.send((rid, result.to_dict(), timed_out, waited))
+            conn.send((rid, result.to_dict(redact=False), timed_out, waited))
         except (OSError, EOFError):  # the driver is gone
             pass
         except Exception as exc:  # a value the run returned cannot be sent: this row fails, not the driver

@@ -278,7 +278,7 @@ async def _worker(
                 row["scorer_errors"][check.name] = error
             passed = passed and check.passes(value)
         row["passed"] = passed and row["stop_reason"] not in ("error", "invalid_output", "cancelled", "timeout")
-        offset = writer.append(row, result.to_dict()) if writer is not None else None
+        offset = writer.append(row, result.to_dict(redact=False)) if writer is not None else None
         ev.add(row, result=None if writer is not None else result, offset=offset)
         for view in views:
             view.row(row)

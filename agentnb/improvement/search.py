@@ -278,7 +278,7 @@ class Search:
         self.reflections.append(entry)
         if self.log is not None:
             with EvalLog(self.log) as out:
-                out.append(entry, result.to_dict())
+                out.append(entry, result.to_dict(redact=False))
         return text, why
 
     def _logged_proposals(self) -> dict[tuple[int, str, str], dict[str, Any]]:

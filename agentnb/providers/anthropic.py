@@ -35,7 +35,7 @@ from agentnb.providers import retry
 from agentnb.providers.anthropic_wire import _THINKING, _grow_thinking, _input_tokens, parse_message, to_anthropic
 from agentnb.providers.base import Chunk, Completion, CompletionAssembler, Provider, Request, TextChunk, ToolCallChunk
 from agentnb.providers.openai.errors import _cause, _Secret, _server_message, _without_userinfo
-from agentnb.providers.sdk_client import LoopBoundClient, sdk_options
+from agentnb.providers.sdk_client import LoopBoundClient, option_secrets, sdk_options
 
 __all__ = ["AnthropicProvider", "parse_message", "to_anthropic"]
 
@@ -90,7 +90,7 @@ class AnthropicProvider(Provider):
             raise UserError("AnthropicProvider needs an API key: set ANTHROPIC_API_KEY or pass api_key=...")
         self.name = self.model = model
         self.base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or "").rstrip("/") or None
-        self._key = _Secret(key)
+        self._key = _Secret(key, base_url=self.base_url, **option_secrets(client_options))
         self.max_tokens = max_tokens
         self.max_retries = max_retries
         self.timeout = timeout

@@ -61,3 +61,18 @@ def sdk_options(sdk: Any, options: dict[str, Any]) -> dict[str, Any]:
     noisily ("Event loop is closed") inside the next run. The plain one does not.
     """
     return {"http_client": sdk.DefaultAsyncHttpxClient(), **options} if "http_client" not in options else dict(options)
+
+
+def option_secrets(options: dict[str, Any]) -> dict[str, Any]:
+    """The secrets among a client's options, as :class:`~agentnb.tracing.redact.Secret` takes them:
+    the default headers and query parameters, and an ``auth_token``.
+
+    >>> option_secrets({"default_headers": {"X-Key": "abc"}, "auth_token": "t", "timeout": 3})
+    {'headers': {'X-Key': 'abc'}, 'query': None, 'more': ['t']}
+    """
+    token = options.get("auth_token")
+    return {
+        "headers": options.get("default_headers"),
+        "query": options.get("default_query"),
+        "more": [token] if isinstance(token, str) else [],
+    }

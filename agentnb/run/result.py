@@ -21,6 +21,8 @@ from agentnb.events.counts import model_calls as count_model_calls
 from agentnb.messages import Message, Usage
 from agentnb.messages.fastinit import fast_init
 from agentnb.run.transcript import TRANSCRIPT_VERSION, read_transcript, transcript_fields, write_atomic
+from agentnb.tracing.pieces import scrub_transcript
+from agentnb.tracing.redact import Redactor
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +178,17 @@ class RunResult:
             raise self.exception
         return self
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, redact: bool = True) -> dict[str, Any]:
+        """The transcript as JSON data, every secret in it (a provider's key, header values and
+        URL credentials, secret environment values, key-shaped strings) replaced by ``***``
+        (:mod:`agentnb.tracing.redact`); ``redact=False`` keeps them, for a copy that stays in memory.
+
+        >>> from agentnb import Agent
+        >>> from agentnb.testing import ScriptedProvider
+        >>> r = Agent(ScriptedProvider(["use sk-abcdefghijklmnop1234"])).run("key?")
+        >>> r.to_dict()["output"], r.to_dict(redact=False)["output"]
+        ('use ***', 'use sk-abcdefghijklmnop1234')
+        """
         out: dict[str, Any] = {
             "version": TRANSCRIPT_VERSION,
             "output": self.output,
@@ -195,7 +207,7 @@ class RunResult:
             out["value"] = self.output_spec.dump(self.value) if self.value is not None else None
         elif self.value is not None:  # loaded without its output_type: already JSON data
             out["value"] = self.value
-        return out
+        return scrub_transcript(out, Redactor().redact) if redact else out  # type: ignore[no-any-return]
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], output_type: Any = None) -> RunResult:
@@ -211,7 +223,7 @@ class RunResult:
         return cls(**_typed(fields, output_type))
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Write the transcript (messages + events) as JSON.
+        """Write the transcript (messages + events) as JSON, secrets redacted (see :meth:`to_dict`).
 
         The file is replaced atomically: it is written next to ``path`` and renamed over it,
         so a failure never leaves a truncated file or destroys an existing one.

@@ -195,12 +195,15 @@ class Session:
 
     # -- files --------------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
+        """The conversation as JSON data, secrets redacted (:mod:`agentnb.tracing.redact`)."""
+        from agentnb.tracing.redact import Redactor
+
         return {
             "version": SESSION_VERSION,
             "kind": "agentnb.run.session",
             "id": self.id,
             "turn_starts": list(self.starts),
-            "messages": [m.to_dict() for m in self.messages],
+            "messages": Redactor().scrub([m.to_dict() for m in self.messages]),
         }
 
     def save(self, path: str | os.PathLike[str]) -> None:

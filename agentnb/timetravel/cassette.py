@@ -29,7 +29,7 @@ import contextlib
 import os
 import threading
 import warnings
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Literal
 
 from agentnb.errors import UserError
@@ -49,6 +49,7 @@ from agentnb.timetravel.entries import (
     scrub,
 )
 from agentnb.timetravel.mismatch import ReplayMismatch
+from agentnb.tracing.redact import Redactor, Secret
 
 Mode = Literal["once", "replay", "record", "new"]
 MODES = ("once", "replay", "record", "new")
@@ -159,9 +160,17 @@ class Cassette:
             self._used[k] = i + 1
         return found[min(i, len(found) - 1)]
 
-    def write(self, request: dict[str, Any], completion: Completion, chunks: tuple[Chunk, ...], provider: str) -> None:
-        """Append one call (``request`` already redacted) as one line, atomically."""
-        line = entry_line(request, completion, chunks, provider)
+    def write(
+        self,
+        request: dict[str, Any],
+        completion: Completion,
+        chunks: tuple[Chunk, ...],
+        provider: str,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
+        """Append one call as one line, atomically, every string in it redacted (``redact``:
+        the provider's; None: what any :class:`~agentnb.tracing.redact.Redactor` hides)."""
+        line = entry_line(request, completion, chunks, provider, redact)
         with self._lock:
             fd = self._start_file(truncate=False) if self._fd is None else self._fd
             with _locked(fd):
@@ -274,15 +283,17 @@ class CassetteProvider(Provider):
         self.tape = tape
         self.name = inner.name if inner is not None else "cassette"
         self.model = model_name(inner)
-        self._redact = _redactor(inner)
+        self._secrets = provider_secrets(inner)
         self.in_process = inner is None
 
     def __repr__(self) -> str:
         return f"CassetteProvider({self.inner!r}, {self.tape!r})"
 
-    def _request(self, request: Request) -> dict[str, Any]:
+    def _request(self, request: Request) -> tuple[dict[str, Any], Callable[[str], str]]:
+        """The canonical request, redacted, and the redaction used (the same for the reply)."""
         model = self.model if isinstance(self.model, str) else None
-        return scrub(canonical_request(request, model), self._redact)  # type: ignore[no-any-return]
+        redact = Redactor(self._secrets).redact
+        return scrub(canonical_request(request, model), redact), redact
 
     def _hit(self, canon: dict[str, Any]) -> Entry | None:
         if not self.tape.replays:
@@ -293,18 +304,18 @@ class CassetteProvider(Provider):
         return hit
 
     async def complete(self, request: Request) -> Completion:
-        canon = self._request(request)
+        canon, redact = self._request(request)
         hit = self._hit(canon)
         if hit is not None:
             return hit.completion
         if self.inner is None:
             raise self.tape.miss(canon, f"cassette {self.tape.path}")
         completion = await self.inner.complete(request)
-        self.tape.write(canon, _scrubbed(completion, self._redact), (), type(self.inner).__name__)
+        self.tape.write(canon, completion, (), type(self.inner).__name__, redact)
         return completion
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:  # type: ignore[override]
-        canon = self._request(request)
+        canon, redact = self._request(request)
         hit = self._hit(canon)
         if hit is not None:
             for chunk in hit.chunks or ((TextChunk(hit.completion.text),) if hit.completion.text else ()):
@@ -323,36 +334,12 @@ class CassetteProvider(Provider):
             yield item
         if completion is None:  # the loop says so; nothing to record
             return
-        chunks = tuple(scrub_chunk(c, self._redact) for c in pieces)
-        self.tape.write(canon, _scrubbed(completion, self._redact), chunks, type(self.inner).__name__)
+        self.tape.write(canon, completion, tuple(pieces), type(self.inner).__name__, redact)
 
 
-def scrub_chunk(c: Chunk, redact: Any) -> Chunk:
-    import dataclasses
-
-    if isinstance(c, TextChunk):
-        return TextChunk(scrub(c.text, redact))
-    return dataclasses.replace(c, arguments=scrub(c.arguments, redact))
-
-
-def _scrubbed(c: Completion, redact: Any) -> Completion:
-    """The reply as written: its texts redacted (a model can echo a key it was shown)."""
-    import dataclasses
-
-    from agentnb.messages import ToolCall
-
-    calls = tuple(
-        ToolCall(t.id, t.name, scrub(t.arguments, redact), t.raw_arguments, t.parse_error) for t in c.tool_calls
-    )
-    return dataclasses.replace(
-        c, text=scrub(c.text, redact), tool_calls=calls, reasoning=tuple(scrub(list(c.reasoning), redact))
-    )
-
-
-def _redactor(inner: Provider | None) -> Any:
-    """A redact function knowing the keys the provider (and what it wraps) holds."""
-    from agentnb.tracing.redact import Redactor
-
+def provider_secrets(inner: Provider | None) -> tuple[str, ...]:
+    """Every secret the provider (and what it wraps) holds in its
+    :class:`~agentnb.tracing.redact.Secret`: key, header values, URL credentials."""
     found: list[str] = []
     todo, seen = [inner], 0
     while todo and seen < 16:
@@ -362,12 +349,10 @@ def _redactor(inner: Provider | None) -> Any:
             continue
         for name in ("_key", "api_key", "key", "_api_key"):
             v = getattr(p, name, None)
-            v = getattr(v, "value", v)
-            if isinstance(v, str):
-                found.append(v)
+            found.extend(getattr(v, "values", ()) if isinstance(v, Secret) else (v,) if isinstance(v, str) else ())
         todo.append(getattr(p, "inner", None))
         todo.extend(getattr(p, "providers", ()) or ())
-    return Redactor(found).redact
+    return tuple(found)
 
 
 def with_cassette(provider: Provider, own: Any = None) -> Provider:

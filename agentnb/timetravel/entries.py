@@ -1,4 +1,5 @@
-"""A cassette's lines: one recorded model call each, as JSON, with every secret taken out.
+"""A cassette's lines: one recorded model call each, as JSON, with every secret taken out
+(:mod:`agentnb.tracing.redact`: every string, dict keys and names included).
 
 The file is JSON Lines. The first line says what it is (``{"agentnb_cassette": 1, ...}``);
 each further line is one call: the canonical request (:mod:`agentnb.timetravel.canonical`),
@@ -27,8 +28,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,14 +39,14 @@ from agentnb.messages.codec import decoder_for, read_usage
 from agentnb.messages.jsonfile import under
 from agentnb.providers.base import Chunk, Completion, TextChunk, ToolCallChunk
 from agentnb.timetravel.canonical import request_key
+from agentnb.tracing.pieces import hide_split_in_chunks
+from agentnb.tracing.redact import Redactor
+from agentnb.tracing.redact import scrub as redact_all
 
 #: The format of the file, on its first line.
 CASSETTE_FORMAT = 1
 #: What the first line holds (and how :func:`is_cassette_header` knows one).
 HEADER_KEY = "agentnb_cassette"
-
-_URL_CREDENTIALS = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@]+@")
-_URL_KEYS = re.compile(r"([?&](?:api[_-]?key|key|token|access_token|sig|signature)=)[^&\s#\"']+", re.IGNORECASE)
 
 
 class CassetteError(UserError, ValueError):
@@ -88,24 +89,22 @@ def keys(request: dict[str, Any]) -> tuple[str, str]:
     return key, (key if request.get("model") is None else request_key({**request, "model": None}))
 
 
-def scrub(value: Any, redact: Any) -> Any:
-    """``value`` with every string redacted (keys, tokens, credentials in URLs)."""
-    if isinstance(value, str):
-        text = value
-        if "://" in text:
-            text = _URL_CREDENTIALS.sub(r"\1***@", text)
-        if "=" in text:
-            text = _URL_KEYS.sub(r"\1***", text)
-        return redact(text) if redact is not None and text else text
-    if isinstance(value, dict):
-        return {k: scrub(v, redact) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [scrub(v, redact) for v in value]
-    return value
+def scrub(value: Any, redact: Callable[[str], str] | None) -> Any:
+    """``value`` with every string redacted, dict keys included (``redact`` None: what any
+    :class:`~agentnb.tracing.redact.Redactor` hides; see :mod:`agentnb.tracing.redact`)."""
+    return redact_all(value, redact if redact is not None else Redactor().redact)
 
 
-def entry_line(request: dict[str, Any], completion: Completion, chunks: tuple[Chunk, ...], provider: str) -> bytes:
-    """One call as one line of JSON (ending in a newline); ``request`` is already redacted."""
+def entry_line(
+    request: dict[str, Any],
+    completion: Completion,
+    chunks: tuple[Chunk, ...],
+    provider: str,
+    redact: Callable[[str], str] | None = None,
+) -> bytes:
+    """One call as one line of JSON (ending in a newline), every string in it redacted: the
+    request (a redacted one is left as it is), the reply's texts, names, arguments (their names
+    too), raw arguments, notes and streamed pieces."""
     reply: dict[str, Any] = {
         "text": completion.text,
         "tool_calls": [c.to_dict() for c in completion.tool_calls],
@@ -123,6 +122,9 @@ def entry_line(request: dict[str, Any], completion: Completion, chunks: tuple[Ch
             ["text", c.text] if isinstance(c, TextChunk) else ["call", c.index, c.id, c.name, c.arguments]
             for c in chunks
         ]
+    redact = redact if redact is not None else Redactor().redact
+    d = redact_all(d, redact)
+    hide_split_in_chunks(d.get("chunks") or [], redact)
     try:
         text = jsonfile.dumps(d, ensure_ascii=False, separators=(",", ":"), default=str)
         return (text + "\n").encode("utf-8")

@@ -27,7 +27,7 @@ agentnb.timetravel.mismatch.ReplayMismatch: replay step 0: the request differs f
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from agentnb.providers.base import Chunk, Completion, Provider, Request
@@ -35,6 +35,7 @@ from agentnb.timetravel.canonical import canonical_message, canonical_messages, 
 from agentnb.timetravel.load import as_result
 from agentnb.timetravel.mismatch import ReplayMismatch
 from agentnb.timetravel.recording import Step, recorded_steps
+from agentnb.tracing.redact import Redactor, scrub
 
 
 class ReplayProvider(Provider):
@@ -50,10 +51,17 @@ class ReplayProvider(Provider):
     in_process = True  # a replay costs nothing
 
     def __init__(
-        self, steps: list[Step], messages: list[dict[str, Any]], label: str = "replay", output: Any = None
+        self,
+        steps: list[Step],
+        messages: list[dict[str, Any]],
+        label: str = "replay",
+        output: Any = None,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         self.steps = [s for s in steps if s.completion is not None]
-        self.messages = messages  # the recording's canonical messages
+        #: a saved transcript holds no secret: each request is compared as it would be saved
+        self.redact = redact
+        self.messages = scrub(messages, redact) if redact is not None else messages  # the recording's, canonical
         #: the recorded run's output schema (None: a text answer, or not known: a loaded transcript)
         self.output = output
         self.position = 0
@@ -100,7 +108,7 @@ class ReplayProvider(Provider):
             schema = request.output.schema if request.output is not None else None
             if schema != self.output:
                 return "output", short(self.output), short(schema)
-        names = tuple(t.name for t in request.tools)
+        names = tuple(t.name if self.redact is None else self.redact(t.name) for t in request.tools)
         if names != step.tools:
             return "tools", short(list(step.tools)), short(list(names))
         if request.tool_choice != step.tool_choice:
@@ -112,7 +120,7 @@ class ReplayProvider(Provider):
         start = min(start, len(msgs), step.n_messages)
         want = self.messages
         for j in range(start, min(len(msgs), step.n_messages)):
-            mine = canonical_message(msgs[j])
+            mine = canonical_message(msgs[j]) if self.redact is None else scrub(canonical_message(msgs[j]), self.redact)
             if mine != want[j]:
                 where, a, b = first_difference(want[j], mine, f"messages[{j}]") or (f"messages[{j}]", "", "")
                 return where, a, b
@@ -150,7 +158,9 @@ def replay(source: Any) -> Provider:
     if isinstance(source, (str, os.PathLike)) and is_cassette(source):
         return CassetteProvider(None, Cassette(source, mode="replay"))
     result = as_result(source)
-    label = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "RunResult"
+    saved = isinstance(source, (str, os.PathLike))
+    label = os.fspath(source) if saved else "RunResult"
     spec = getattr(result, "output_spec", None)
     output = spec.schema if spec is not None else None
-    return ReplayProvider(recorded_steps(result), canonical_messages(result.messages), label, output)
+    redact = Redactor().redact if saved else None  # a saved transcript's secrets are ``***``
+    return ReplayProvider(recorded_steps(result), canonical_messages(result.messages), label, output, redact)

@@ -38,7 +38,7 @@ from agentnb.providers.openai.route_state import RouteState, ToolCalling, check_
 from agentnb.providers.openai.sdk import _sdk
 from agentnb.providers.openai.stream import StreamReader
 from agentnb.providers.openai.wire import known_params, parse_completion, to_openai
-from agentnb.providers.sdk_client import LoopBoundClient, sdk_options
+from agentnb.providers.sdk_client import LoopBoundClient, option_secrets, sdk_options
 from agentnb.providers.untooled.envelope import looks_constrained, unwrap
 
 __all__ = ["OpenAIProvider", "parse_completion", "responses_provider", "to_openai"]
@@ -166,7 +166,7 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
                     "for a local server pass base_url=... (no key needed)"
                 )
             key = PLACEHOLDER_KEY
-        self._key = _Secret(key)
+        self._key = _Secret(key, base_url=self.base_url, **option_secrets(client_options))
         self.max_retries = max_retries
         self.timeout = timeout
         self.stream_usage = stream_usage

@@ -1,46 +1,20 @@
-"""Helpers of the OpenAI-compatible providers: the key wrapper and reading server failures.
+"""Helpers of the OpenAI-compatible providers: the secrets' wrapper and reading server failures.
 
 Shared by :mod:`agentnb.providers.openai` and the other HTTP providers; no SDK import here.
 
->>> _Secret("sk-0123456789").redact("key sk-0123456789 refused")
-'key *** refused'
+>>> _Secret("sk-0123456789").redact("http://me:pw@h/v1 refused sk-0123456789")
+'http://***@h/v1 refused ***'
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from agentnb.errors import AuthenticationError, ModelNotFoundError, ProviderError, RateLimitError, ServerError
+from agentnb.tracing.redact import Secret as _Secret  # the one wrapper of a provider's secrets
 
 __all__ = ["_Secret", "_cause", "_never_connected", "_server_message", "_without_userinfo", "classify"]
-
-
-class _Secret:
-    """Holds the API key so that no repr, ``vars()`` dump or log line can show it."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: str) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        return "<secret>"
-
-    def redact(self, text: str) -> str:
-        """``text`` without the key, nor credentials written into any URL (``http://user:pw@host``:
-        a base_url may carry them, and error messages quote it).
-
-        >>> _Secret("sk-0123456789").redact("http://me:pw@h/v1 refused sk-0123456789")
-        'http://***@h/v1 refused ***'
-        """
-        text = _URL_CREDENTIALS.sub(r"\1***@", text)
-        # Short strings are no secret worth hiding, and replacing them would garble the text.
-        return text.replace(self.value, "***") if len(self.value) >= 8 else text
-
-
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@]+@")
 
 
 def _server_message(exc: Exception) -> str:
