@@ -290,6 +290,36 @@ FORK_BAR_RUN = """\
 %%agent -p model --tools weather
 Weather in Paris, then in Oslo?"""
 
+# Forks that survive a save (issue 45, item 11): the forks wait for open.flag (the test makes it),
+# so the notebook can be saved while one runs; each fork answers with the next reply.
+SAVES_SETUP = '''\
+%load_ext agentnb
+import asyncio
+import os
+from agentnb import tool
+from agentnb.testing import FunctionProvider, call
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return {"Paris": "sunny", "Oslo": "snow"}[city]
+
+replies = [call("weather", city="Paris"), call("weather", city="Oslo"), "Sunny in Paris, snow in Oslo."]
+forks = ["Heavy snow in Oslo: stay in.", "Nested fork: hail in Oslo.", "Editor fork: fog in Oslo."]
+
+async def answer(messages, tools):
+    if replies:
+        return replies.pop(0)
+    while not os.path.exists("open.flag"):
+        await asyncio.sleep(0.05)
+    return forks.pop(0)
+
+model = FunctionProvider(answer)'''
+
+SAVES_RUN = """\
+%%agent -p model --tools weather
+Weather in Paris, then in Oslo?"""
+
 
 LIVE_SETUP = '''\
 import os
@@ -336,6 +366,7 @@ def main() -> None:
     write("fork.ipynb", (FORK, FORK_RUN, FORK_OPEN))
     write("fork_bar.ipynb", (FORK_BAR_SETUP, FORK_BAR_RUN))
     write("live_on_event.ipynb", (LIVE_SETUP, LIVE_RUN, LIVE_AFTER))
+    write("fork_saves.ipynb", (SAVES_SETUP, SAVES_RUN))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
-// agentnb's JupyterLab extension: the body of a %%agent cell is a prompt, not Python, so its
-// editor uses JupyterLab's Markdown mode ("is", "and", "not" are not keywords there).
+// agentnb's JupyterLab extension (JupyterLab 4 and Notebook 7): the body of a %%agent cell is a
+// prompt, not Python, so its editor uses JupyterLab's Markdown mode ("is", "and", "not" are not
+// keywords there); and a saved agentnb widget output shows its static copy where its kernel is
+// gone (see "static copy" below).
 //
 // Written by hand as a minimal federated-extension container (the interface JupyterLab 4's
 // loader calls: init(shareScope), get("./extension") -> factory -> module with the plugin).
@@ -69,13 +71,140 @@
     }
   };
 
+  // ---------------------------------------------------------------------------------------
+  // A saved agentnb output shows its static copy, never "model not found".
+  //
+  // agentnb's widget outputs (the fork bar, the fork editor, a live trace, an evaluation view)
+  // carry a static copy of themselves as text/html in the same bundle, marked in the output's
+  // metadata ("agentnb_static"). ipywidgets' renderer ignores it: reopened without the kernel
+  // it writes "Error displaying widget: model not found", and with saved widget state it shows
+  // controls that nothing answers. For marked outputs only, when the widget's model is missing
+  // or not connected to a kernel, this shows the copy instead (through the notebook's own
+  // text/html renderer, so an untrusted notebook's copy is sanitized as any HTML output is). An
+  // update that changes only the copy (same widget) does not rebuild a live view.
+  var WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
+  var STATIC_KEY = "agentnb_static";
+  var htmlSource = null; // a notebook's rendermime registry (they all render text/html alike)
+  var patchedProto = null;
+
+  function marked(model) {
+    var meta = model && model.metadata;
+    return !!(meta && meta[STATIC_KEY] && model.data && typeof model.data["text/html"] === "string");
+  }
+
+  function liveView(renderer) {
+    var child = renderer.widgets && renderer.widgets[0];
+    var view = child && child._view;
+    return view && view.model && view.model.comm_live ? child : null;
+  }
+
+  async function showStatic(renderer, model) {
+    var rm = renderer.__anbRendermime || htmlSource;
+    var html = rm && rm.createRenderer("text/html");
+    if (!html) return;
+    await html.renderModel(model);
+    while (renderer.widgets.length) renderer.widgets[0].parent = null; // detached, not disposed
+    renderer.node.textContent = "";
+    renderer.removeClass("jupyter-widgets");
+    renderer.addClass("anb-static-copy");
+    renderer.addWidget(html);
+    renderer.show();
+  }
+
+  function patch(proto) {
+    var original = proto.renderModel;
+    proto.renderModel = async function (model) {
+      if (!marked(model)) return original.call(this, model);
+      var id = (model.data[WIDGET_MIME] || {}).model_id;
+      if (this.__anbLive && this.__anbLive === id && liveView(this)) return; // only the copy changed
+      this.__anbLive = null;
+      this.removeClass("anb-static-copy");
+      await original.call(this, model);
+      if (liveView(this)) {
+        this.__anbLive = id;
+        return;
+      }
+      if (!this.widgets.length && this._rerenderMimeModel === model) return; // rendered again once restored
+      await showStatic(this, model);
+    };
+    proto.__anbPatched = true;
+    patchedProto = proto;
+  }
+
+  // Render again the marked outputs a notebook drew before the patch (its first notebook, opened
+  // while the widget manager was still being registered).
+  function redraw(notebook) {
+    (notebook.widgets || []).forEach(function (cell) {
+      var area = cell.outputArea;
+      if (!area || !area.model) return;
+      area.widgets.forEach(function (child, i) {
+        var model = area.model.get(i);
+        if (!marked(model)) return;
+        var inner = child.widgets ? child.widgets : [child];
+        inner.forEach(function (w) {
+          if (Object.getPrototypeOf(w) === patchedProto && !liveView(w)) w.renderModel(model);
+        });
+      });
+    });
+  }
+
+  function adopt(notebook, tries) {
+    var rm = notebook && notebook.rendermime;
+    if (!rm) return;
+    htmlSource = htmlSource || rm;
+    var factory = rm.getFactory(WIDGET_MIME);
+    if (!factory) {
+      if (tries > 0) setTimeout(function () { adopt(notebook, tries - 1); }, 20);
+      return;
+    }
+    if (!factory.__anbWrapped) {
+      var create = factory.createRenderer;
+      factory.createRenderer = function (options) {
+        var r = create.call(factory, options);
+        r.__anbRendermime = rm;
+        return r;
+      };
+      factory.__anbWrapped = true;
+    }
+    if (!patchedProto) {
+      var probe = factory.createRenderer({ mimeType: WIDGET_MIME, sanitizer: rm.sanitizer });
+      var proto = Object.getPrototypeOf(probe);
+      probe.dispose();
+      if (!proto.__anbPatched) patch(proto);
+      redraw(notebook);
+    }
+  }
+
+  var staticCopy = {
+    id: "agentnb:static-copy",
+    description: "Show agentnb's static copy of a widget output whose kernel is gone, not 'model not found'.",
+    autoStart: true,
+    activate: function (app) {
+      var seen = new Set();
+      var take = function (widget) {
+        if (!widget || !widget.content || seen.has(widget)) return;
+        seen.add(widget);
+        adopt(widget.content, 500);
+        widget.disposed && widget.disposed.connect(function () { seen.delete(widget); });
+      };
+      if (app.docRegistry && app.docRegistry.addWidgetExtension) {
+        app.docRegistry.addWidgetExtension("Notebook", { createNew: function (panel) { take(panel); } });
+      }
+      var scan = function () {
+        for (var w of app.shell.widgets("main")) take(w);
+      };
+      app.restored.then(scan);
+      app.shell.currentChanged && app.shell.currentChanged.connect(scan);
+    }
+  };
+
   var root = (window._JUPYTERLAB = window._JUPYTERLAB || {});
   root["agentnb"] = {
     init: function () {},
     get: function (module) {
       if (module !== "./extension") return Promise.reject(new Error("agentnb has no module " + module));
       return Promise.resolve(function () {
-        return { __esModule: true, default: [plugin] };
+        return { __esModule: true, default: [plugin, staticCopy] };
       });
     }
   };
