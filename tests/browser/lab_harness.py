@@ -71,8 +71,14 @@ class Lab:
             path = settings / (plugin + ".jupyterlab-settings")
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(value))
+        # This checkout's extension before any installed copy (Notebook 7 serves the first it
+        # finds on the data path, where an editable install may link another checkout's).
+        data = self.root / "data"
+        (data / "labextensions").mkdir(parents=True)
+        (data / "labextensions" / "agentnb").symlink_to(LABEXTENSIONS / "agentnb")
         env = {
             **os.environ,
+            "JUPYTER_PATH": os.pathsep.join([str(data), *filter(None, [os.environ.get("JUPYTER_PATH")])]),
             "JUPYTER_CONFIG_DIR": str(self.root / "config"),
             "JUPYTER_RUNTIME_DIR": str(self.root / "runtime"),
             "JUPYTERLAB_SETTINGS_DIR": str(settings),

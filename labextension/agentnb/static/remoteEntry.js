@@ -84,8 +84,6 @@
   // update that changes only the copy (same widget) does not rebuild a live view.
   var WIDGET_MIME = "application/vnd.jupyter.widget-view+json";
   var STATIC_KEY = "agentnb_static";
-  var htmlSource = null; // a notebook's rendermime registry (they all render text/html alike)
-  var patchedProto = null;
 
   function marked(model) {
     var meta = model && model.metadata;
@@ -98,10 +96,8 @@
     return view && view.model && view.model.comm_live ? child : null;
   }
 
-  async function showStatic(renderer, model) {
-    var rm = renderer.__anbRendermime || htmlSource;
-    var html = rm && rm.createRenderer("text/html");
-    if (!html) return;
+  async function showStatic(renderer, model, rendermime) {
+    var html = rendermime.createRenderer("text/html");
     await html.renderModel(model);
     while (renderer.widgets.length) renderer.widgets[0].parent = null; // detached, not disposed
     renderer.node.textContent = "";
@@ -111,68 +107,65 @@
     renderer.show();
   }
 
-  function patch(proto) {
-    var original = proto.renderModel;
-    proto.renderModel = async function (model) {
-      if (!marked(model)) return original.call(this, model);
+  // Every widget renderer of a notebook is wrapped from birth: its renderModel (which
+  // JupyterLab calls for each output, for each display update, and ipywidgets again once
+  // the widgets' state is restored) goes through this.
+  function wrapRenderer(renderer, rendermime) {
+    if (!renderer || renderer.__anbWrapped) return renderer;
+    var original = renderer.renderModel;
+    renderer.__anbWrapped = true;
+    renderer.renderModel = async function (model) {
+      if (!marked(model)) return original.call(renderer, model);
       var id = (model.data[WIDGET_MIME] || {}).model_id;
-      if (this.__anbLive && this.__anbLive === id && liveView(this)) return; // only the copy changed
-      this.__anbLive = null;
-      this.removeClass("anb-static-copy");
-      await original.call(this, model);
-      if (liveView(this)) {
-        this.__anbLive = id;
+      if (renderer.__anbLive && renderer.__anbLive === id && liveView(renderer)) return; // only the copy changed
+      renderer.__anbLive = null;
+      renderer.removeClass("anb-static-copy");
+      await original.call(renderer, model);
+      if (liveView(renderer)) {
+        renderer.__anbLive = id;
         return;
       }
-      if (!this.widgets.length && this._rerenderMimeModel === model) return; // rendered again once restored
-      await showStatic(this, model);
+      if (!renderer.widgets.length && renderer._rerenderMimeModel === model) return; // drawn again once restored
+      await showStatic(renderer, model, rendermime);
     };
-    proto.__anbPatched = true;
-    patchedProto = proto;
+    return renderer;
   }
 
-  // Render again the marked outputs a notebook drew before the patch (its first notebook, opened
-  // while the widget manager was still being registered).
-  function redraw(notebook) {
+  function wrapFactory(factory, rendermime) {
+    if (!factory || factory.__anbWrapped) return;
+    var create = factory.createRenderer;
+    factory.createRenderer = function (options) {
+      return wrapRenderer(create.call(factory, options), rendermime);
+    };
+    factory.__anbWrapped = true;
+  }
+
+  // A notebook's rendermime registry gets ipywidgets' factory a moment after the notebook is
+  // made (before its outputs are drawn): wrap it whenever it comes.
+  function adopt(notebook) {
+    var rendermime = notebook && notebook.rendermime;
+    if (!rendermime || rendermime.__anbAdopted) return;
+    rendermime.__anbAdopted = true;
+    wrapFactory(rendermime.getFactory(WIDGET_MIME), rendermime);
+    var add = rendermime.addFactory;
+    rendermime.addFactory = function (factory, rank) {
+      if (factory && factory.mimeTypes && factory.mimeTypes.indexOf(WIDGET_MIME) >= 0) wrapFactory(factory, rendermime);
+      return add.call(rendermime, factory, rank);
+    };
+    // A notebook already drawn (open before this extension started): its marked outputs again.
     (notebook.widgets || []).forEach(function (cell) {
       var area = cell.outputArea;
       if (!area || !area.model) return;
       area.widgets.forEach(function (child, i) {
         var model = area.model.get(i);
         if (!marked(model)) return;
-        var inner = child.widgets ? child.widgets : [child];
-        inner.forEach(function (w) {
-          if (Object.getPrototypeOf(w) === patchedProto && !liveView(w)) w.renderModel(model);
+        Array.from(child.children ? child.children() : []).forEach(function (w) {
+          if (typeof w.renderModel === "function" && "_rerenderMimeModel" in w && !liveView(w)) {
+            wrapRenderer(w, rendermime).renderModel(model);
+          }
         });
       });
     });
-  }
-
-  function adopt(notebook, tries) {
-    var rm = notebook && notebook.rendermime;
-    if (!rm) return;
-    htmlSource = htmlSource || rm;
-    var factory = rm.getFactory(WIDGET_MIME);
-    if (!factory) {
-      if (tries > 0) setTimeout(function () { adopt(notebook, tries - 1); }, 20);
-      return;
-    }
-    if (!factory.__anbWrapped) {
-      var create = factory.createRenderer;
-      factory.createRenderer = function (options) {
-        var r = create.call(factory, options);
-        r.__anbRendermime = rm;
-        return r;
-      };
-      factory.__anbWrapped = true;
-    }
-    if (!patchedProto) {
-      var probe = factory.createRenderer({ mimeType: WIDGET_MIME, sanitizer: rm.sanitizer });
-      var proto = Object.getPrototypeOf(probe);
-      probe.dispose();
-      if (!proto.__anbPatched) patch(proto);
-      redraw(notebook);
-    }
   }
 
   var staticCopy = {
@@ -180,15 +173,11 @@
     description: "Show agentnb's static copy of a widget output whose kernel is gone, not 'model not found'.",
     autoStart: true,
     activate: function (app) {
-      var seen = new Set();
       var take = function (widget) {
-        if (!widget || !widget.content || seen.has(widget)) return;
-        seen.add(widget);
-        adopt(widget.content, 500);
-        widget.disposed && widget.disposed.connect(function () { seen.delete(widget); });
+        if (widget && widget.content) adopt(widget.content);
       };
       if (app.docRegistry && app.docRegistry.addWidgetExtension) {
-        app.docRegistry.addWidgetExtension("Notebook", { createNew: function (panel) { take(panel); } });
+        app.docRegistry.addWidgetExtension("Notebook", { createNew: take });
       }
       var scan = function () {
         for (var w of app.shell.widgets("main")) take(w);
