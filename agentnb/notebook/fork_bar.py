@@ -78,7 +78,7 @@ class ForkBar(widgets.VBox):
         self.steps: widgets.ToggleButtons | None = None
         super().__init__()
         #: Its display: live, with a static copy of the forks made here beside it; frozen later.
-        self.shown = ForkDisplay(self, self._panels, BAR_NOTE)
+        self.shown = ForkDisplay(self, self._panels, BAR_NOTE, "Fork from here")
         self.add_class("anb-fork-bar")
 
     def fill(self, result: Any) -> None:

@@ -34,13 +34,14 @@ EDITOR_NOTE = (
 
 class ForkDisplay:
     """The display of one widget of fork controls (``widget``), whose forks are made in the
-    fork panels that ``panels()`` returns; ``note`` (HTML) heads its static copy while it is live.
+    fork panels that ``panels()`` returns; ``note`` (HTML) heads its static copy while it is
+    live, ``label`` its text.
 
     >>> from agentnb import Agent
     >>> from agentnb.testing import ScriptedProvider
     >>> from agentnb.notebook.trace import fork_editor
     >>> panel = fork_editor(Agent(ScriptedProvider(["Hi.", "Hello."])).run("hi"), at=0)
-    >>> shown = ForkDisplay(panel, lambda: [panel], EDITOR_NOTE)
+    >>> shown = ForkDisplay(panel, lambda: [panel], EDITOR_NOTE, "Fork editor")
     >>> panel.editor.value = "Hello."
     >>> _ = panel.fork()
     >>> data, meta = shown.live_bundle()
@@ -50,10 +51,11 @@ class ForkDisplay:
     (True, True)
     """
 
-    def __init__(self, widget: Any, panels: Callable[[], list[Any]], note: str) -> None:
+    def __init__(self, widget: Any, panels: Callable[[], list[Any]], note: str, label: str) -> None:
         self.widget = widget
         self.panels = panels
         self.note = note
+        self.label = label
         self.handles: list[Any] = []
         self.frozen = False
 
@@ -72,7 +74,7 @@ class ForkDisplay:
 
         data = dict(widgets.Widget._repr_mimebundle_(self.widget))  # the view, whatever the class shows
         html, texts = self.copy()
-        data["text/plain"] = "\n".join([LIVE_MARKER, "Fork controls (need the kernel)", *texts])
+        data["text/plain"] = "\n".join([LIVE_MARKER, f"{self.label} (needs the kernel)", *texts])
         data["text/html"] = f"<!--{LIVE_MARKER}\n-->" + self.note + html
         return data, {BAR_KEY: True, STATIC_KEY: True}
 
@@ -136,7 +138,7 @@ def show_editor(panel: Any) -> bool:
     freezes when a later cell runs; False outside a kernel's cell (nothing shown)."""
     if kernel_cell() is None:
         return False
-    shown = ForkDisplay(panel, lambda: [panel], EDITOR_NOTE)
+    shown = ForkDisplay(panel, lambda: [panel], EDITOR_NOTE, "Fork editor")
     panel.on_change = shown.refresh
     return shown.show()
 
