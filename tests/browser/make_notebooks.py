@@ -346,6 +346,27 @@ trace"""
 
 LIVE_AFTER = """print("after:", live_result.stop_reason, live_result.output)"""
 
+# Stop under agent.run(..., on_event=trace) (issue 45, item 13): the tool waits ten minutes.
+STOP_SETUP = '''\
+import asyncio
+from agentnb import Agent, tool
+from agentnb.notebook import TraceWidget
+from agentnb.testing import ScriptedProvider, call
+
+@tool
+async def wait_long() -> str:
+    """Wait ten minutes."""
+    await asyncio.sleep(600)
+    return "waited"
+'''
+
+STOP_RUN = """\
+trace = TraceWidget()
+stopped = Agent(ScriptedProvider([call("wait_long"), "Waited."]), tools=[wait_long]).run("Wait.", on_event=trace)
+trace"""
+
+STOP_AFTER = """print("after:", stopped.stop_reason)"""
+
 
 def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
@@ -367,6 +388,7 @@ def main() -> None:
     write("fork_bar.ipynb", (FORK_BAR_SETUP, FORK_BAR_RUN))
     write("live_on_event.ipynb", (LIVE_SETUP, LIVE_RUN, LIVE_AFTER))
     write("fork_saves.ipynb", (SAVES_SETUP, SAVES_RUN))
+    write("stop_on_event.ipynb", (STOP_SETUP, STOP_RUN, STOP_AFTER))
 
 
 if __name__ == "__main__":
