@@ -23,7 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
 #: Pinned for CI's test tools, not needed to run the notebooks.
-TEST_ONLY = {"nbval", "playwright", "ray"}  # ray: the tests' cluster, not a notebook's
+#: (ray: the tests' cluster; notebook: Notebook 7, where the browser tests open saved notebooks)
+TEST_ONLY = {"nbval", "playwright", "ray", "notebook"}
 #: The notebooks executed in the fresh environment: the quickstart and one more cheap one.
 EXECUTED = ["01_quickstart", "05_deduplication"]
 

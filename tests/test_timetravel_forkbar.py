@@ -232,3 +232,75 @@ def test_a_fork_still_running_is_waited_for_before_the_bar_freezes(ip: Any, bars
         assert bar.forks[0].output == "Hail, late."
 
     asyncio.run(scenario())
+
+
+def _displayed(cap: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    return [(o.data, o.metadata or {}) for o in cap.outputs]
+
+
+def test_the_bar_keeps_a_static_copy_of_its_forks_nested_ones_too(ip: Any, bars: list[Any]) -> None:
+    """Issue 45, item 11: a notebook saved at any moment keeps every fork. The bar's output holds,
+    beside its widget view, a static copy of the forks made there, brought up to date as each fork
+    starts and ends; a fork made from a fork's own "Fork…" is in it too, and kept when it freezes."""
+    model = ScriptedProvider([call("weather", city="Oslo"), "Snow.", "Hail.", "Nested: sleet."])
+    with capture_output() as cap:
+        Agent(model, tools=[weather]).run("Oslo?", on_event=(trace := TraceWidget()))
+    (bar,) = bars
+    (shown,) = [o for o in _displayed(cap) if o[1].get("agentnb_fork_bar")]  # its view, the copy, marked
+    assert WIDGET in shown[0] and shown[1] == {"agentnb_fork_bar": True, "agentnb_static": True}
+    assert "need its kernel" in shown[0]["text/html"] and "fork of step" not in shown[0]["text/html"]
+    bar.steps.value = 1
+    bar.panel.editor.value = "Hail."
+    with capture_output() as cap:
+        fork = bar.panel.fork()
+    started, ended = _displayed(cap)  # two display updates: the fork started, then it ended
+    for data, meta in (started, ended):
+        assert WIDGET in data and meta["agentnb_static"] and check_html(data["text/html"])[0] == []
+    assert "still running" in started[0]["text/html"] and "Hail." not in started[0]["text/html"]
+    assert "Hail." in ended[0]["text/html"] and "still running" not in ended[0]["text/html"]
+    assert "diff with the parent run" in ended[0]["text/html"] and "Hail." in ended[0]["text/plain"]
+    # a fork of the fork, from its own trace's "Fork…": the bar's copy takes it in too
+    fork.fork_button.click()
+    fork.fork_panel.kind.value = "reply"
+    fork.fork_panel.editor.value = "Nested: sleet."
+    with capture_output() as cap:
+        fork.fork_panel.fork()
+    *_, (nested, _meta) = _displayed(cap)
+    assert "Nested: sleet." in nested["text/html"] and 'class="anb-fork-nested"' in nested["text/html"]
+    with capture_output() as cap:
+        ip.events.trigger("pre_run_cell", None)  # a later cell: frozen, the nested fork kept
+    ((frozen, meta),) = _displayed(cap)
+    assert WIDGET not in frozen and meta == {} and bar.frozen and fork.fork_panel.editor.comm is None
+    assert "Hail." in frozen["text/html"] and "Nested: sleet." in frozen["text/html"]
+    assert check_html(frozen["text/html"])[0] == [] and "need its kernel" not in frozen["text/html"]
+    assert trace.state.finished is not None
+
+
+def test_the_fork_editor_of_agent_fork_keeps_its_forks_and_freezes(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``%agent --fork N`` in a kernel's cell: its output keeps a static copy of the forks made in
+    it, and a later cell freezes it into that copy (its widgets closed), as the bar does."""
+    from agentnb.notebook import trace as trace_module
+
+    made: list[ForkPanel] = []
+    real = trace_module.fork_editor
+    monkeypatch.setattr(trace_module, "fork_editor", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    model = ScriptedProvider([call("weather", city="Oslo"), "Snow.", "Hail."])
+    ip.user_ns.update({"model": model, "weather": weather})
+    with capture_output():
+        ip.run_line_magic("agent", "-p model -q --tools weather Weather in Oslo?")
+    with capture_output() as cap:
+        ip.run_line_magic("agent", "--fork 0")
+    ((shown, meta),) = _displayed(cap)
+    assert WIDGET in shown and meta["agentnb_static"] and "Fork editor" in shown["text/html"]
+    (panel,) = made
+    assert shown[WIDGET]["model_id"] == panel.model_id
+    assert panel.step.value == 0 and panel.editor.value == "sunny"
+    panel.editor.value = "hail"
+    with capture_output() as cap:
+        panel.fork()
+    assert "Hail." in _displayed(cap)[-1][0]["text/html"]
+    with capture_output() as cap:
+        ip.events.trigger("pre_run_cell", None)
+    ((frozen, _),) = _displayed(cap)
+    assert WIDGET not in frozen and "Hail." in frozen["text/html"] and "Fork editor" not in frozen["text/html"]
+    assert panel.fork_button.comm is None and check_html(frozen["text/html"])[0] == []

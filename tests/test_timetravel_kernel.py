@@ -49,10 +49,10 @@ print("FORKED", repr(f.output), f.lineage.forked_at, len(model.requests), ran, f
 """
 
 
-def _wait_for(kc: Any, needle: str, deadline: float, seen: list[str]) -> str:
+def _wait_for(kc: Any, needle: str, deadline: float, seen: list[str], start: str = "") -> str:
     while time.monotonic() < deadline:
         for line in seen:
-            if needle in line:
+            if needle in line and line.startswith(start):
                 return line
         try:
             msg = kc.get_iopub_msg(timeout=0.5)
@@ -60,8 +60,10 @@ def _wait_for(kc: Any, needle: str, deadline: float, seen: list[str]) -> str:
             continue
         if msg["msg_type"] == "stream":
             seen.extend(msg["content"]["text"].splitlines())
-        elif msg["msg_type"] == "update_display_data":  # one line: the HTML it shows now
-            seen.append("UPDATE " + msg["content"]["data"].get("text/html", "").replace("\n", " "))
+        elif msg["msg_type"] == "update_display_data":  # one line: the HTML it shows now (beside a widget?)
+            data = msg["content"]["data"]
+            live = "LIVE-" if "application/vnd.jupyter.widget-view+json" in data else ""
+            seen.append(f"{live}UPDATE " + data.get("text/html", "").replace("\n", " "))
         elif msg["msg_type"] == "error":
             raise AssertionError("\n".join(msg["content"]["traceback"]))
     raise AssertionError(f"no {needle!r} in time; saw {[line[-160:] for line in seen[-10:]]}")
@@ -149,8 +151,12 @@ def test_a_finished_magic_trace_forks_from_its_step_control_in_a_kernel() -> Non
         line = _wait_for(kc, "FORKED", deadline, seen)
         # one more model request (step 1), none for step 0, and the tool did not run again
         assert line == "FORKED 'Rain, take a coat.' 0 3 ['Paris']"
+        # while the bar was live, its static copy beside the widget followed the fork (issue 45)
+        running = _wait_for(kc, "fork of step [0]", deadline, seen, start="LIVE-UPDATE")
+        assert "still running" in running and "Rain, take a coat." not in running
+        assert "diff with the parent run" in _wait_for(kc, "Rain, take a coat.", deadline, seen, start="LIVE-UPDATE")
         # the bar froze into the fork's static trace (what the saved notebook keeps)
-        frozen = _wait_for(kc, "fork of step [0]", deadline, seen)
+        frozen = _wait_for(kc, "fork of step [0]", deadline, seen, start="UPDATE")
         assert frozen.startswith("UPDATE <!--agentnb live trace") and "Rain, take a coat." in frozen
         assert "anb-static" in frozen and "diff with the parent run" in frozen
     finally:

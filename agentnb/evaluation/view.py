@@ -26,6 +26,9 @@ from agentnb.untrusted import NO_MATH, html_widget, untrusted_html
 
 #: First line of the text/plain of a view that is replaced in place (for nbval's sanitizer).
 LIVE_MARKER = "agentnb live trace"  # the marker notebooks/sanitize.cfg already knows
+#: Output metadata: the bundle's text/html is a static copy, shown where the widget cannot be live
+#: (agentnb.notebook.trace.display.STATIC_KEY; this layer does not import the notebook's).
+STATIC_KEY = "agentnb_static"
 
 
 class EvaluationView:
@@ -110,7 +113,7 @@ class EvaluationView:
         data, meta = _bundle(self.widget, **kwargs)
         data["text/plain"] = f"{LIVE_MARKER}\n{summary_text(self.ev)}"
         data["text/html"] = self.static_html()  # for renderers without widgets (nbviewer, GitHub)
-        return data, meta
+        return data, {**meta, STATIC_KEY: True}
 
     def _ipython_display_(self) -> None:
         from IPython import get_ipython

@@ -22,7 +22,7 @@ from nbconvert.exporters import HTMLExporter
 from nbconvert.preprocessors import Preprocessor
 
 from agentnb.notebook.trace.blocks import STYLE
-from agentnb.notebook.trace.display import BAR_KEY
+from agentnb.notebook.trace.display import BAR_KEY, STATIC_KEY
 from agentnb.notebook.trace.snapshot import _CSS, KEY
 from agentnb.untrusted import NO_MATH, static_view, untrusted_markdown
 
@@ -36,8 +36,9 @@ class StaticTraces(Preprocessor):  # type: ignore[misc]
         for output in cell.get("outputs", ()):
             snap = output.get("metadata", {}).get(KEY)
             data = output.get("data", {})
-            if output.get("metadata", {}).get(BAR_KEY) and WIDGET in data:  # a live fork bar: its note
-                del data[WIDGET]
+            meta = output.get("metadata", {})
+            if not snap and WIDGET in data and (meta.get(BAR_KEY) or meta.get(STATIC_KEY)) and "text/html" in data:
+                del data[WIDGET]  # live fork controls, a live trace: their static copy (or note)
                 continue
             if not snap or WIDGET not in data:
                 continue

@@ -341,6 +341,36 @@ FORK_BAR_RUN = """\
 %%agent -p model --tools weather
 Weather in Paris, then in Oslo?"""
 
+# Forks that survive a save (issue 45, item 11): the forks wait for open.flag (the test makes it),
+# so the notebook can be saved while one runs; each fork answers with the next reply.
+SAVES_SETUP = '''\
+%load_ext agentnb
+import asyncio
+import os
+from agentnb import tool
+from agentnb.testing import FunctionProvider, call
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return {"Paris": "sunny", "Oslo": "snow"}[city]
+
+replies = [call("weather", city="Paris"), call("weather", city="Oslo"), "Sunny in Paris, snow in Oslo."]
+forks = ["Heavy snow in Oslo: stay in.", "Nested fork: hail in Oslo.", "Editor fork: fog in Oslo."]
+
+async def answer(messages, tools):
+    if replies:
+        return replies.pop(0)
+    while not os.path.exists("open.flag"):
+        await asyncio.sleep(0.05)
+    return forks.pop(0)
+
+model = FunctionProvider(answer)'''
+
+SAVES_RUN = """\
+%%agent -p model --tools weather
+Weather in Paris, then in Oslo?"""
+
 
 LIVE_SETUP = '''\
 import os
@@ -366,6 +396,27 @@ live_result = Agent(ScriptedProvider([call("wait_for_gate"), "The gate is open."
 trace"""
 
 LIVE_AFTER = """print("after:", live_result.stop_reason, live_result.output)"""
+
+# Stop under agent.run(..., on_event=trace) (issue 45, item 13): the tool waits ten minutes.
+STOP_SETUP = '''\
+import asyncio
+from agentnb import Agent, tool
+from agentnb.notebook import TraceWidget
+from agentnb.testing import ScriptedProvider, call
+
+@tool
+async def wait_long() -> str:
+    """Wait ten minutes."""
+    await asyncio.sleep(600)
+    return "waited"
+'''
+
+STOP_RUN = """\
+trace = TraceWidget()
+stopped = Agent(ScriptedProvider([call("wait_long"), "Waited."]), tools=[wait_long]).run("Wait.", on_event=trace)
+trace"""
+
+STOP_AFTER = """print("after:", stopped.stop_reason)"""
 
 
 # Issue 45: TeX from a model in every view (trace, fork bar, diff, evaluation view). The Markdown
@@ -446,6 +497,8 @@ def main() -> None:
     write("live_on_event.ipynb", (LIVE_SETUP, LIVE_RUN, LIVE_AFTER))
     write("tex.ipynb", (TEX_SETUP, TEX_CONTROL, TEX_DIFF, TEX_RUN))
     write("tex_voila.ipynb", (TEX_SETUP, TEX_CONTROL, TEX_DIFF, TEX_RUN, TEX_VOILA))
+    write("fork_saves.ipynb", (SAVES_SETUP, SAVES_RUN))
+    write("stop_on_event.ipynb", (STOP_SETUP, STOP_RUN, STOP_AFTER))
 
 
 if __name__ == "__main__":

@@ -87,6 +87,36 @@ def lent_cell() -> Iterator[bool]:
         yield True
 
 
+def lend_for_run() -> tuple[Callable[[], None], Callable[[], None]] | None:
+    """Called on a run's own thread as it starts under ``agent.run()`` in a cell: lend the cell
+    that waits for it to serve widget messages (a Stop click) until ``release()``, and give a
+    ``stop()`` that cancels the run (as a kernel interrupt does). None where no cell waits for
+    this run or its kernel cannot be served.
+    """
+    import asyncio
+
+    from agentnb.run.sync import BLOCKING_CELL
+
+    cell = BLOCKING_CELL.get()
+    job = comm_server(current_kernel()) if cell is not None else None
+    try:
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    except RuntimeError:
+        return None
+    if cell is None or job is None or task is None:
+        return None
+    lent = cell.lend(job)
+    lent.__enter__()
+    released: list[bool] = []
+
+    def release() -> None:
+        if not released:
+            released.append(True)
+            lent.__exit__(None, None, None)
+
+    return (lambda: loop.call_soon_threadsafe(task.cancel)), release
+
+
 def comm_server(kernel: Any) -> Callable[[Callable[[], bool]], None] | None:
     """A job for :meth:`agentnb.run.sync.BlockingCell.lend` that serves ``kernel``'s widget
     messages on the cell's thread until ``stop()``; None where this kernel cannot be served."""
@@ -168,8 +198,17 @@ def _take(kernel: Any, socket: Any, reply: Any, kept: list[Any]) -> None:
         except Exception:  # as ipykernel does: logged, the kernel goes on
             kernel.log.error("Exception in widget message handler:", exc_info=True)
         finally:
-            kernel._publish_status("idle", "shell")
+            kernel._publish_status("idle", "shell")  # the widget's front end waits for it
             kernel.set_parent(ident, parent, channel="shell")  # output goes to the cell again
+            _still_busy(kernel, parent)
+
+
+def _still_busy(kernel: Any, parent: Any) -> None:
+    """Say "busy" again for the cell that still runs: JupyterLab's kernel status takes the last
+    status message, whatever its request, so the "idle" that acknowledges a widget message read
+    "Idle" while the cell (an ``evaluate(...)``) still ran."""
+    if isinstance(parent, dict) and parent.get("header", {}).get("msg_type") == "execute_request":
+        kernel._publish_status("busy", "shell", parent=parent)
 
 
 def _comm_message(kernel: Any, frames: list[Any]) -> tuple[list[Any], dict[str, Any]] | None:
@@ -198,3 +237,6 @@ def acknowledge(change: Any = None) -> None:
         parent = kernel.get_parent("shell")
         if parent.get("header", {}).get("msg_type") == "comm_msg":
             kernel._publish_status("idle", "shell", parent=parent)
+            # and "busy" again: the cell still runs (JupyterLab shows the last status it got;
+            # the cell's own request is out of reach from here, the message's serves)
+            kernel._publish_status("busy", "shell", parent=parent)

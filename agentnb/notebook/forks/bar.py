@@ -7,10 +7,11 @@ goes on, then, once the run has ended and its agent is known, a row "Fork from h
 weather · [1] answer". A click on a step opens the fork editor (:class:`ForkPanel`, the
 debugger's editor) prefilled at that step; its "Fork from here" runs the fork live below.
 
-The bar is a widget, and a widget needs the kernel that made it: a notebook reopened without
-one would read "model not found". So, like the evaluation view, the bar *freezes* when a later
-cell runs: its display is replaced by the static HTML of the forks made there (each fork's
-sanitized trace and its diff with the parent; nothing when none was made). A fork still
+The bar is a widget, and a widget needs the kernel that made it. So its output carries a static
+copy of the forks made from it (each fork's sanitized trace and its diff with the parent, and the
+forks made from those), kept current as forks start and end, which a notebook reopened without
+the kernel shows instead of "model not found"; and, like the evaluation view, the bar *freezes*
+into that copy when a later cell runs (see :mod:`agentnb.notebook.forks.display`). A fork still
 running then is waited for. The trace's own display is never touched here.
 
 The step labels hold tool names and model text: they are given as text, since the buttons' front
@@ -20,16 +21,16 @@ and every tooltip is an attribute (text).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import ipywidgets as widgets
 
-from agentnb.notebook.trace.display import BAR_KEY, LIVE_MARKER, _as_current_cell, kernel_cell
+from agentnb.notebook.forks.display import ForkDisplay
+from agentnb.notebook.trace.display import kernel_cell
 from agentnb.timetravel.diff import steps_of
-from agentnb.untrusted import no_math
 
-_LIVE_HTML = f"<!--{LIVE_MARKER}\n-->" + no_math(
+#: What the bar's static copy says above its forks while the bar is live.
+BAR_NOTE = (
     '<div class="anb-static">Fork from here: the controls of this trace need its kernel (run the cell again).</div>'
 )
 
@@ -74,9 +75,9 @@ class ForkBar(widgets.VBox):
         self.result: Any = None
         self.panel: Any = None  # the ForkPanel, once a step was clicked
         self.steps: widgets.ToggleButtons | None = None
-        self.handles: list[Any] = []
-        self.frozen = False
         super().__init__()
+        #: Its display: live, with a static copy of the forks made here beside it; frozen later.
+        self.shown = ForkDisplay(self, self._panels, BAR_NOTE, "Fork from here")
         self.add_class("anb-fork-bar")
 
     def fill(self, result: Any) -> None:
@@ -107,7 +108,7 @@ class ForkBar(widgets.VBox):
         if self.panel is None:
             from agentnb.notebook.forks.panel import ForkPanel
 
-            self.panel = ForkPanel(self.result, type(self.trace), at=at)
+            self.panel = ForkPanel(self.result, type(self.trace), at=at, on_change=self.shown.refresh)
             self.panel.step.observe(lambda change: self._pick(change["new"]), names="value")
             self.children = (*self.children, self.panel)
         elif self.panel.step.value != at:
@@ -124,49 +125,27 @@ class ForkBar(widgets.VBox):
         """The RunResults of the forks made from this bar, in order."""
         return [] if self.panel is None else list(self.panel.forks)
 
-    # --- display and freezing --------------------------------------------------------------
+    # --- display and freezing (agentnb.notebook.forks.display) ----------------------------
+
+    @property
+    def frozen(self) -> bool:
+        """Whether a later cell froze the bar into its static copy."""
+        return self.shown.frozen
+
+    def _panels(self) -> list[Any]:
+        return [] if self.panel is None else [self.panel]
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-        data = super()._repr_mimebundle_(**kwargs)
-        if isinstance(data, tuple):
-            data = data[0]
-        data = dict(data)
-        data["text/plain"] = f"{LIVE_MARKER}\nFork from here (needs the kernel)"
-        data["text/html"] = _LIVE_HTML
-        return data, {BAR_KEY: True}  # a static export drops the widget view (export.StaticTraces)
+        return self.shown.live_bundle()  # a static export drops the widget view (export.StaticTraces)
 
     def static_bundle(self) -> dict[str, Any]:
         """What the bar leaves in the notebook: the forks made here, static and sanitized."""
-        html, text = [], []
-        panel = self.panel
-        for box in panel.below.children if panel is not None else ():
-            title, trace, after = box.children
-            if trace.state.finished is None:  # never ran (an error before its first event)
-                continue
-            html.append(title.value + trace.static_html() + after.value)
-            text.append(trace.text())
-        return {"text/html": f"<!--{LIVE_MARKER}\n-->" + "".join(html), "text/plain": "\n".join([LIVE_MARKER, *text])}
+        return self.shown.static_bundle()
 
     def freeze(self) -> None:
         """Replace the bar's displays by its static form and close its widgets (a later cell
         runs); a fork still running is waited for."""
-        tasks = [t for t in (self.panel.tasks if self.panel else ()) if not t.done()]
-        if tasks:
-            gathered = asyncio.gather(*tasks, return_exceptions=True)
-            gathered.add_done_callback(lambda _: self.freeze())
-            return
-        if self.frozen:
-            return
-        self.frozen = True
-        data = self.static_bundle()
-        for handle in self.handles:
-            handle.update(data, raw=True)
-        with _as_current_cell() as moved:  # nbclient reads only the running cell's messages
-            if moved:
-                for handle in self.handles:
-                    handle.update(data, raw=True)
-        self.handles = []
-        _close_tree(self)
+        self.shown.freeze()
 
 
 def show_bar(trace: Any) -> ForkBar | None:
@@ -177,30 +156,9 @@ def show_bar(trace: Any) -> ForkBar | None:
         return None
     if trace.state.finished is not None and getattr(trace.result, "agent", None) is None:
         return None  # a finished run that cannot be forked here (a loaded transcript): no bar at all
-    from IPython import get_ipython
-    from IPython.display import display
-
     bar = ForkBar(trace)
     trace.__dict__["_anb_fork_bar"] = bar
     if trace.result is not None and trace.state.finished is not None:
         bar.fill(trace.result)
-    data, meta = bar._repr_mimebundle_()
-    handle = display(data, raw=True, metadata=meta, display_id=True)
-    if handle is None:
-        return bar
-    bar.handles.append(handle)
-    events = get_ipython().events
-
-    def later(*_: Any) -> None:  # a later cell runs: freeze once the trace's run has ended
-        if trace.state.finished is not None or bar.frozen:
-            events.unregister("pre_run_cell", later)
-            bar.freeze()
-
-    events.register("pre_run_cell", later)
+    bar.shown.show(ready=lambda: trace.state.finished is not None)  # frozen once the run has ended
     return bar
-
-
-def _close_tree(widget: Any) -> None:
-    for child in getattr(widget, "children", ()):
-        _close_tree(child)
-    widget.close()

@@ -6,11 +6,17 @@ result, a call's arguments, the reply, the system prompt); a bad edit is shown b
 button, not raised. Each fork runs live in a new trace below, its recorded prefix folded, with
 its diff against the parent under it. The view depends on :mod:`agentnb.timetravel`; nothing
 there imports it.
+
+What the panel made outlives its widgets: :meth:`ForkPanel.static_copy` is every fork made here
+(and in the forks' own "Fork…" panels, at any depth) as sanitized static HTML, and ``on_change``
+is called whenever that changes (a fork starts, ends, or is refused), so the output that shows
+the panel can keep a static copy of it current (:mod:`agentnb.notebook.forks.display`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as widgets
@@ -21,14 +27,25 @@ from agentnb.timetravel.drafts import KINDS, edit_from_text, prefill, recorded_s
 from agentnb.untrusted import html_widget
 from agentnb.untrusted import untrusted_html as escape
 
+_RUNNING = '<div class="anb anb-m"><i>(this fork was still running when this copy was made)</i></div>'
+
 
 class ForkPanel(widgets.VBox):
     """The fork editor for one finished run (``result`` must know its agent, or pass ``agent``)."""
 
-    def __init__(self, result: Any, make_trace: Any, at: int | None = None, agent: Any = None) -> None:
+    def __init__(
+        self,
+        result: Any,
+        make_trace: Any,
+        at: int | None = None,
+        agent: Any = None,
+        on_change: Callable[[], Any] | None = None,
+    ) -> None:
         self.result = result
         self.make_trace = make_trace  # the trace widget's class (the view below never imports it)
         self.agent = agent
+        #: Called when what :meth:`static_copy` shows changes (a fork started, ended or was refused).
+        self.on_change = on_change
         self.forks: list[Any] = []  # the RunResults of the forks made here, in order
         self.tasks: list[asyncio.Task[Any]] = []
         choices = step_choices(result)
@@ -95,8 +112,10 @@ class ForkPanel(widgets.VBox):
         )
         after = html_widget()
         box = widgets.VBox([title, trace, after])
+        trace.on_fork_change = self.changed  # a fork of this fork ("Fork…" on its trace) changes us too
         self.below.children = (*self.below.children, box)
         self.problem.value = ""
+        self.changed()
 
         async def go() -> Any:
             try:
@@ -104,6 +123,7 @@ class ForkPanel(widgets.VBox):
             except UserError as exc:  # refused before anything ran: no trace for it
                 self.problem.value = f'<span style="color:#cf222e">✗ {escape(str(exc))}</span>'
                 self.below.children = tuple(c for c in self.below.children if c is not box)
+                self.changed()
                 return None
             trace.finish(done)
             trace.open_depths = max(1, trace.state.current_depth - done.lineage.live_from + 1)  # prefix folded
@@ -111,6 +131,7 @@ class ForkPanel(widgets.VBox):
             shown = diff(self.result, done, labels=("parent", "fork"))._repr_html_()  # escaped inside
             after.value = f"<details><summary>diff with the parent run</summary>{shown}</details>"
             self.forks.append(done)
+            self.changed()
             return done
 
         try:
@@ -124,6 +145,40 @@ class ForkPanel(widgets.VBox):
             self.tasks.append(loop.create_task(go()))
         return trace
 
+    def changed(self) -> None:
+        """Tell the owner (``on_change``) that the forks made here changed."""
+        if self.on_change is not None:
+            self.on_change()
+
+    def running(self) -> list[asyncio.Task[Any]]:
+        """The forks still running, here and in the forks' own panels."""
+        out = [t for t in self.tasks if not t.done()]
+        for box in self.below.children:
+            nested = getattr(box.children[1], "fork_panel", None)
+            if nested is not None:
+                out += nested.running()
+        return out
+
+    def static_copy(self) -> tuple[str, str]:
+        """``(html, text)``: every fork made here, and the forks made from them, as static HTML
+        (each fork's title, sanitized trace and diff with its parent) and as text."""
+        html, text = [], []
+        for box in self.below.children:
+            title, trace, after = box.children
+            if trace.state.finished is None:  # saved while it runs: what it did so far
+                html.append(title.value + _RUNNING + (trace.static_html() if trace.state.started else ""))
+                text.append(trace.text())
+                continue
+            html.append(title.value + trace.static_html() + after.value)
+            text.append(trace.text())
+            nested = getattr(trace, "fork_panel", None)
+            if nested is not None:
+                inner, inner_text = nested.static_copy()
+                if inner:
+                    html.append(f'<div class="anb-fork-nested" style="margin-left:18px">{inner}</div>')
+                    text.append(inner_text)
+        return "".join(html), "\n".join(text)
+
 
 def attach(trace: Any, result: Any) -> None:
     """Give a finished trace its "Fork…" button (only for a run whose agent is known)."""
@@ -136,7 +191,7 @@ def attach(trace: Any, result: Any) -> None:
 
     def open_panel(_: Any = None) -> None:
         if getattr(trace, "fork_panel", None) is None:
-            trace.fork_panel = ForkPanel(result, type(trace))
+            trace.fork_panel = ForkPanel(result, type(trace), on_change=getattr(trace, "on_fork_change", None))
             trace.children = (*trace.children, trace.fork_panel)
 
     button.on_click(open_panel)

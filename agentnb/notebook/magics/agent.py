@@ -207,9 +207,12 @@ class AgentMagics(NamespaceLookup, Magics):
         result = self.shell.user_ns.get("_agent_result")
         if not isinstance(result, RunResult):
             raise UserError("no result to fork: run %agent first (its result is _agent_result)")
+        from agentnb.notebook.forks.display import show_editor
         from agentnb.notebook.trace.widget import fork_editor
 
-        _display(fork_editor(result, at))
+        panel = fork_editor(result, at)
+        if not show_editor(panel):  # in a kernel's cell it keeps its forks and freezes later
+            _display(panel)
 
     def _prepare(self, opts: MagicOptions, prompt: str) -> _Plan | None:
         """Build the agent; start a step-through run (returns None) or say how to run."""

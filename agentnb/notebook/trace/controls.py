@@ -12,9 +12,17 @@ from typing import Any
 
 from agentnb.notebook.trace.state import Pause
 
+#: Stop's tooltip where nothing can stop the run from the widget (a run awaited in the cell).
+NO_STOP = (
+    "This run cannot be stopped from here (it is awaited in the cell): use Kernel > Interrupt, "
+    "or run it with %agent or agent.run(..., on_event=trace)"
+)
+
 
 class TraceControls:
     """Stop, approval and pause handling for :class:`~agentnb.notebook.trace.widget.TraceWidget`."""
+
+    _release_cell: Callable[[], None] | None = None
 
     stop_button: Any
     approval: Any
@@ -31,6 +39,28 @@ class TraceControls:
         """Call ``callback`` when Stop is clicked (the runner cancels the run); None disables Stop."""
         self._stop_callback = callback
         self.stop_button.disabled = callback is None or self.state.finished is not None
+        self.stop_button.tooltip = "Stop the run" if callback is not None else NO_STOP
+
+    def _offer_stop(self) -> None:
+        """The run started: where its runner gave no Stop (``agent.run(..., on_event=w)`` in a
+        cell), the cell that waits for it serves the click, and Stop cancels the run; where
+        nothing can, the button says why."""
+        if self._stop_callback is not None:
+            return
+        from agentnb.notebook.cells.inplace import lend_for_run
+
+        lent = lend_for_run()
+        if lent is None:
+            self.stop_button.tooltip = NO_STOP
+            return
+        stop, self._release_cell = lent
+        self.on_stop(stop)
+
+    def _run_over(self) -> None:
+        """The run ended: give the cell back (see :meth:`_offer_stop`)."""
+        release, self._release_cell = self._release_cell, None
+        if release is not None:
+            release()
 
     #: Who decided, in :class:`~agentnb.events.ApprovalDecided` events.
     approver_name = "widget"

@@ -34,6 +34,10 @@ LIVE_MARKER = "agentnb live trace"
 #: Output metadata marking a trace's fork bar (agentnb.notebook.forks.bar): a static export drops
 #: its widget view, which means nothing without the kernel, and keeps its note.
 BAR_KEY = "agentnb_fork_bar"
+#: Output metadata saying that the bundle's ``text/html`` is a static copy of its widget view:
+#: agentnb's JupyterLab extension shows it where the widget cannot be live (its model missing,
+#: or restored from saved widget state without its kernel) instead of "model not found".
+STATIC_KEY = "agentnb_static"
 
 _PLACEHOLDER = no_math(
     '<div class="anb-static"><b>agentnb</b> trace: the run was still going when this output was saved; '
@@ -73,7 +77,7 @@ class LiveDisplay:
         """The widget view (plus a note for renderers without the kernel)."""
         data, meta = self._repr_mimebundle_()  # type: ignore[attr-defined]
         data["text/html"] = self._marked(_PLACEHOLDER, True)
-        return data, meta
+        return data, {**meta, STATIC_KEY: True}
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

@@ -153,8 +153,10 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
             self._context_event = event  # rendered with the first flush
             if self.show_on_start:
                 self._show_on_start()
+            self._offer_stop()
         self.state.add(event, now)
         if kind == "run_finished":
+            self._run_over()
             self._end_pause(now)
             self._cancel(self._ticker)
             self._cancel(self._timer)
