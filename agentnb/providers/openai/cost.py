@@ -104,7 +104,7 @@ class GuidanceCost:
         self._timed = 0
         self._carried = 0.0  # seconds the step spent before it came here (see carry)
         self._started = time.perf_counter()
-        self._plain_before = self.plain
+        self._plain_before: float | None = self.plain
 
     # -- measuring ------------------------------------------------------------------------
 
