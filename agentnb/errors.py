@@ -100,6 +100,9 @@ class ProviderError(AgentnbError):
 
     #: Events of what happened before the failure, e.g. the retries (RequestRetried) it took.
     events: tuple[Any, ...] = ()
+    #: The server's whole message, where the error's own text gives it shortened (without the
+    #: server's traceback and file paths, on one line); "" where the text has it all.
+    detail: str = ""
 
     def __init__(self, message: str, *, status: int | None = None) -> None:
         self.status = status

@@ -81,11 +81,16 @@ def test_llama_cpp_server_constrained_untooled_run(llama_cpp_url):
 def test_llama_cpp_server_auto_route_switches_when_tools_are_ignored(llama_cpp_url):
     # llama-cpp-python's default chat format drops `tools` silently (no error, a prose reply).
     # The prompt it reports is as long with them as without: `auto` sees that and switches, once.
+    # That is found before any request with tools (two one-token probes): no reply is written
+    # with the tools the model never sees.
     p = OpenAIProvider("smollm2", base_url=llama_cpp_url, settings={**SETTINGS, "max_tokens": 20}, timeout=300)
+    posted, post = [], p._post
+    p._post = lambda kwargs: posted.append(kwargs) or post(kwargs)  # type: ignore[method-assign]
     r = Agent(p, [get_weather], max_tool_calls=1).run("What is the weather in Paris?")
     assert r.error is None, r.error
     switches = [e for e in r.events if isinstance(e, RouteSwitched)]
     assert len(switches) == 1 and "ignored `tools`" in switches[0].reason and p.route == "untooled"
+    assert posted and not any("tools" in kwargs for kwargs in posted)
     # the step went again through UnTooled: the model called the tool and read its result
     started = [e for e in r.events if isinstance(e, ToolStarted)]
     assert [e.name for e in started] == ["get_weather"] and "paris" in str(started[0].arguments).lower()

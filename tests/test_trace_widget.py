@@ -366,6 +366,28 @@ def test_streaming_shows_time_to_first_token_and_speed_not_waiting() -> None:
     assert w.sections[0].title == "Depth 0 · 600 ms · 60 tokens"
 
 
+@pytest.mark.parametrize("kind", ["route_switched", "call_repair"])
+def test_a_reply_whose_usage_counts_other_replies_shows_the_streams_own_speed(kind: str) -> None:
+    # usage that counts a reply streamed before this one (dropped, or asked again): its tokens
+    # did not take the 150 ms this stream took, so the speed is the fragments' (4 in 150 ms)
+    t = [0.0]
+    w = TraceWidget(clock=lambda: t[0], interval=0)
+    w.handle(EVENT_TYPES["run_started"](0, "m", (), 10, 1))
+    w.handle(EVENT_TYPES["model_request"](0, 1, (), "none"))
+    note = {
+        "route_switched": lambda: EVENT_TYPES["route_switched"](0, "m", "untooled", "the server ignored `tools`"),
+        "call_repair": lambda: EVENT_TYPES["call_repair"](0, "m", "add", {"a": "x"}, ("a: expected integer",), True),
+    }[kind]()
+    for i, word in enumerate(["The ", "answer ", "is ", "four."]):
+        t[0] = 21.3 + i * 0.05
+        w.handle(EVENT_TYPES["text_delta"](0, word))
+    w.handle(note)
+    w.handle(EVENT_TYPES["model_response"](0, "The answer is four.", (), Usage(200, 432), 21.5))
+    html = w.section_html(0)
+    assert "first token after 21.3 s · ~27 tokens/s · 200 in / 432 out tokens" in html
+    assert "2160 tokens/s" not in html
+
+
 def test_header_counts_model_calls_not_a_depth_number() -> None:
     w, _ = run_with_widget([call("add", a=1, b=2), "3"])
     shown = re.sub(r"<[^>]+>", "", w.header_html.split("</style>")[1])

@@ -35,6 +35,9 @@ from agentnb.messages import Image, Usage
 
 #: Shortest generation (seconds after the first token) a speed is shown for.
 MIN_SPAN = 0.05
+#: Notes that say a reply's usage also counts requests streamed before it (a reply written
+#: without the tools and dropped, a call asked again): its tokens did not take its stream's time.
+_OTHER_REPLIES = frozenset({"route_switched", "call_repair"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,12 +126,14 @@ class DepthView:
     @property
     def tokens_per_second(self) -> tuple[float, bool] | None:
         """Output speed after the first token, and whether it is exact (from usage) or estimated
-        from the number of streamed fragments (about one token each). None while too short to tell."""
+        from the number of streamed fragments (about one token each; also where the usage counts
+        other replies). None while too short to tell."""
         ttft = self.ttft
         if ttft is None:
             return None
         r = self.response
-        if r is not None and r.usage.output_tokens and r.duration - ttft >= MIN_SPAN:
+        own = not any(n.kind in _OTHER_REPLIES for n in self.notes)
+        if r is not None and own and r.usage.output_tokens and r.duration - ttft >= MIN_SPAN:
             return r.usage.output_tokens / (r.duration - ttft), True
         assert self.t_first is not None
         span = (self.t_last or self.t_first) - self.t_first

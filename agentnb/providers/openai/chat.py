@@ -260,8 +260,9 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
     # -- response -----------------------------------------------------------------------
 
     async def complete(self, request: Request) -> Completion:
+        switch = await openai_ignored.ahead(self, request)  # a server that drops tools: untooled at once
         if self._via_untooled(request):
-            return await self.untooled().complete(request)
+            return openai_ignored.with_switch(await self.untooled().complete(request), switch)
         if self.api == "responses":
             from agentnb.providers.openai import responses as openai_responses
 
@@ -282,8 +283,8 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
         except ValueError as exc:  # a 200 whose body is not JSON
             failure = self._garbage(f"a body that is not JSON ({exc})")
         if switch is not None:  # the model takes no tools: this step, and every later one, untooled
-            completion = await self.untooled().complete(request)
-            return dataclasses.replace(completion, events=(switch, *completion.events))
+            self._cost.hand_over()
+            return openai_ignored.with_switch(await self.untooled().complete(request), switch)
         if failure is None:
             try:
                 completion = parse_completion(response)
@@ -302,6 +303,7 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
             called = bool(completion.tool_calls)
             switch = await openai_ignored.check(self, kwargs, called, completion.usage.input_tokens)
             if switch is not None:  # the model never saw the tools: this step again, untooled
+                self._cost.hand_over()
                 spent = completion.usage  # the reply written without the tools counts too
                 completion = await self.untooled().complete(request)
                 usage = completion.usage + spent
@@ -319,9 +321,10 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
         return self._finish_output(request, completion)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:
+        switch = await openai_ignored.ahead(self, request)  # a server that drops tools: untooled at once
         if self._via_untooled(request):
             async for item in self.untooled().stream(request):
-                yield item
+                yield openai_ignored.with_switch(item, switch)
             return
         if self.api == "responses":
             from agentnb.providers.openai import responses as openai_responses
@@ -346,8 +349,9 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
             switch = self._switch_for(exc, request)
             failure = None if switch is not None else self._error(exc)
         if switch is not None:
+            self._cost.hand_over()
             async for item in self.untooled().stream(request):
-                yield dataclasses.replace(item, events=(switch, *item.events)) if isinstance(item, Completion) else item
+                yield openai_ignored.with_switch(item, switch)
             return
         if failure is not None:
             raise failure  # outside the except block: no SDK exception (or key) chained to it
@@ -357,6 +361,7 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
         async for item in reader.settle():
             yield item
         if reader.switch is not None:  # the model never saw the tools: this step again, untooled
+            self._cost.hand_over()
             async for item in self.untooled().stream(request):
                 if isinstance(item, Completion):  # the reply written without the tools counts too
                     item = dataclasses.replace(

@@ -102,6 +102,9 @@ class GuidanceCost:
         self.spent = 0.0
         self.names = ""
         self._timed = 0
+        self._carried = 0.0  # seconds the step spent before it came here (see carry)
+        self._started = time.perf_counter()
+        self._plain_before: float | None = self.plain
 
     # -- measuring ------------------------------------------------------------------------
 
@@ -161,7 +164,7 @@ class GuidanceCost:
         spent = self.spent + took
         how = f"cut off after {took:.1f} s" if took else "not sent"
         reason = (
-            f"{how}: the step's guidance had used {spent:.1f} s of its budget of {limit:.1f} s per step; "
+            f"{how}: the step had used {spent:.1f} s of its guidance budget of {limit:.1f} s per step; "
             "the step went on without the rest of its guidance"
         )
         return GuidanceSkipped(0, self.names, what, reason, round(spent, 2), round(limit, 2))
@@ -188,7 +191,30 @@ class GuidanceCost:
     # -- deciding ---------------------------------------------------------------------------
 
     def begin_step(self) -> None:
-        self.spent = 0.0
+        """A step starts: its budget is whole, less what :meth:`carry` says it spent already."""
+        self.spent, self._carried = self._carried, 0.0
+        self._started = time.perf_counter()
+        self._plain_before = self.plain
+
+    def carry(self, seconds: float) -> None:
+        """The step spent ``seconds`` before its guidance runs (the requests that found the server
+        ignores tools): they count against the budget the next :meth:`begin_step` starts with."""
+        self._carried += seconds
+
+    def hand_over(self) -> None:
+        """The step begun last goes on through another request (its native try was refused, or
+        its reply written without the tools is dropped): the time it took so far counts against
+        that request's budget, and a dropped reply does not set the budget (:attr:`plain`).
+
+        >>> cost = GuidanceCost("auto")
+        >>> cost.begin_step()
+        >>> cost.observe("plain", tokens=300, seconds=21.0)  # 21 s of prose the server wrote without the tools
+        >>> cost.hand_over(); cost.begin_step()
+        >>> cost.plain is None, cost.limit(), cost.spent > 0
+        (True, 5.0, True)
+        """
+        self.plain = self._plain_before
+        self.carry(self.spent + time.perf_counter() - self._started)
 
     def limit(self) -> float | None:
         if self.budget is None or isinstance(self.budget, float):
@@ -208,7 +234,7 @@ class GuidanceCost:
         }
         rates = [f"{r * 1000:.0f} ms {names[k]}" for k, v in self._rates.items() if (r := v.per_token()) is not None]
         measured = f" (measured here: {', '.join(rates)})" if rates else ""
-        spent = f"; {self.spent:.1f} s spent on guidance this step" if self.spent >= 0.05 else ""
+        spent = f"; {self.spent:.1f} s spent this step" if self.spent >= 0.05 else ""
         reason = f"{what}: ~{estimate:.1f} s{measured}{spent}; the budget is {limit:.1f} s per step"
         return GuidanceSkipped(0, self.names, step, reason, round(estimate, 2), round(limit, 2))
 

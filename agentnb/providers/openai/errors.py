@@ -14,7 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 from agentnb.errors import AuthenticationError, ModelNotFoundError, ProviderError, RateLimitError, ServerError
 from agentnb.tracing.redact import Secret as _Secret  # the one wrapper of a provider's secrets
 
-__all__ = ["_Secret", "_cause", "_never_connected", "_server_message", "_without_userinfo", "classify"]
+__all__ = ["_Secret", "_cause", "_never_connected", "_server_message", "_without_userinfo", "brief", "classify"]
 
 
 def _server_message(exc: Exception) -> str:
@@ -41,6 +41,36 @@ def _server_message(exc: Exception) -> str:
     if isinstance(body, str) and body.strip():
         return body.strip()
     return str(getattr(exc, "message", None) or exc)
+
+
+#: Where a server's message turns into its traceback (Python's frames, or the header).
+_TRACEBACK = re.compile(r'Traceback \(most recent call last\)|\bFile "[^"]*", line \d+')
+#: One entry of a validation error printed as a Python dict (FastAPI's ``RequestValidationError``).
+_VALIDATION = re.compile(r"""'loc': \(([^)]*)\), 'msg': (?:'([^']*)'|"([^"]*)")""")
+#: A path to a file of the server's: a name with an extension under some folders (not a URL's
+#: path: no scheme, host or dot before its first slash; not a route such as /v1/chat/completions).
+_PATH = re.compile(r"(?<![\w:/.~-])(?:[A-Za-z]:)?[/\\](?:[\w.+~-]+[/\\])+([\w+~-][\w.+~-]*\.[A-Za-z0-9]{1,8})\b")
+
+
+def brief(message: str, width: int = 240) -> str:
+    """A server's message made short for a trace, an event or an error line: without its
+    traceback, a validation error dump as ``loc: msg``, a file path of the server's as its file
+    name, on one line of at most ``width`` characters. (The whole message stays on the error.)
+
+    >>> said = "1 validation error: {'loc': ('body', 'response_format', 'type'), 'msg': 'Input should be text'}"
+    >>> brief(said + ' File "/srv/app.py", line 3, in create')
+    'body.response_format.type: Input should be text'
+    >>> brief("Model path does not exist: /home/me/models/smol.gguf (see http://host:8080/v1/models)")
+    'Model path does not exist: …/smol.gguf (see http://host:8080/v1/models)'
+    """
+    cut = _TRACEBACK.search(message)
+    text = message[: cut.start()] if cut else message
+    found = [(loc, one or two) for loc, one, two in _VALIDATION.findall(text)]
+    if found:
+        parts = [".".join(p.strip(" '\"") for p in loc.split(",") if p.strip(" '\"")) for loc, _ in found]
+        text = "; ".join(f"{loc}: {msg}" if loc else msg for loc, (_, msg) in zip(parts, found, strict=True))
+    text = _PATH.sub(r"…/\1", " ".join(text.split()).rstrip(" :-"))
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _detail_line(item: Any) -> str:
@@ -88,8 +118,19 @@ def classify(
     """The typed agentnb error for an ``openai`` SDK exception, with the server's own message.
 
     ``where``: the server (its base URL, or "the OpenAI API"); ``streaming``: chunks had arrived.
+    The server's message is given :func:`brief`; the whole of it is the error's ``detail``.
     """
-    message = _server_message(exc)
+    whole = _server_message(exc)
+    message = brief(whole, 500)
+    error = _classified(sdk, exc, streaming, message, where=where, model=model, retries=retries, timeout=timeout)
+    if message != " ".join(whole.split()):
+        error.detail = whole
+    return error
+
+
+def _classified(
+    sdk: Any, exc: Exception, streaming: bool, message: str, *, where: str, model: str, retries: int, timeout: float
+) -> ProviderError:
     if isinstance(exc, sdk.APIStatusError):
         status = exc.status_code
         if status in (401, 403):

@@ -44,7 +44,10 @@ class FailureReporting:
         text = self._key.redact(str(error))
         if self._route.tool_calling == "native" and rejects_tools(text):
             text += " (this model or server takes no tools: use tool_calling='untooled', or 'auto')"
-        error = error if text == str(error) else type(error)(text, status=error.status)
+        detail = self._key.redact(error.detail)
+        if text != str(error):
+            error = type(error)(text, status=error.status)
+        error.detail = detail
         return retry.carry(exc, error)
 
     def _classify(self, exc: Exception, streaming: bool) -> ProviderError:

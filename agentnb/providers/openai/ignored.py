@@ -7,9 +7,15 @@ and never calls a tool, and nothing tells ``tool_calling="auto"`` to switch. One
 tells: the prompt a server counts with the tools and without them. Equal counts mean the
 tools never reached the prompt.
 
-The check runs once per provider, on the first reply to a request with tools that calls no
-tool (a reply with a call shows the tools work): one extra request of one token without the
-tools, and, where the reply carried no token counts, one with them.
+The check runs once per provider, *before* its first request with tools (:func:`ahead`): two
+one-token requests, with the tools and without. A server that drops them is then never sent
+a request with tools: the step goes untooled at once, and what the two requests took counts
+against the step's guidance budget. (Checked after the reply instead, a server that ignores
+the tools first writes a whole reply in prose: 21 s of it, against llama-cpp-python, before the
+guidance could start.) The named servers that never drop tools silently (:data:`SHOWN_OR_REFUSED`)
+are checked the old way, on the first reply that calls no tool (a reply with a call shows the
+tools work): one extra request of one token without the tools, and, where the reply carried
+no token counts, one with them. So is a server the check ahead could not read (no counts).
 
 >>> same_prompt(412, 412), same_prompt(412, 530), same_prompt(None, 412)
 (True, False, None)
@@ -17,12 +23,18 @@ tools, and, where the reply carried no token counts, one with them.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from typing import Any
 
 from agentnb.events import RouteSwitched
+from agentnb.providers.base import Completion
 
 #: What a probe may keep of the original request (the rest: sampling, streaming, tools).
 _KEPT = ("model", "messages", "extra_body", "extra_headers", "extra_query")
+#: Named servers (``ollama:``...) that refuse ``tools`` with an error or put them in the
+#: prompt, never drop them silently (docs/native.md): no check before their first reply.
+SHOWN_OR_REFUSED = frozenset({"ollama", "vllm", "sglang"})
 
 
 def same_prompt(with_tools: int | None, without_tools: int | None) -> bool | None:
@@ -43,13 +55,18 @@ def reason(tokens: int) -> str:
 async def prompt_tokens(client: Any, kwargs: dict[str, Any], *, tools: bool) -> int | None:
     """The server's prompt size for ``kwargs`` (with or without its tools), from a one-token
     reply; None when the server does not say or the request fails (a probe is never retried)."""
+    try:
+        return await _counted(client, kwargs, tools=tools)
+    except Exception:
+        return None
+
+
+async def _counted(client: Any, kwargs: dict[str, Any], *, tools: bool) -> int | None:
+    """:func:`prompt_tokens`, raising what the request raised."""
     probe = {k: kwargs[k] for k in _KEPT if k in kwargs}
     if tools:
         probe.update((k, kwargs[k]) for k in ("tools", "tool_choice") if k in kwargs)
-    try:
-        response = await client.with_options(max_retries=0).chat.completions.create(**probe, max_tokens=1)
-    except Exception:
-        return None
+    response = await client.with_options(max_retries=0).chat.completions.create(**probe, max_tokens=1)
     usage = getattr(response, "usage", None)
     count = getattr(usage, "prompt_tokens", None)
     return count if isinstance(count, int) and count > 0 else None
@@ -84,3 +101,44 @@ async def check(provider: Any, kwargs: dict[str, Any], called: bool, tokens: int
         return None
     size = await ignored_tools(provider.client, kwargs, tokens)
     return None if size is None else route.switch(provider.name, reason(size))
+
+
+async def ahead(provider: Any, request: Any) -> RouteSwitched | None:
+    """Before the first request with tools: the switch to untooled when the server would drop
+    them (then ``request`` goes untooled). The probes' time counts against the step's budget.
+
+    Nothing is sent where :func:`pending` says no, for a named server in :data:`SHOWN_OR_REFUSED`,
+    or once checked. A probe that fails or reads no counts leaves the check to the reply.
+    """
+    route = provider._route
+    if not pending(route, request, provider.base_url) or provider.api != "chat" or provider.server in SHOWN_OR_REFUSED:
+        return None
+    start = time.perf_counter()
+    try:
+        return await _checked(provider, request)
+    finally:
+        provider._cost.carry(time.perf_counter() - start)  # the step's, whichever route it takes
+
+
+async def _checked(provider: Any, request: Any) -> RouteSwitched | None:
+    """:func:`ahead`'s requests: the prompt size with the tools, then without."""
+    route, kwargs = provider._route, provider.build_request(request)
+    try:
+        with_tools = await _counted(provider.client, kwargs, tools=True)
+    except Exception as exc:  # a server that refuses tools says so here rather than to the native try
+        return provider._switch_for(exc, request)  # type: ignore[no-any-return]
+    without = None if with_tools is None else await prompt_tokens(provider.client, kwargs, tools=False)
+    same = same_prompt(with_tools, without)
+    if same is not None:
+        route.tools_checked = True
+    if not same:
+        return None
+    assert with_tools is not None
+    return route.switch(provider.name, reason(with_tools))
+
+
+def with_switch(item: Any, switch: RouteSwitched | None) -> Any:
+    """A streamed ``item`` as it is, a completion with the ``switch`` (if any) first among its events."""
+    if switch is None or not isinstance(item, Completion):
+        return item
+    return dataclasses.replace(item, events=(switch, *item.events))

@@ -35,6 +35,7 @@ from agentnb.errors import UserError
 from agentnb.messages import AssistantMessage, ToolMessage
 from agentnb.providers.base import Provider, Request
 from agentnb.providers.openai import posting
+from agentnb.providers.openai.errors import brief
 from agentnb.providers.openai.route_state import (
     CONSTRAINT_FORMATS,
     TOOL_CALLING,
@@ -244,7 +245,7 @@ class RoutedSending:
                     del kwargs["stream_options"]
                     continue
                 if self._enveloped(kwargs, request) and exc.status_code != 429 and rejects_constraint(message):
-                    notes.append(self._route.drop_format(self.name, self._key.redact(_first_line(message))))
+                    notes.append(self._route.drop_format(self.name, self._key.redact(brief(message))))
                     fmt = self._route.response_format(request.constraint, _excluded(request, request.settings))
                     if fmt is None:
                         del kwargs["response_format"]
@@ -292,7 +293,7 @@ class RoutedSending:
         message = self._message(exc)
         if not rejects_tools(message):
             return None
-        return self._route.switch(self.name, self._key.redact(_first_line(message)))
+        return self._route.switch(self.name, self._key.redact(brief(message)))
 
     def _ignored(self) -> Any:
         return self._route.drop_format(self.name, "the server ignored it (the reply was not JSON)", ignored=True)
@@ -341,12 +342,6 @@ def _api_status_error() -> type:
     import openai
 
     return openai.APIStatusError  # type: ignore[no-any-return]
-
-
-def _first_line(message: str, width: int = 240) -> str:
-    """A server message as one short line (for events)."""
-    flat = " ".join(message.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def check_client_options(sdk: Any, options: dict[str, Any]) -> None:

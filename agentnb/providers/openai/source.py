@@ -25,6 +25,7 @@ from agentnb.events import ConstraintDropped
 from agentnb.providers.base import Request
 from agentnb.providers.guidance.source import Alternatives, Scored, UnavailableError
 from agentnb.providers.openai.cost import PRICE, GuidanceTimeError, cost_of
+from agentnb.providers.openai.errors import _server_message, brief
 
 
 class ServerSource:
@@ -101,8 +102,7 @@ class ServerSource:
         """Scoring failed: never again on this provider; the event says so when asked for."""
         ranker = self.provider._ranker
         ranker.works = False
-        flat = " ".join(str(exc).split())
-        flat = flat if len(flat) <= 160 else flat[:159] + "…"
+        flat = self.provider._key.redact(brief(_server_message(exc), 160))
         reason = f"{type(exc).__name__}: {flat}; every tool stays in the envelope"
         event = None
         if ranker.enabled != "auto":

@@ -51,6 +51,7 @@ from agentnb.providers.base import Completion, OutputConstraint, Request
 from agentnb.providers.guidance.byteguide import ByteGuide
 from agentnb.providers.guidance.steer import request_text
 from agentnb.providers.openai.cost import GuidanceTimeError, cost_of
+from agentnb.providers.openai.errors import _server_message, brief
 from agentnb.providers.openai.logprobs import positions
 from agentnb.providers.openai.usage import TokenCounter
 
@@ -249,7 +250,7 @@ class ServerSteering:
         if self.works:  # it worked before: a passing failure, this call only
             return
         self.works = False  # the server cannot: never again on this provider
-        self.failure = provider._key.redact(f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}")
+        self.failure = provider._key.redact(f"{type(exc).__name__}: {brief(_server_message(exc), 200)}")
         if self.enabled is True:
             reason = f"{self.failure}; calls are asked for with response_format"
             self.notes.append(ConstraintDropped(0, provider.name, "token-by-token steering", reason))
