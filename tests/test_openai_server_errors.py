@@ -11,7 +11,7 @@ import pytest
 
 from agentnb import Agent, tool
 from agentnb.events import ConstraintDropped
-from agentnb.notebook.notes import note_html
+from agentnb.notebook.trace.notes import note_html
 from agentnb.printer import format_event
 from agentnb.providers import OpenAIProvider
 from agentnb.providers.openai.errors import brief
