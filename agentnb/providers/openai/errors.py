@@ -8,6 +8,7 @@ Shared by :mod:`agentnb.providers.openai` and the other HTTP providers; no SDK i
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
