@@ -279,7 +279,7 @@ def test_the_bar_keeps_a_static_copy_of_its_forks_nested_ones_too(ip: Any, bars:
 def test_the_fork_editor_of_agent_fork_keeps_its_forks_and_freezes(ip: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """``%agent --fork N`` in a kernel's cell: its output keeps a static copy of the forks made in
     it, and a later cell freezes it into that copy (its widgets closed), as the bar does."""
-    from agentnb.notebook import trace as trace_module
+    from agentnb.notebook.trace import widget as trace_module
 
     made: list[ForkPanel] = []
     real = trace_module.fork_editor
