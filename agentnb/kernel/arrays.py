@@ -14,7 +14,9 @@ from typing import Any
 
 from agentnb.kernel.bounded import TooSlow, clip, plain, within
 
-#: Elements statistics are computed from: a larger array is sampled.
+#: Arrays of up to this many elements are summarised whole; a larger one from a sample.
+WHOLE_ELEMENTS = 1_000_000
+#: Elements drawn (with replacement, then deduplicated) for a larger array's statistics.
 SAMPLE_ELEMENTS = 100_000
 #: Elements whose NaNs are counted exactly; beyond, estimated from the sample.
 EXACT_NAN_ELEMENTS = 30_000_000
@@ -34,7 +36,7 @@ def _numbers(a: Any) -> str:
     import numpy as np
 
     sample, note = a, ""
-    if a.size > SAMPLE_ELEMENTS:
+    if a.size > WHOLE_ELEMENTS:
         positions = np.unique(np.random.default_rng(0).integers(0, a.size, SAMPLE_ELEMENTS))
         sample = a.flat[positions]  # a gather: the array is not copied, even when not contiguous
         note = f" (statistics from a random sample of {len(positions):,} of {a.size:,} elements, seed 0)"

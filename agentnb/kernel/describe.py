@@ -21,7 +21,7 @@ import inspect
 from typing import Any
 
 from agentnb.kernel.bounded import TooSlow, clip, clipped_repr, plain, within
-from agentnb.kernel.summary import SHORT_SCALARS, short, summary
+from agentnb.kernel.summary import SHORT_SCALARS, short, summary, type_name
 
 #: Characters of a description (the model reads at most this much of one value).
 MAX_CHARS = 8_000
@@ -103,5 +103,4 @@ def _callable(value: Any) -> str:
         signature = "(...)"
     doc = inspect.getdoc(value) if isinstance(value, type) or inspect.isroutine(value) else None
     first = plain(doc.strip().splitlines()[0])[:200] if doc and doc.strip() else "(no docstring)"
-    name = getattr(value, "__qualname__", None) or type(value).__qualname__
-    return f"  {plain(str(name))}{clip(plain(signature), 300)}\n  {first}\n"
+    return f"  {plain(type_name(value))}{clip(plain(signature), 300)}\n  {first}\n"

@@ -64,6 +64,8 @@ def _frame(df: Any, name: str) -> str:
     lines = [f"{name}: DataFrame {rows:,} x {cols:,}; index: {_index(df.index)}"]
     if note:
         lines.append(note)
+    if not cols:
+        return "\n".join([*lines, "no columns"])
     lines.append("columns:")
     table = [("column", "dtype", "nulls", "summary")]
     budget = [EXACT_NULL_CELLS]

@@ -48,13 +48,21 @@ def summary(value: Any) -> str:
     if module.startswith(("pandas", "numpy")):
         return _array_like(value, kind.__name__)
     if isinstance(value, type):
-        return f"class {value.__qualname__}"
+        return f"class {type_name(value)}"
     if isinstance(value, _CALLABLES):
-        return f"{kind.__name__} {getattr(value, '__qualname__', '?')}"
+        return f"{kind.__name__} {type_name(value)}"
     fields = _fields(value)
     if fields is not None:
-        return f"{kind.__qualname__} ({fields})"
-    return f"{kind.__qualname__} object"
+        return f"{type_name(kind)} ({fields})"
+    return f"{type_name(kind)} object"
+
+
+def type_name(value: Any) -> str:
+    """A class's or a function's qualified name, without ``<locals>`` (``Outer.Inner``)."""
+    name = getattr(value, "__qualname__", None)
+    if not isinstance(name, str):
+        name = getattr(value, "__name__", None) or "?"
+    return str(name).rpartition("<locals>.")[2]
 
 
 def _of(items: Any) -> str:
