@@ -8,9 +8,10 @@ A name rebound in a later cell moves to the front. Names defined before tracking
 namespace outside IPython, keep the namespace's own order reversed (the last added first).
 Changing an object in place (``rows.append(...)``) does not move it.
 
-**Cells.** :func:`cells` reads a cell's source from ``In`` and its value from ``Out`` (IPython
-keeps both in the namespace); an exception a cell raised is noted by the same hook. What a cell
-printed is not kept by IPython, so it is not shown.
+**Cells.** :func:`cells` reads a cell's source as typed (IPython's raw input history; ``In``
+where there is no shell) and its value from ``Out``; an exception a cell raised is noted by the
+same hook; the cell running now (the one whose ``%agent`` asks) is not one of the cells run.
+What a cell printed is not kept by IPython, so it is not shown.
 """
 
 from __future__ import annotations
@@ -48,9 +49,16 @@ class DefinitionOrder:
         self._clock = itertools.count(1)
         #: Cell number -> "ExceptionType: message" for cells that raised.
         self.errors: dict[int, str] = {}
+        #: The source of the cell running now (between ``pre_run_cell`` and ``post_run_cell``).
+        self.running: str | None = None
+
+    def started(self, info: Any = None) -> None:
+        """A cell starts (the ``pre_run_cell`` hook): it is not among the cells run until it ends."""
+        self.running = getattr(info, "raw_cell", None)
 
     def update(self, result: Any = None) -> None:
         """Note names new or rebound since the last cell (the ``post_run_cell`` hook)."""
+        self.running = None
         stamp = next(self._clock)
         ids = self._ids
         current = list(self.namespace.items())
@@ -83,6 +91,7 @@ def track(shell: Any) -> DefinitionOrder:
     if tracker is None or tracker.namespace is not shell.user_ns:
         tracker = DefinitionOrder(shell.user_ns)
         _TRACKERS[shell] = tracker
+        shell.events.register("pre_run_cell", tracker.started)
         shell.events.register("post_run_cell", tracker.update)
     return tracker
 
@@ -92,19 +101,20 @@ def tracker_for(shell: Any) -> DefinitionOrder | None:
     return _TRACKERS.get(shell) if shell is not None else None
 
 
-def cells(namespace: Mapping[str, Any], last: int, current: int | None, errors: Mapping[int, str]) -> str:
-    """The last ``last`` cells run before cell ``current``: source, value, error."""
-    sources = namespace.get("In")
-    outputs = namespace.get("Out")
+def cells(sources: Any, outputs: Any, last: int, running: str | None, errors: Mapping[int, str]) -> str:
+    """The last ``last`` cells run: source, value, error (``running``: the source of the cell
+    running now, left out while it runs)."""
     if not isinstance(sources, list) or not isinstance(outputs, dict):
         raise LookupError("no cell history here: notebook_cells reads IPython's In and Out, and this is not a kernel")
-    end = len(sources) if current is None else min(current, len(sources))
+    end = len(sources)
+    if running is not None and end and sources[-1] == running:
+        end -= 1
     numbers = [n for n in range(max(1, end - last), end) if isinstance(sources[n], str)]
     if not numbers:
         return "no cells have been run yet"
     parts = []
     for n in numbers:
-        text = f"[{n}]:\n{clip(plain(sources[n]), SOURCE_CHARS)}"
+        text = f"[{n}]:\n{clip(plain(sources[n].rstrip()), SOURCE_CHARS)}"
         if n in outputs:
             text += f"\nout[{n}]: {short(outputs[n], OUTPUT_CHARS)}"
         if n in errors:

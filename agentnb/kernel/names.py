@@ -60,7 +60,7 @@ def user_names(namespace: Mapping[str, Any], hidden: Mapping[str, Any] | None = 
     for name, value in list(namespace.items()):
         if not isinstance(name, str) or name.startswith("_") or isinstance(value, types.ModuleType):
             continue
-        if name in INTERNAL or (hidden is not None and name in hidden and hidden[name] is value):
+        if _internal(name, value, hidden):
             continue
         out.append(name)
     return out
@@ -110,8 +110,15 @@ def check_name(namespace: Mapping[str, Any], name: str, hidden: Mapping[str, Any
         raise KernelReadError(f"{name!r} is private: names that start with '_' are not read")
     if name not in namespace:
         raise KernelReadError(f"no variable {name!r} in the notebook; list_variables() lists them")
-    if name in INTERNAL or (hidden is not None and name in hidden and hidden[name] is namespace[name]):
+    if _internal(name, namespace[name], hidden):
         raise KernelReadError(f"{name!r} is IPython's, not a variable of the notebook's")
+
+
+def _internal(name: str, value: Any, hidden: Mapping[str, Any] | None) -> bool:
+    """IPython's own name: by ``user_ns_hidden`` in IPython (a name rebound is the user's), else by name."""
+    if hidden is None:
+        return name in INTERNAL
+    return name in hidden and hidden[name] is value
 
 
 def _step(value: Any, kind: str, part: Any, shown: str) -> Any:

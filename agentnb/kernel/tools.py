@@ -118,9 +118,11 @@ class KernelReader:
         if not 1 <= last <= 50:
             raise KernelReadError(f"last must be between 1 and 50, not {last}")
         tracker = tracker_for(self.shell)
-        current = getattr(self.shell, "execution_count", None)
+        raw = getattr(getattr(self.shell, "history_manager", None), "input_hist_raw", None)
+        sources = raw if isinstance(raw, list) else self.namespace.get("In")
+        running, errors = (tracker.running, tracker.errors) if tracker is not None else (None, {})
         try:
-            return cells(self.namespace, last, current, tracker.errors if tracker is not None else {})
+            return cells(sources, self.namespace.get("Out"), last, running, errors)
         except LookupError as exc:
             raise KernelReadError(str(exc)) from None
 
