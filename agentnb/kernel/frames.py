@@ -67,7 +67,7 @@ def _frame(df: Any, name: str) -> str:
     if not cols:
         return "\n".join([*lines, "no columns"])
     lines.append("columns:")
-    table = [("column", "dtype", "nulls", "summary")]
+    table: list[tuple[str, ...]] = [("column", "dtype", "nulls", "summary")]
     budget = [EXACT_NULL_CELLS]
     for i in range(min(cols, MAX_COLUMNS)):
         column, sampled = df.iloc[:, i], sample.iloc[:, i]
@@ -196,7 +196,7 @@ def _top(column: Any) -> str:
 def _head(df: Any) -> list[str]:
     head = df.iloc[:HEAD_ROWS, :HEAD_COLUMNS]
     columns = [[_cell(v) for v in head.iloc[:, i].tolist()] for i in range(head.shape[1])]
-    table = [("", *(_label(c) for c in head.columns))]
+    table: list[tuple[str, ...]] = [("", *(_label(c) for c in head.columns))]
     for r, index in enumerate(head.index.tolist()):
         table.append((_cell(index), *(col[r] for col in columns)))
     return _aligned(table)
