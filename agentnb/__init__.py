@@ -100,6 +100,7 @@ __all__ = [
     "handoff",
     "improve",
     "instrument",
+    "kernel_tools",
     "load_transcript",
     "replay",
     "tool",
@@ -124,6 +125,10 @@ def __getattr__(name: str) -> Any:
         from agentnb import improvement
 
         return getattr(improvement, name)
+    if name == "kernel_tools":  # the notebook's variables as tools: loaded on first use
+        from agentnb.kernel import kernel_tools
+
+        return kernel_tools
     if name in _TIMETRAVEL:  # replay, cassettes, fork, diff: loaded on first use
         from agentnb import timetravel
 

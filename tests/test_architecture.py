@@ -195,7 +195,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("agentnb.events",),  # what a run reports
     ("agentnb.control", "agentnb.tracing"),  # approval, budgets, cost; watchers of runs
     ("agentnb.tools",),  # what a model may call, and running it
-    ("agentnb.output", "agentnb.mcp"),  # structured output; tools from MCP servers
+    ("agentnb.output", "agentnb.mcp", "agentnb.kernel"),  # structured output; tools from MCP servers, the kernel
     ("agentnb.providers",),  # the models
     ("agentnb.timetravel",),  # replay and cassettes (providers made of recordings), fork, diff
     ("agentnb.run",),  # Agent, the loop, results, sessions

@@ -35,6 +35,7 @@ PRINTS = {
     "fork_bar_cost.py": "cost of the bar:",
     "grounded_answers.py": "s/task",
     "improve_overhead.py": "own work",
+    "kernel_read.py": "list_variables() over",
     "guidance_cost.py": "first step",
     "loop_before_after.py": "best CPU us/step",
     "loop_overhead.py": "us/step",

@@ -61,6 +61,7 @@ EXPECTED_ALL = [
     "handoff",
     "improve",
     "instrument",
+    "kernel_tools",
     "load_transcript",
     "replay",
     "tool",
@@ -158,6 +159,16 @@ CORE_MODULES = [
     "agentnb.timetravel.mismatch",
     "agentnb.timetravel.recording",
     "agentnb.timetravel.replay",
+    "agentnb.kernel",
+    "agentnb.kernel.arrays",
+    "agentnb.kernel.bounded",
+    "agentnb.kernel.describe",
+    "agentnb.kernel.frames",
+    "agentnb.kernel.history",
+    "agentnb.kernel.mentions",
+    "agentnb.kernel.names",
+    "agentnb.kernel.summary",
+    "agentnb.kernel.tools",
 ]
 
 

@@ -8,6 +8,7 @@ After ``%load_ext agentnb``::
     Look up {city} and add the two numbers.
 
 * ``{name}`` is filled in from the notebook's variables (``{{`` for a literal brace).
+* ``@name`` of a variable (or ``@df.price``) appends its description (:mod:`agentnb.kernel.mentions`).
 * Tools: every :class:`~agentnb.Tool` (``@tool``) in the namespace, or ``--tools a,b``.
 * The result is stored in ``_agent_result`` (and in ``--out VAR``); a step-through run's
   debugger in ``_agent_debugger``. Until a step-through run ends, ``_agent_result`` is a
@@ -114,7 +115,8 @@ class AgentMagics(NamespaceLookup, Magics):
           --fork N                 fork the last result (_agent_result) at step N: its editor opens
                                    there, prefilled; "Fork from here" runs the fork below
 
-        ``{name}`` in the prompt is replaced by the notebook variable (``{{`` for a brace).
+        ``{name}`` in the prompt is replaced by the notebook variable (``{{`` for a brace);
+        ``@name`` of a variable puts its description (what describe() shows) below the prompt.
         """
         try:
             plan = self._plan(line, cell)
@@ -221,7 +223,7 @@ class AgentMagics(NamespaceLookup, Magics):
             raise UserError(f"a step-through run is still going: {DEBUGGER_VAR}.stop() or .continue_() it first")
         if opts.out:
             check_out(opts.out, ns)
-        prompt = interpolate(prompt, ns)
+        prompt = _mention(prompt, ns, getattr(self.shell, "user_ns_hidden", None))
         system = interpolate(opts.system, ns) if opts.system else None
         kwargs: dict[str, Any] = {"system": system}
         if opts.max_tool_calls is not None:
@@ -320,6 +322,15 @@ def _printer() -> Any:
     return TextPrinter(sys.stdout)
 
 
+def _mention(prompt: str, ns: dict[str, Any], hidden: Any) -> str:
+    """``{name}`` filled in, then ``@name`` of a variable described below the prompt (as typed:
+    a filled-in value is not searched for mentions)."""
+    from agentnb.kernel.mentions import find_mentions, with_mentions
+
+    mentioned = find_mentions(prompt, ns, hidden) if "@" in prompt else []
+    return with_mentions(interpolate(prompt, ns), ns, hidden, mentioned=mentioned)
+
+
 def _one_line(exc: Exception) -> str:
     return " ".join(str(exc).split())
 
@@ -369,7 +380,10 @@ def _protect_questions(lines: list[str]) -> list[str]:
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics on ``ipython`` (called by ``%load_ext agentnb``)."""
     ipython.register_magics(AgentMagics)
+    from agentnb.kernel.history import track
     from agentnb.notebook.magics.evaluate import EvalMagics
+
+    track(ipython)  # the order variables are defined in, for list_variables (most recent first)
 
     ipython.register_magics(EvalMagics)
     if _protect_questions not in ipython.input_transformers_cleanup:

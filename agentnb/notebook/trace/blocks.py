@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentnb.events import RunStarted
+from agentnb.kernel.mentions import split_mentions
 from agentnb.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from agentnb.run.transcript import transcript_bytes
 from agentnb.untrusted import untrusted_html as escape
@@ -61,13 +62,14 @@ def context_html(started: RunStarted, earlier: Sequence[Message] = ()) -> str:
     """The run's prompt, system prompt, provider and model, folded; earlier turns, folded."""
     rows = []
     if started.prompt is not None:
-        rows.append(f"<dt>prompt</dt><dd>{copyable(started.prompt)}</dd>")
+        rows.append(f"<dt>prompt</dt><dd>{prompt_html(started.prompt)}</dd>")
     rows.append(f"<dt>system</dt><dd>{copyable(started.system) if started.system else '(none)'}</dd>")
     if started.backend:
         rows.append(f"<dt>provider</dt><dd><code>{escape(started.backend)}</code></dd>")
     rows.append(f"<dt>model</dt><dd><code>{escape(started.provider)}</code></dd>")
     rows.append(f"<dt>tools</dt><dd>{escape(', '.join(started.tools) or '(none)')}</dd>")
-    first = (started.prompt or "").strip().splitlines()[0] if (started.prompt or "").strip() else ""
+    typed = split_mentions(started.prompt or "")[0].strip()
+    first = typed.splitlines()[0] if typed else ""
     short = first if len(first) <= 80 else first[:79] + "…"
     turn = f"Turn {escape(started.turn)} · " if started.turn > 1 else ""
     out = [
@@ -77,7 +79,7 @@ def context_html(started: RunStarted, earlier: Sequence[Message] = ()) -> str:
     turns = _turns(earlier)
     if turns:
         items = "".join(
-            f'<li><span class="anb-m">turn {i}</span>{copyable(q)}<div class="anb-m">{escape(how)}</div>'
+            f'<li><span class="anb-m">turn {i}</span>{prompt_html(q)}<div class="anb-m">{escape(how)}</div>'
             + (copyable(a) if a else "")
             + "</li>"
             for i, (q, how, a) in enumerate(turns, 1)
@@ -87,6 +89,25 @@ def context_html(started: RunStarted, earlier: Sequence[Message] = ()) -> str:
             f'<ol style="list-style:none;padding-left:0;margin:4px 0">{items}</ol></details>'
         )
     return '<div class="anb">' + "".join(out) + "</div>"
+
+
+def prompt_html(prompt: str) -> str:
+    """A prompt as typed, then each ``@mention``'s description folded (its first line as the summary).
+
+    >>> from agentnb.kernel.mentions import with_mentions
+    >>> html = prompt_html(with_mentions("Look at @t", {"t": "<b>hi</b>"}))
+    >>> html.count("<details") == 1 and "@t · t: str" in html and "&lt;b&gt;hi" in html and "<b>" not in html
+    True
+    """
+    typed, mentions = split_mentions(prompt)
+    out = copyable(prompt if not mentions else typed)
+    for path, body in mentions:
+        first = body.splitlines()[0] if body else path
+        out += (
+            f'<details class="anb-ctx anb-mention"><summary>@{escape(path)} · {escape(first[:100])}</summary>'
+            f"{copyable(body)}</details>"
+        )
+    return out
 
 
 def _turns(messages: Sequence[Message]) -> list[tuple[str, str, str | None]]:
