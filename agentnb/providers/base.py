@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from agentnb.messages import Message, ToolCall, Usage
 from agentnb.messages.fastinit import fast_init
 from agentnb.messages.jsonsafe import depth_error, too_deep
+from agentnb.providers.window import Window, table_window
 
 if TYPE_CHECKING:
     from agentnb.output import OutputSpec
@@ -149,6 +150,27 @@ class Provider(ABC):
         """The input tokens ``request`` will count, where the backend can tell before sending it
         (None: unknown; :mod:`agentnb.run.budget` then estimates from characters)."""
         return None
+
+    async def context_window(self) -> Window:
+        """This model's context window (:mod:`agentnb.providers.window`), found on first call and
+        kept: a wrapper asks what it wraps; else :meth:`find_context_window`.
+
+        >>> import asyncio
+        >>> from agentnb.testing import ScriptedProvider
+        >>> asyncio.run(ScriptedProvider([]).context_window())
+        Window(tokens=None, source='unknown: scripted does not say its window')
+        """
+        found = self.__dict__.get("_window")
+        if found is None:
+            inner = getattr(self, "inner", None)
+            found = await (inner.context_window() if isinstance(inner, Provider) else self.find_context_window())
+            self.__dict__["_window"] = found
+        return found
+
+    async def find_context_window(self) -> Window:
+        """Find this model's window (default: the genai-prices table); backends that can ask
+        their model or server override it. Never raises: an unknown window says why."""
+        return table_window(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

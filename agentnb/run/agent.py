@@ -31,6 +31,7 @@ from agentnb.errors import StopRun, UserError
 from agentnb.events import Event
 from agentnb.messages import Message
 from agentnb.providers import Provider, get_provider
+from agentnb.providers.window import Window, check_context_window
 from agentnb.run.delivery import deliver_end, failed, finished, opening_stops, stopped, taker
 from agentnb.run.loop import RunState, StepController, drive, run_loop
 from agentnb.run.options import check_approval_names, check_options
@@ -99,6 +100,8 @@ class Agent:
             ``limits=`` replaces these. See :mod:`agentnb.control.limits`.
         cassette: a file that records this agent's model calls and answers them next time
             (mode ``once``), or an :func:`agentnb.cassette`; see :mod:`agentnb.timetravel.cassette`.
+        context_window: the model's window in tokens, when the one agentnb finds is wrong or
+            unknown (:meth:`context_window`; :mod:`agentnb.providers.window`).
 
     >>> from agentnb import tool
     >>> from agentnb.testing import ScriptedProvider, call
@@ -133,7 +136,9 @@ class Agent:
         approver: Any = None,
         limits: UsageLimits | dict[str, Any] | None = None,
         cassette: Any = None,
+        context_window: int | None = None,
     ) -> None:
+        self._window = check_context_window(context_window)
         self.provider = get_provider(provider)
         if not self.provider.supports_native_tools:
             # Text-only models get tool calling simulated in the prompt.
@@ -190,6 +195,24 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent({self.provider!r}, tools={list(self.tools)}, max_tool_calls={self.max_tool_calls})"
+
+    async def acontext_window(self) -> Window:
+        """The model's context window: ``context_window=`` when given, else what the provider
+        finds (asked once, in bounded time; :mod:`agentnb.providers.window`).
+
+        >>> from agentnb.testing import ScriptedProvider
+        >>> Agent(ScriptedProvider([]), context_window=8000).context_window()
+        Window(tokens=8000, source='user')
+        >>> print(Agent(ScriptedProvider([])).context_window())
+        unknown: scripted does not say its window
+        """
+        if self._window is not None:
+            return Window(self._window, "user")
+        return await self.provider.context_window()
+
+    def context_window(self) -> Window:
+        """Synchronous :meth:`acontext_window`."""
+        return run_sync(self.acontext_window)
 
     def messages_for(self, prompt: Prompt, history: RunResult | Sequence[Message] | None = None) -> list[Message]:
         """The conversation a run starts from: history (or the system prompt), then the prompt."""

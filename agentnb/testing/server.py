@@ -135,6 +135,9 @@ class ScriptedServer:
         self.default_text = default_text
         self.rejects_tools = rejects_tools
         self.ignores_tools = ignores_tools
+        #: Other paths' answers (``answer``): path -> (status, JSON payload or raw text, hangs).
+        self.answers: dict[str, tuple[int, Any, bool]] = {}
+        self._released = threading.Event()
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._httpd.daemon_threads = True
@@ -154,6 +157,12 @@ class ScriptedServer:
             self.replies.extend(replies)
         return self
 
+    def answer(self, path: str, payload: Any, *, status: int = 200, hang: bool = False) -> ScriptedServer:
+        """Answer ``path`` (``"/props"``, ``"/v1/models"``, ``"/api/show"``...) with ``payload``
+        (JSON, or a ``str`` sent as is), or never answer (``hang``: until the server stops)."""
+        self.answers[path] = (status, payload, hang)
+        return self
+
     def reset(self) -> None:
         with self._lock:
             self.replies.clear()
@@ -171,6 +180,7 @@ class ScriptedServer:
         return self
 
     def stop(self) -> None:
+        self._released.set()
         self._httpd.shutdown()
         self._httpd.server_close()
 
@@ -295,7 +305,7 @@ class _Writer(BaseHTTPRequestHandler):
         pass
 
     def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(payload).encode()
+        data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
@@ -329,7 +339,22 @@ class _Writer(BaseHTTPRequestHandler):
 
 def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
     class Handler(_Writer):
+        def _answered(self) -> bool:
+            found = server.answers.get(self.path.rstrip("/"))
+            if found is None:
+                return False
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            status, payload, hang = found
+            if hang:
+                server._released.wait()
+                self.close_connection = True
+                return True
+            self._json(status, payload)
+            return True
+
         def do_GET(self) -> None:
+            if self._answered():
+                return
             if self.path.rstrip("/").endswith("/_requests"):
                 self._json(200, [asdict(r) for r in server.requests])
             elif self.path.rstrip("/").endswith("/models"):
@@ -338,6 +363,8 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
         def do_POST(self) -> None:
+            if self._answered():
+                return
             length = int(self.headers.get("content-length") or 0)
             raw = self.rfile.read(length) if length else b""
             try:

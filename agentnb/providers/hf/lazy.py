@@ -18,10 +18,13 @@ fails is tried again by the next request that needs it.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
 from time import perf_counter
 from typing import Any
+
+from agentnb.providers.window import Window, config_window, source_window, unknown
 
 _UNSET: Any = object()
 
@@ -34,10 +37,15 @@ class LazyModel:
     the weights are loaded once for all of them.
     """
 
-    __slots__ = ("_load_weights", "_load_tokenizer", "_lock", "_model", "_tokenizer", "label")
+    __slots__ = ("_load_weights", "_load_tokenizer", "_lock", "_model", "_tokenizer", "label", "where")
 
     def __init__(
-        self, load_weights: Callable[[Any], Any], load_tokenizer: Callable[[], Any], *, label: str = ""
+        self,
+        load_weights: Callable[[Any], Any],
+        load_tokenizer: Callable[[], Any],
+        *,
+        label: str = "",
+        where: tuple[str, str | None] | None = None,
     ) -> None:
         self._load_weights = load_weights
         self._load_tokenizer = load_tokenizer
@@ -46,6 +54,9 @@ class LazyModel:
         self._tokenizer: Any = _UNSET
         #: What the model is called where its loading is said.
         self.label = label
+        #: ``(source, gguf_file)`` the weights load from, where known: their window is read
+        #: there without loading them (:mod:`agentnb.providers.window`).
+        self.where = where
 
     @classmethod
     def ready(cls, model: Any, tokenizer: Any, label: str = "") -> LazyModel:
@@ -114,6 +125,15 @@ class LoadsOnUse:
     def tokenizer(self) -> Any:
         """The tokenizer (loaded now, without the weights, if it is not yet)."""
         return self.weights.tokenizer
+
+    async def find_context_window(self) -> Window:
+        """The model's window: from its config when the weights are in memory, else from its
+        GGUF header or config file alone (the weights stay unloaded)."""
+        if self.weights.loaded:
+            return config_window(getattr(self.weights.model, "config", None))
+        if self.weights.where is None:
+            return unknown(f"{self.name} does not say where its weights load from")
+        return await asyncio.to_thread(source_window, *self.weights.where)
 
     @property
     def cache(self) -> Any:

@@ -134,6 +134,7 @@ def lazy_model(source: str, gguf_file: str | None = None, device: str | None = N
         lambda tokenizer: load_weights(source, gguf_file=gguf_file, device=device, dtype=dtype),
         lambda: load_tokenizer(source, gguf_file),
         label=source if gguf_file is None else f"{source}/{gguf_file}",
+        where=(source, gguf_file),
     )
 
 

@@ -47,7 +47,10 @@ def local_provider(*, threads: int | None = None, quiet: bool = False, **options
         if _LOCAL is None:
             path = smollm2_path()
             weights = LazyModel(
-                lambda tokenizer: _load(path, tokenizer, quiet), lambda: smollm2_tokenizer(path), label="local"
+                lambda tokenizer: _load(path, tokenizer, quiet),
+                lambda: smollm2_tokenizer(path),
+                label="local",
+                where=(str(path.parent), path.name),
             )
             _LOCAL = TransformersProvider(weights, name="local")
         if threads is not None:

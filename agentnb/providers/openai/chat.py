@@ -40,6 +40,7 @@ from agentnb.providers.openai.stream import StreamReader
 from agentnb.providers.openai.wire import known_params, parse_completion, to_openai
 from agentnb.providers.sdk_client import LoopBoundClient, option_secrets, sdk_options
 from agentnb.providers.untooled.envelope import looks_constrained, unwrap
+from agentnb.providers.window import PROBE_TIMEOUT, Window
 
 __all__ = ["OpenAIProvider", "parse_completion", "responses_provider", "to_openai"]
 
@@ -116,6 +117,8 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
     supports_native_tools = True
     supports_streaming = True
     reply_limit_setting = "max_tokens"
+    #: Seconds the server may take, in all, to say its context window (then: unknown).
+    window_timeout: float = PROBE_TIMEOUT
     #: UnTooled tells it when a step follows tool results (see ``_constrain``).
     understands_untooled_hints = True
 
@@ -210,6 +213,18 @@ class OpenAIProvider(GuidedSending, FailureReporting, StructuredOutput, RoutedSe
             timeout=self.timeout,
             **sdk_options(sdk, options),
         )
+
+    async def find_context_window(self) -> Window:
+        """The server's own answer (:mod:`.window`) for a server other than OpenAI's, else (or
+        when it does not say) the genai-prices table."""
+        from agentnb.providers.openai.window import server_window
+        from agentnb.providers.window import table_window
+
+        if self.base_url is None or self.base_url.startswith("https://api.openai.com"):
+            return table_window(self)
+        served = await server_window(self.base_url, self.model, self._key.value, self.window_timeout)
+        listed = table_window(self) if not served.known else served
+        return listed if listed.known else served
 
     # -- request ------------------------------------------------------------------------
 
