@@ -180,7 +180,7 @@ def test_the_notebook_folders_show_what_a_person_sees() -> None:
     assert folders == {"magics", "trace", "debugger", "forks", "cells"}
     assert {p.stem for p in notebook.glob("*.py")} == {"__init__", "approval", "export"}
     edges = graph()
-    for model in ("agentnb.notebook.trace.state", "agentnb.notebook.debugger.stepper"):
+    for model in ("agentnb.notebook.trace.state", "agentnb.notebook.trace.depths", "agentnb.notebook.debugger.stepper"):
         source = modules()[model].read_text()
         assert "ipywidgets" not in source, f"{model} imports ipywidgets"
         views = {t for t in edges[model] if t.endswith((".view", ".widget", ".panel", ".bar"))}

@@ -10,6 +10,7 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -199,7 +200,7 @@ def test_loading_the_model_is_not_an_error_box_in_a_notebook(monkeypatch: Any, c
         kernel = object()
 
     monkeypatch.setattr(local, "_LOCAL", None)
-    monkeypatch.setattr(local, "smollm2_path", lambda: "model.gguf")
+    monkeypatch.setattr(local, "smollm2_path", lambda: Path("model.gguf"))
     monkeypatch.setattr(local, "apply_threads", lambda threads: 1)  # torch's threads stay as they are
     monkeypatch.setattr(local, "smollm2_tokenizer", lambda path: "tokenizer")
     monkeypatch.setattr(local, "smollm2_weights", lambda path, tokenizer: "weights")

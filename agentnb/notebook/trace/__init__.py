@@ -1,7 +1,7 @@
 """The live trace: a run's depths, calls and decisions, folded from events and drawn.
 
-``state`` folds events into what is shown (no widgets); ``render``, ``blocks``, ``header``,
-``answer``, ``notes`` and ``nested`` make its HTML; ``widget`` is the ipywidget and
+``state`` folds events into what is shown, one ``depths`` view per depth (no widgets);
+``render``, ``blocks``, ``header``, ``answer``, ``notes`` and ``nested`` make its HTML; ``widget`` is the ipywidget and
 ``controls`` its Stop and waits; ``display`` and ``snapshot`` turn it static when the run ends;
 ``text`` is its plain-text form.
 """
