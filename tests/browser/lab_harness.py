@@ -33,6 +33,10 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # Offline as CI is, and failing fast: a name other than this machine's does not resolve.
+    # On CI a request to a CDN (Voila's page asks for Font Awesome) hung instead of failing,
+    # and the page's "load" never came within 90 s.
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
 ]
 
 _READY_JS = """() => {

@@ -138,7 +138,7 @@ def voila() -> Any:
 
 def test_tex_is_never_typeset_in_voila(voila: Voila, page: Any) -> None:
     requests = _watch(page)
-    page.goto(voila.url, timeout=90_000)
+    page.goto(voila.url, timeout=90_000, wait_until="domcontentloaded")
     page.locator(".anb-trace").first.wait_for(timeout=90_000)
     expect(page.locator(".jp-OutputArea-output").last).to_contain_text("tex and plain differ", timeout=60_000)
     _assert_never_typeset(page, requests, diffs=2)  # agentnb.diff's output, the evaluation view's
