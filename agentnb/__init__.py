@@ -15,11 +15,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from agentnb.context.compaction import Compaction
 from agentnb.control.approval import Approve, Deny, Edit
 from agentnb.control.limits import UsageLimits
 from agentnb.errors import (
     AgentnbError,
     AuthenticationError,
+    ContextOverflow,
     MissingDependencyError,
     ModelBehaviorError,
     ModelNotFoundError,
@@ -59,6 +61,8 @@ __all__ = [
     "AuthenticationError",
     "CassetteError",
     "CassetteMiss",
+    "Compaction",
+    "ContextOverflow",
     "Deny",
     "Edit",
     "Evaluation",

@@ -141,6 +141,30 @@ class ServerError(ProviderError):
     """
 
 
+class ContextOverflow(AgentnbError):
+    """A request does not fit the model's context window, and nothing more could be left out.
+
+    Raised (as the run's error) when a server refuses a request as too long and the run has no
+    compaction policy (:class:`agentnb.Compaction`), when compaction and one retry did not make
+    it fit, or when what can never be left out (the system prompt, the first user message, the
+    tools and the newest step) is alone larger than the window. ``tokens`` is the request's size
+    as the server or agentnb counted it (None: not said), ``window`` the window (None: unknown).
+
+    >>> err = ContextOverflow(9120, 8000, "the server refused the request")
+    >>> print(err)
+    the request (9,120 tokens) does not fit the context window (8,000 tokens): the server refused the request
+    >>> err.tokens, err.window
+    (9120, 8000)
+    """
+
+    def __init__(self, tokens: int | None, window: int | None, why: str = "", *, status: int | None = None) -> None:
+        self.tokens, self.window, self.status = tokens, window, status
+        size = f"{tokens:,} tokens" if tokens is not None else "size not said"
+        room = f"{window:,} tokens" if window is not None else "size unknown"
+        tail = f": {why}" if why else ""
+        super().__init__(f"the request ({size}) does not fit the context window ({room}){tail}")
+
+
 class StopRun(AgentnbError):  # noqa: N818 - a control-flow signal, not an error
     """Raised by a step controller (the debugger's Stop) to end a run as ``cancelled``.
 

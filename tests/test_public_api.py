@@ -20,6 +20,8 @@ EXPECTED_ALL = [
     "AuthenticationError",
     "CassetteError",
     "CassetteMiss",
+    "Compaction",
+    "ContextOverflow",
     "Deny",
     "Edit",
     "Evaluation",

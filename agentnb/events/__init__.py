@@ -21,6 +21,7 @@ from agentnb.events.base import DedupAction, StopReason, event_to_dict
 from agentnb.events.control import (
     ApprovalDecided,
     ApprovalRequested,
+    ContextCompacted,
     Forked,
     HistoryTrimmed,
     ModelLoading,
@@ -79,6 +80,7 @@ __all__ = [
     "FinalAnswer",
     "Forked",
     "GuidanceSkipped",
+    "ContextCompacted",
     "HistoryTrimmed",
     "LimitReached",
     "ModelLoading",
@@ -142,6 +144,7 @@ Event: TypeAlias = (
     | ProviderAnswered
     | SubAgentEvent
     | HistoryTrimmed
+    | ContextCompacted
     | Forked
 )
 

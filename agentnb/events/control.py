@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agentnb.events.base import _EventBase
+from agentnb.messages import Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,6 +132,48 @@ class HistoryTrimmed(_EventBase):
     kept_messages: int
     reason: str
     kind: Literal["history_trimmed"] = "history_trimmed"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextCompacted(_EventBase):
+    """The request of step ``depth`` was made to fit the context window (:mod:`agentnb.context`).
+
+    ``steps`` are the steps taken, cheapest first: ``"clear"`` (old tool results replaced by a
+    marker; ``cleared`` lists each as ``(call id, tool, characters cut)``), ``"drop"`` (the
+    oldest turns left out; ``dropped_messages``) and ``"summarize"`` (what was dropped, summarised
+    by a model: ``summary``; the request it sent is ``summary_request``, its usage ``usage``).
+    ``tokens_before`` / ``tokens_after`` are the request's size, ``window`` the window, ``reason``
+    why (``"at=0.8"``, or the server's overflow error). ``note`` says what did not work (a
+    summariser that failed: the cheaper steps stand).
+
+    The run's messages keep the whole history; ``messages`` is what the model reads from now on in
+    place of its first ``upto`` messages (message dicts), so each request can be rebuilt exactly.
+    """
+
+    depth: int
+    steps: tuple[str, ...]
+    tokens_before: int
+    tokens_after: int
+    window: int
+    reason: str
+    upto: int
+    messages: tuple[dict[str, Any], ...]
+    cleared: tuple[tuple[str, str, int], ...] = ()
+    dropped_messages: int = 0
+    summary: str | None = None
+    summary_request: tuple[dict[str, Any], ...] = ()
+    usage: Usage | None = None
+    note: str = ""
+    kind: Literal["context_compacted"] = "context_compacted"
+
+    def describe(self) -> str:
+        """In words, e.g. ``context compacted (clear, drop): 7,100 -> 3,900 tokens of 8,000``."""
+        what = ", ".join(self.steps) or "nothing left out"
+        tail = f"; {self.note}" if self.note else ""
+        return (
+            f"context compacted ({what}): {self.tokens_before:,} -> {self.tokens_after:,} tokens "
+            f"of {self.window:,}{tail}"
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from time import perf_counter
 from typing import Any, Literal
 
 from agentnb.control.approval import ApprovalGate, check_requires_approval
+from agentnb.context.compaction import Compaction, check_context
 from agentnb.control.limits import UsageLimits, check_limits
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event
@@ -102,6 +103,8 @@ class Agent:
             (mode ``once``), or an :func:`agentnb.cassette`; see :mod:`agentnb.timetravel.cassette`.
         context_window: the model's window in tokens, when the one agentnb finds is wrong or
             unknown (:meth:`context_window`; :mod:`agentnb.providers.window`).
+        context: what keeps each request inside that window: an :class:`agentnb.Compaction`
+            (clear old tool results, drop old turns, summarise; see :mod:`agentnb.context`).
 
     >>> from agentnb import tool
     >>> from agentnb.testing import ScriptedProvider, call
@@ -137,8 +140,10 @@ class Agent:
         limits: UsageLimits | dict[str, Any] | None = None,
         cassette: Any = None,
         context_window: int | None = None,
+        context: Compaction | None = None,
     ) -> None:
         self._window = check_context_window(context_window)
+        self.context = check_context(context)
         self.provider = get_provider(provider)
         if not self.provider.supports_native_tools:
             # Text-only models get tool calling simulated in the prompt.

@@ -182,6 +182,9 @@ def loop_config(
         seen=link.seen if link is not None else (),
         first_depth=link.first_depth if link is not None else 0,
         recorded=link.recorded if link is not None else (),
+        context=link.context if link is not None and link.context is not None else agent.context,
+        context_window=agent._window,
+        compacted=link.compacted if link is not None else None,
     )
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from agentnb.context.fitting import Fitting
 from agentnb.control.limits import Ledger
 from agentnb.events import Event, StopReason
 from agentnb.messages import Message, ToolCall, ToolMessage, Usage
@@ -23,6 +24,7 @@ from agentnb.tools.dedupe import Deduplicator
 from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
 
 if TYPE_CHECKING:
+    from agentnb.context.compaction import Compaction
     from agentnb.control.approval import ApprovalGate
     from agentnb.control.limits import UsageLimits
     from agentnb.output import OutputSpec
@@ -104,6 +106,12 @@ class LoopConfig:
     #: ``(call id, fingerprint, message, tool_finished)`` of first-step calls the recording
     #: answers (a fork's calls beside an edited one; see :class:`~agentnb.tracing.observe.RunLink`).
     recorded: tuple[tuple[Any, ...], ...] = ()
+    #: The context policy (an :class:`agentnb.Compaction`; None: requests are sent whole).
+    context: Compaction | None = None
+    #: The model's window when the agent was given it (``Agent(context_window=N)``), else None.
+    context_window: int | None = None
+    #: ``(messages, upto)``: a compacted start of the history to go on from (a fork's, a session's).
+    compacted: tuple[Any, int] | None = None
 
 
 @dataclass(slots=True)
@@ -159,6 +167,7 @@ class LoopState:
         "nested",
         "over",
         "gauge",
+        "fitting",
         "emit",
         "said",
         "at_once",
@@ -187,6 +196,10 @@ class LoopState:
         self.ledger = Ledger(cfg.limits, cfg.max_tool_calls, cfg.above)
         #: Estimates each request's input tokens where a token budget holds (agentnb.run.budget).
         self.gauge: Gauge | None = Gauge(cfg.provider) if holds_tokens(self.ledger) else None
+        #: The context policy's state (agentnb.run.phases.compact); None: requests go whole.
+        self.fitting: Fitting | None = None
+        if cfg.context is not None or cfg.compacted is not None:
+            self.fitting = Fitting(cfg.context, cfg.context_window, cfg.compacted)
         self.live = may_retry(cfg.provider)  # its retries come out as they wait (agentnb.providers.live)
         self.threaded = SYNC_TOOLS_IN_THREAD.get()
         self.depth = cfg.first_depth

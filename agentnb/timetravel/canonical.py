@@ -23,6 +23,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from agentnb.context.compaction import is_cleared
 from agentnb.messages import AssistantMessage, Message, ToolMessage
 
 #: How much of each side a short diff shows.
@@ -37,7 +38,8 @@ def canonical_message(m: Message) -> dict[str, Any]:
             d["tool_calls"] = [_call(c) for c in m.tool_calls]
         return d
     if isinstance(m, ToolMessage):
-        d = {"role": "tool", "name": m.name, "content": m.content}
+        text = m.content if not is_cleared(m) else m.content.replace(f"(call {m.tool_call_id})", "(call)", 1)
+        d = {"role": "tool", "name": m.name, "content": text}  # a cleared result's marker: its id out too
         if m.is_error:
             d["is_error"] = True
         return d

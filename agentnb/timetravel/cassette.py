@@ -285,6 +285,7 @@ class CassetteProvider(Provider):
         self.model = model_name(inner)
         self._secrets = provider_secrets(inner)
         self.in_process = inner is None
+        self.answers_summaries = inner is None  # a replay of a file answers a compaction's summariser too
 
     def __repr__(self) -> str:
         return f"CassetteProvider({self.inner!r}, {self.tape!r})"

@@ -141,13 +141,33 @@ async def afork(
     feed = _Feed(on_event, result.events[0], lineage, prefix, start)
     from agentnb.tracing.observe import RunLink  # the recorded calls: a repeat is answered from them
 
-    link = RunLink(seen=_seen(history, live.tools), first_depth=start, recorded=_kept(kept, live.tools, first))
+    link = RunLink(
+        seen=_seen(history, live.tools),
+        first_depth=start,
+        recorded=_kept(kept, live.tools, first),
+        compacted=_compacted(result, start, new_system),
+    )
     limits = _limits(live, result, start)
     done = await runner.arun(
         [], history=history, on_event=feed, stream=stream, limits=limits, on_cancel="return", _link=link
     )
     return dataclasses.replace(done, events=feed.assemble(done.events), tool_calls=done.tool_calls + _calls(prefix),
                                agent=live)  # fmt: skip
+
+
+def _compacted(result: Any, start: int, system: str | None) -> tuple[Any, int] | None:
+    """What the last compaction before step ``start`` sent in place of the history's start
+    (:class:`~agentnb.events.ContextCompacted`): the fork goes on from it, as the run did."""
+    last = None
+    for e in result.events:
+        if e.kind == "context_compacted" and e.depth < start:
+            last = e
+    if last is None:
+        return None
+    messages = list(last.messages)
+    if system is not None and messages and messages[0].get("role") == "system":
+        messages[0] = SystemMessage(system).to_dict()
+    return tuple(messages), last.upto
 
 
 def _runner(live: Any, first: Completion | None, start: int) -> Any:

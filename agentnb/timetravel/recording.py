@@ -14,6 +14,7 @@ order when the run streamed.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,18 +37,32 @@ class Step:
     tool_choice: str
     completion: Completion | None
     chunks: tuple[Chunk, ...] = ()
+    #: The request's messages in canonical form where they are not the history's first
+    #: ``n_messages`` (a compacted request, a summariser's request); None: they are.
+    sent: tuple[Any, ...] | None = None
+    #: The server's overflow error this request met (a replay raises it again), else None.
+    refused: str | None = None
 
 
-def recorded_steps(result: Any) -> list[Step]:
-    """The model steps of a :class:`~agentnb.RunResult` (its own, not its sub-agents')."""
+def recorded_steps(result: Any, requests: bool = False) -> list[Step]:
+    """The model steps of a :class:`~agentnb.RunResult` (its own, not its sub-agents'), each
+    compacted request with its messages (:class:`~agentnb.events.ContextCompacted`).
+
+    ``requests``: every request the run sent, in order, as a replay answers them: a
+    summariser's too (``n_messages`` 0), and one a server refused as too long (``refused``).
+    """
     steps: list[Step] = []
     open_: dict[str, Any] | None = None
+    base: Any = None  # the last compaction: what stands for the history's start
     for event in result.events:
         kind = event.kind
-        if kind == "model_request":
+        if kind == "context_compacted":
+            open_ = _compacted(event, open_, steps, result)
+            base = event
+        elif kind == "model_request":
             if open_ is not None:
                 steps.append(_close(open_, None, result))
-            open_ = {"req": event, "chunks": [], "notes": []}
+            open_ = {"req": event, "chunks": [], "notes": [], "base": base}
         elif open_ is None:
             continue
         elif kind == "text_delta":
@@ -63,7 +78,42 @@ def recorded_steps(result: Any) -> list[Step]:
             open_["notes"].append(event)
     if open_ is not None:
         steps.append(_close(open_, None, result))
+    if not requests:
+        return [s for s in steps if s.refused is None and not (s.sent is not None and s.n_messages == 0)]
     return steps
+
+
+def _compacted(event: Any, open_: dict[str, Any] | None, steps: list[Step], result: Any) -> dict[str, Any] | None:
+    """A compaction: its summariser's request as a step; after an overflow error, the refused
+    request closed and the same step sent again, compacted."""
+    if event.summary_request:
+        said = Completion(event.summary or "", (), _free(event.usage))
+        steps.append(Step(event.depth, 0, (), "none", said, (), tuple(_canonical(event.summary_request))))
+    if open_ is None or not event.reason.startswith("overflow"):
+        return open_
+    refused = _close(open_, None, result)
+    steps.append(dataclasses.replace(refused, refused=event.reason.removeprefix("overflow: ")))
+    return {**open_, "chunks": [], "notes": [], "base": event}
+
+
+def _canonical(messages: Any) -> list[Any]:
+    from agentnb.messages import message_from_dict
+    from agentnb.timetravel.canonical import canonical_message
+
+    return [canonical_message(message_from_dict(m)) for m in messages]
+
+
+def _free(usage: Any) -> Usage:
+    return Usage(usage.input_tokens, usage.output_tokens, 0.0) if usage is not None else Usage()
+
+
+def _sent(base: Any, n: int, result: Any) -> tuple[Any, ...] | None:
+    """A compacted request's messages: the compaction's, then the history after them."""
+    if base is None:
+        return None
+    from agentnb.timetravel.canonical import canonical_messages
+
+    return (*_canonical(base.messages), *canonical_messages(result.messages[base.upto : n]))
 
 
 def _close(open_: dict[str, Any], response: Any, result: Any) -> Step:
@@ -82,4 +132,5 @@ def _close(open_: dict[str, Any], response: Any, result: Any) -> Step:
             reasoning,
             response.model,
         )
-    return Step(req.depth, req.n_messages, tuple(req.tools), req.tool_choice, completion, tuple(open_["chunks"]))
+    sent = _sent(open_.get("base"), req.n_messages, result)
+    return Step(req.depth, req.n_messages, tuple(req.tools), req.tool_choice, completion, tuple(open_["chunks"]), sent)

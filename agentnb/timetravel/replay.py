@@ -49,6 +49,7 @@ class ReplayProvider(Provider):
     supports_native_tools = True
     supports_streaming = True
     in_process = True  # a replay costs nothing
+    answers_summaries = True  # a compaction's summariser is answered from the recording too
 
     def __init__(
         self,
@@ -58,7 +59,7 @@ class ReplayProvider(Provider):
         output: Any = None,
         redact: Callable[[str], str] | None = None,
     ) -> None:
-        self.steps = [s for s in steps if s.completion is not None]
+        self.steps = [s for s in steps if s.completion is not None or s.refused is not None]
         #: a saved transcript holds no secret: each request is compared as it would be saved
         self.redact = redact
         self.messages = scrub(messages, redact) if redact is not None else messages  # the recording's, canonical
@@ -100,11 +101,15 @@ class ReplayProvider(Provider):
         if found is not None:
             raise ReplayMismatch(steps[i].depth if i < len(steps) else i, *found)
         self.position = i + 1
+        if steps[i].refused is not None:  # the server refused it as too long: so does the replay
+            from agentnb.errors import ProviderError
+
+            raise ProviderError(f"{self.label} (recorded) refused the request (400): {steps[i].refused}", status=400)
         return steps[i]
 
     def _differs(self, step: Step, request: Request, full: bool = False) -> tuple[str, str, str] | None:
         """The first difference of ``request`` from ``step``'s recorded request, or None."""
-        if self.output is not None:
+        if self.output is not None and not (step.sent is not None and step.n_messages == 0):  # not a summary's
             schema = request.output.schema if request.output is not None else None
             if schema != self.output:
                 return "output", short(self.output), short(schema)
@@ -114,6 +119,12 @@ class ReplayProvider(Provider):
         if request.tool_choice != step.tool_choice:
             return "tool_choice", short(step.tool_choice), short(request.tool_choice)
         msgs = request.messages
+        if step.sent is not None:  # a compacted request, or a summariser's: compared whole
+            now = canonical_messages(msgs) if self.redact is None else scrub(canonical_messages(msgs), self.redact)
+            want_sent = list(step.sent) if self.redact is None else scrub(list(step.sent), self.redact)
+            found = first_difference(want_sent, now, "messages")
+            self._seen = None
+            return found
         items = getattr(msgs, "_items", None)
         # The loop's requests are views of one growing list: what was checked stays checked.
         start = self._seen_n if not full and items is not None and items is self._seen else 0
@@ -163,4 +174,6 @@ def replay(source: Any) -> Provider:
     spec = getattr(result, "output_spec", None)
     output = spec.schema if spec is not None else None
     redact = Redactor().redact if saved else None  # a saved transcript's secrets are ``***``
-    return ReplayProvider(recorded_steps(result), canonical_messages(result.messages), label, output, redact)
+    return ReplayProvider(
+        recorded_steps(result, requests=True), canonical_messages(result.messages), label, output, redact
+    )

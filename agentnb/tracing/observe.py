@@ -88,6 +88,11 @@ class RunLink:
     seen: tuple[tuple[str, str], ...] = ()
     first_depth: int = 0
     recorded: tuple[tuple[Any, ...], ...] = ()
+    #: ``context``: a session's context policy (an :class:`agentnb.Compaction`), in place of the
+    #: agent's; ``compacted``: ``(messages, upto)``, a compacted start of the history the run goes
+    #: on from (a fork after a compaction, a session's next turn).
+    context: Any = None
+    compacted: tuple[Any, int] | None = None
 
 
 _VENDORS = {"OpenAIProvider": "openai", "ResponsesProvider": "openai", "AnthropicProvider": "anthropic"}

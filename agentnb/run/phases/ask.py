@@ -9,7 +9,8 @@ from time import perf_counter
 from typing import Any
 
 from agentnb.control.cost import priced
-from agentnb.errors import ModelBehaviorError, StopRun
+from agentnb.context.overflow import overflow_error, overflow_of
+from agentnb.errors import ModelBehaviorError, ProviderError, StopRun
 from agentnb.events import (
     FinalAnswer,
     LimitReached,
@@ -26,6 +27,7 @@ from agentnb.providers.live import noting, one, with_notes
 from agentnb.run.budget import capped, hold, out_of_tokens
 from agentnb.run.endings import OpenStep, out_of_requests
 from agentnb.run.history import MessageView
+from agentnb.run.phases.compact import fit, refit
 from agentnb.run.state import LoopState, said_so_far
 
 
@@ -49,13 +51,15 @@ async def ask(run: LoopState) -> None:
         None,
         cfg.output,
     )
+    if run.fitting is not None:  # a context policy, or a compacted start (agentnb.run.phases.compact)
+        request = await fit(run, request)
     if run.gauge is not None:  # a token budget: held before the request is sent
         request = hold_tokens(run, request)
         if run.over:
             return
         offer = run.offer
     run.ledger.add_request()  # now, before any wait: a parallel run sees it at once
-    emit(ModelRequest(run.depth, len(request.messages), run.names if offer else (), request.tool_choice))
+    emit(ModelRequest(run.depth, len(state.messages), run.names if offer else (), request.tool_choice))
     await said_so_far(run)
     if cfg.controller is not None:
         try:
@@ -64,13 +68,7 @@ async def ask(run: LoopState) -> None:
             emit(StepDecision(run.depth, "model", "stop"))
             raise
     start = perf_counter()
-    # live: retries come out as they wait (agentnb.providers.live): emitted at once where the
-    # consumer takes events by call, else relayed from a stream
-    if cfg.stream or (run.live and not run.at_once):
-        completion = await receive(run, request)
-    else:
-        sent = cfg.provider.complete(request)
-        completion = run.completion = await (noting(sent, retried(run)) if run.live else sent)
+    completion = await send(run, request)
     used = completion.usage
     if run.gauge is not None:
         run.gauge.learn(used)
@@ -95,6 +93,39 @@ async def ask(run: LoopState) -> None:
     # A named or required choice forces the first call only (as the OpenAI Agents SDK
     # resets it): forcing every turn would loop until the limit.
     run.choice = "auto" if run.choice != "none" else run.choice
+
+
+async def send(run: LoopState, request: Request) -> Completion:
+    """Send ``request``; a server's overflow error compacts it once and sends it again
+    (:mod:`agentnb.run.phases.compact`), else ends the run with a ContextOverflow."""
+    try:
+        return await send_once(run, request)
+    except ProviderError as exc:
+        over, error = overflow_of(exc), exc
+        if over is None:
+            raise
+    request = await refit(run, request, over, error)  # outside the except: no chain to the HTTP error
+    try:
+        return await send_once(run, request)
+    except ProviderError as exc:
+        again = overflow_of(exc)
+        if again is None:
+            raise
+        window = run.fitting.window if run.fitting is not None else None
+        failed = overflow_error(again, window, "compacted once and sent again, it still did not fit", exc)
+    raise failed from None
+
+
+async def send_once(run: LoopState, request: Request) -> Completion:
+    """The model's reply to ``request``."""
+    cfg = run.cfg
+    # live: retries come out as they wait (agentnb.providers.live): emitted at once where the
+    # consumer takes events by call, else relayed from a stream
+    if cfg.stream or (run.live and not run.at_once):
+        return await receive(run, request)
+    sent = cfg.provider.complete(request)
+    completion = run.completion = await (noting(sent, retried(run)) if run.live else sent)
+    return completion
 
 
 def hold_tokens(run: LoopState, request: Request) -> Request:
