@@ -141,7 +141,7 @@ class ServerError(ProviderError):
     """
 
 
-class ContextOverflow(AgentnbError):
+class ContextOverflow(AgentnbError):  # noqa: N818 - the name the issue gives it
     """A request does not fit the model's context window, and nothing more could be left out.
 
     Raised (as the run's error) when a server refuses a request as too long and the run has no

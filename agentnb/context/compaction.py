@@ -262,7 +262,7 @@ def with_summary(cut: Shrunk, summary: str, count: Callable[[list[Message]], int
     """``cut`` with ``summary`` where its dropped turns were; more turns go if it no longer fits
     (never the summary, the head or the newest ``keep`` turns)."""
     note = UserMessage(f"{SUMMARY_HEAD}\n{summary.strip()}")
-    msgs = cut.messages[: cut.at] + [note] + cut.messages[cut.at :]
+    msgs = [*cut.messages[: cut.at], note, *cut.messages[cut.at :]]
     done = Shrunk(msgs, (*cut.steps, "summarize"), list(cut.cleared), list(cut.dropped), cut.at, count(msgs))
     units = turns(msgs, cut.at + 1)
     older = units[: max(0, len(units) - keep)]

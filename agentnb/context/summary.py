@@ -66,7 +66,7 @@ async def ask_summary(provider: Any, request: Request, timeout: float) -> tuple[
         done = await asyncio.wait_for(provider.complete(request), timeout)
     except asyncio.TimeoutError:
         return None, Usage(), f"the summariser gave no answer within {timeout:g} s: the drop stands"
-    except Exception as exc:  # noqa: BLE001 - any failure of the summariser: the cheaper steps stand
+    except Exception as exc:  # any failure of the summariser: the cheaper steps stand
         return None, Usage(), f"the summariser failed ({type(exc).__name__}: {str(exc)[:200]}): the drop stands"
     text = (done.text or "").strip()
     if not text:

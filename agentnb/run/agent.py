@@ -25,8 +25,8 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import Any, Literal
 
-from agentnb.control.approval import ApprovalGate, check_requires_approval
 from agentnb.context.compaction import Compaction, check_context
+from agentnb.control.approval import ApprovalGate, check_requires_approval
 from agentnb.control.limits import UsageLimits, check_limits
 from agentnb.errors import StopRun, UserError
 from agentnb.events import Event

@@ -8,8 +8,8 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import Any
 
-from agentnb.control.cost import priced
 from agentnb.context.overflow import overflow_error, overflow_of
+from agentnb.control.cost import priced
 from agentnb.errors import ModelBehaviorError, ProviderError, StopRun
 from agentnb.events import (
     FinalAnswer,

@@ -23,6 +23,7 @@ from agentnb.context.overflow import Overflow, overflow_error
 from agentnb.context.summary import ask_summary, summary_request
 from agentnb.errors import ContextOverflow
 from agentnb.events import ContextCompacted
+from agentnb.messages import Message
 from agentnb.providers.base import Request, chars_estimate
 from agentnb.run.budget import capped
 
