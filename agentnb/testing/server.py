@@ -45,6 +45,8 @@ from dataclasses import asdict, dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from agentnb.testing.overflow import overflow_reply, prompt_tokens
+
 
 @dataclass
 class Reply:
@@ -74,6 +76,7 @@ class Reply:
     chunks: list[dict[str, Any]] | None = None
     disconnect_after: int | None = None
     delay: float = 0.0
+    body: dict[str, Any] | None = None
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -119,6 +122,8 @@ class ScriptedServer:
         rejects_tools: answer every request that carries ``tools`` with HTTP 400 and this
             message (no scripted reply is used), like Ollama for a model without tools.
         ignores_tools: take ``tools`` without a word and leave them out of the prompt.
+        window: refuse a prompt of more tokens than this (HTTP 400, no reply used) in OpenAI's or
+            llama.cpp's words (``overflow``; :mod:`agentnb.testing.overflow` counts the tokens).
     """
 
     def __init__(
@@ -128,7 +133,15 @@ class ScriptedServer:
         default_text: str | None = None,
         rejects_tools: str | None = None,
         ignores_tools: bool = False,
+        window: int | None = None,
+        overflow: str = "openai",
+        chars_per_token: float = 4.0,
     ) -> None:
+        if overflow not in ("openai", "llamacpp"):
+            raise ValueError(f"overflow must be 'openai' or 'llamacpp', not {overflow!r}")
+        self.window, self.overflow, self.chars_per_token = window, overflow, chars_per_token
+        #: The prompt size of each chat request, as counted against ``window`` (in order).
+        self.sizes: list[int] = []
         self.replies: deque[Reply] = deque()
         self.requests: list[Recorded] = []
         self.probes: list[Recorded] = []
@@ -208,6 +221,11 @@ class ScriptedServer:
     def _scripted(self, record: Recorded) -> Reply:
         with self._lock:
             self.requests.append(record)
+            if self.window is not None and isinstance(record.body, dict):
+                size = prompt_tokens(record.body, self.chars_per_token)
+                self.sizes.append(size)
+                if size > self.window:
+                    return overflow_reply(size, self.window, self.overflow)
             if self.rejects_tools is not None and isinstance(record.body, dict) and record.body.get("tools"):
                 return Reply(status=400, error=self.rejects_tools, error_type="api_error")
             if self.replies:
@@ -397,7 +415,7 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
                 return
             if reply.status >= 400:
                 err = {"message": reply.error, "type": reply.error_type, "param": None, "code": None}
-                self._json(reply.status, {"error": err}, reply.headers)
+                self._json(reply.status, reply.body or {"error": err}, reply.headers)
             elif isinstance(body, dict) and body.get("stream"):
                 include = bool((body.get("stream_options") or {}).get("include_usage"))
                 self._sse(stream_chunks(reply, model, include), reply)

@@ -57,10 +57,11 @@ _NOTES = (
     "limit_reached",
     "direct_output",
     "history_trimmed",
+    "context_compacted",
     "forked",
     "attachment",
 )
-_PRIVATE = frozenset({"depth", "kind", "text", "arguments", "rejected", "image", "event"})  # content or bulk
+_PRIVATE = frozenset({"depth", "kind", "text", "arguments", "rejected", "image", "event", "summary"})  # content or bulk
 
 
 class SpanWatcher:

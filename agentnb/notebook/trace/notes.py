@@ -15,6 +15,7 @@ from agentnb.events import (
     CallsFromText,
     CallSteered,
     ConstraintDropped,
+    ContextCompacted,
     DirectOutput,
     Forked,
     GuidanceSkipped,
@@ -58,6 +59,8 @@ def note_html(n: object) -> str:
         )
     if isinstance(n, HistoryTrimmed):
         return trimmed_html(n)
+    if isinstance(n, ContextCompacted):
+        return compacted_html(n)
     if isinstance(n, Forked):
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">forked at step {escape(str(n.forked_at))}</span> '
@@ -119,3 +122,29 @@ def note_html(n: object) -> str:
             f"{escape('; '.join(n.errors))}; asked again once: {escape(n.detail)}</span></div>"
         )
     return ""
+
+
+def compacted_html(n: ContextCompacted) -> str:
+    """A compaction, folded: its line (steps, tokens before and after), then what went and the
+    summary (the model's text, escaped).
+
+    >>> e = ContextCompacted(2, ("clear",), 7000, 3000, 8000, "at=0.8", 5, (), (("c1", "read", 6000),))
+    >>> html = compacted_html(e)
+    >>> "context compacted" in html and "read" in html and "<details" in html
+    True
+    """
+    cls = "anb-warn" if n.reason.startswith("overflow") or n.note else "anb-m"
+    rows = [
+        f"<li>{escape(name)} (call {escape(cid)}): {escape(f'{chars:,}')} characters cleared</li>"
+        for cid, name, chars in n.cleared
+    ]
+    if n.dropped_messages:
+        rows.append(f"<li>{escape(n.dropped_messages)} earlier messages left out</li>")
+    body = f'<ul class="anb-m" style="margin:2px 0">{"".join(rows)}</ul>' if rows else ""
+    if n.summary:
+        body += f'<div class="anb-m">summary:</div><pre class="anb-c">{untrusted_html(n.summary)}</pre>'
+    why = f"; {escape(n.note)}" if n.note else ""
+    return (
+        f'<div class="anb-block anb-note"><details><summary><span class="{cls}">{escape(n.describe())}</span> '
+        f'<span class="anb-m">({escape(n.reason[:200])}{why})</span></summary>{body}</details></div>'
+    )

@@ -23,6 +23,7 @@ from agentnb.events import (
     CallsFromText,
     CallSteered,
     ConstraintDropped,
+    ContextCompacted,
     ModelLoading,
     ProviderAnswered,
     ReasoningSummary,
@@ -120,6 +121,7 @@ _PROVIDER_NOTES = (
     ModelLoading,
     ProviderAnswered,
     Skipped,
+    ContextCompacted,
 )
 
 
