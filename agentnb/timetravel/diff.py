@@ -23,7 +23,7 @@ from typing import Any
 from agentnb.timetravel.load import as_result
 
 #: What a step is compared on, in this order (the first that differs names the divergence).
-FIELDS = ("system", "prompt", "tools", "reply", "calls", "results")
+FIELDS = ("system", "prompt", "context", "tools", "reply", "calls", "results")
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,9 @@ class StepView:
     reply: str | None
     calls: tuple[tuple[str, Any], ...]
     results: tuple[tuple[str, str, str | None], ...]
+    #: What compaction left out of this step's request (None: nothing), e.g.
+    #: ``"clear (2 results), drop (4 messages)"`` (:class:`~agentnb.events.ContextCompacted`).
+    context: str | None = None
 
     def value(self, name: str) -> Any:
         return getattr(self, name)
@@ -139,8 +142,12 @@ def steps_of(result: Any) -> list[StepView]:
     fork = next((e for e in events[:3] if e.kind == "forked"), None)
     changed = fork.edit.get("system") if fork is not None else None
     by_depth: dict[int, dict[str, Any]] = {}
+    compacted: dict[int, str] = {}
     for e in events:
         kind = e.kind
+        if kind == "context_compacted":
+            compacted[e.depth] = compaction_text(e)
+            continue
         if kind == "model_request":
             by_depth[e.depth] = {"tools": tuple(e.tools), "reply": None, "calls": [], "results": []}
             continue
@@ -168,6 +175,28 @@ def steps_of(result: Any) -> list[StepView]:
                 s["reply"],
                 tuple(s["calls"]),
                 tuple(r[1:] for r in sorted(s["results"], key=lambda r: r[0])),
+                compacted.get(depth),
             )
         )
     return out
+
+
+def compaction_text(e: Any) -> str:
+    """What a compaction did, as a diff compares it (no token counts: estimates may move).
+
+    >>> from agentnb.events import ContextCompacted
+    >>> compaction_text(ContextCompacted(3, ("clear", "drop"), 7000, 3000, 8000, "at=0.8", 9, (),
+    ...                                  (("c1", "read", 900),), 4))
+    'clear (1 result), drop (4 messages)'
+    """
+    parts = []
+    for step in e.steps:
+        if step == "clear":
+            n = len(e.cleared)
+            parts.append(f"clear ({n} result{'s' if n != 1 else ''})")
+        elif step == "drop":
+            parts.append(f"drop ({e.dropped_messages} messages)")
+        else:
+            parts.append(step)
+    return ", ".join(parts) or "nothing left out"
+

@@ -34,6 +34,8 @@ def describe(step: Any) -> list[str]:
     if step is None:
         return ["(no such step)"]
     lines = []
+    if step.context:
+        lines.append(f"context compacted: {step.context}")
     if step.reply:
         lines.append(f"says: {_clip(step.reply)}")
     for name, args in step.calls:
