@@ -81,7 +81,7 @@ class Compaction:
     drop: bool = True
     summarize: bool | None = None
     summarizer: Any = None
-    prompt: str = DEFAULT_PROMPT
+    prompt: str = field(default=DEFAULT_PROMPT, repr=False)
     keep: int = 1
     timeout: float = 60.0
     summary_tokens: int = 512
@@ -139,6 +139,44 @@ def check_context(value: Any) -> Compaction | None:
     if value is None or isinstance(value, Compaction):
         return value
     raise UserError(f"context= takes an agentnb.Compaction(...) or None, not {type(value).__name__}")
+
+
+def saved_context(data: dict[str, Any], given: Any, n_messages: int) -> tuple[Any, tuple[Any, int] | None]:
+    """A saved session's policy and compacted start (``data``: its JSON). A policy given to the
+    load wins; a saved one that had a summariser of its own cannot be rebuilt from a file (a
+    provider is not data): :class:`~agentnb.errors.UserError` says to give it.
+
+    >>> saved_context({"context": Compaction(at=0.9).to_dict()}, None, 0)[0].at
+    0.9
+    """
+    policy, compacted = data.get("context"), data.get("compacted")
+    if policy is not None and given is None:
+        if not isinstance(policy, dict):
+            raise ValueError(f"'context' must be a JSON object, not {type(policy).__name__}")
+        named = policy.get("summarizer")
+        if named is not None:
+            raise UserError(
+                f"the saved session compacted with its own summariser ({str(named)[:80]}), which a file "
+                "cannot hold: load it with context=agentnb.Compaction(..., summarizer=...)"
+            )
+        fields = {
+            k: policy[k] for k in ("at", "to", "clear", "drop", "summarize", "prompt", "keep", "timeout") if k in policy
+        }
+        given = Compaction(**fields, summary_tokens=policy.get("summary_tokens", 512))
+    if compacted is not None:
+        upto = compacted.get("upto") if isinstance(compacted, dict) else None
+        msgs = compacted.get("messages") if isinstance(compacted, dict) else None
+        if (
+            not isinstance(upto, int)
+            or isinstance(upto, bool)
+            or not 0 <= upto <= n_messages
+            or not isinstance(msgs, list)
+        ):
+            raise ValueError(f"'compacted' must hold messages and an upto within the {n_messages} messages")
+        from agentnb.messages import message_from_dict
+
+        compacted = (tuple(message_from_dict(m).to_dict() for m in msgs), upto)
+    return given, compacted
 
 
 @dataclass

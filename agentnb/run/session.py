@@ -25,6 +25,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
+from agentnb.context.compaction import Compaction, check_context, saved_context
 from agentnb.errors import TranscriptError, UserError
 from agentnb.events import Event, HistoryTrimmed
 from agentnb.messages import Message, SystemMessage, UserMessage, message_from_dict
@@ -74,6 +75,9 @@ class Session:
         max_tokens: at most about this many tokens go to the model (``count_tokens`` counts
             them; by default a 4-characters-a-token estimate).
         id: the conversation's id (``gen_ai.conversation.id`` on spans); a new one by default.
+        context: a context policy (:class:`agentnb.Compaction`) for this conversation's runs, in
+            place of the agent's; a run goes on from the last run's compaction. Saved with the
+            conversation (a summariser of its own is named, and must be given again to ``load``).
 
     >>> from agentnb import Agent
     >>> from agentnb.testing import ScriptedProvider
@@ -95,6 +99,7 @@ class Session:
         max_tokens: int | None = None,
         count_tokens: Callable[[Message], int] | None = None,
         id: str | None = None,
+        context: Compaction | None = None,
     ) -> None:
         for label, bound in (("max_messages", max_messages), ("max_tokens", max_tokens)):
             if bound is not None and (not isinstance(bound, int) or bound < 1):
@@ -104,6 +109,9 @@ class Session:
         self.max_tokens = max_tokens
         self.count_tokens = count_tokens or estimate_tokens
         self.id = id or uuid.uuid4().hex[:16]
+        self.context = check_context(context)
+        #: ``(messages, upto)``: what the last run's compaction sent for the conversation's start.
+        self.compacted: tuple[Any, int] | None = None
         self.messages: list[Message] = []  # every message, including the left-out turns
         self.starts: list[int] = []  # where each turn starts in ``messages``
         self.last: RunResult | None = None
@@ -118,7 +126,7 @@ class Session:
 
     def reset(self) -> None:
         """Forget the conversation (the id stays)."""
-        self.messages, self.starts, self.last = [], [], None
+        self.messages, self.starts, self.last, self.compacted = [], [], None, None
 
     # -- the window ---------------------------------------------------------------------------
     def window(self, prompt: Any = None) -> tuple[list[Message], HistoryTrimmed | None]:
@@ -159,7 +167,14 @@ class Session:
         :meth:`agentnb.Agent.arun` (for the run's ``prompt``) and the link (``_link=``) that makes
         it this conversation's next turn. Hand the result to :meth:`record` afterwards."""
         history, note = self.window(prompt)
-        link = RunLink(conversation_id=self.id, turn=self.turns + 1, notes=(note,) if note else ())
+        compacted = self.compacted if note is None else None  # it stands for the whole history's start
+        link = RunLink(
+            conversation_id=self.id,
+            turn=self.turns + 1,
+            notes=(note,) if note else (),
+            context=self.context,
+            compacted=compacted,
+        )
         return (history if self.messages else None), link  # None: the agent adds its system prompt
 
     def record(self, history: list[Message] | None, result: RunResult) -> RunResult:
@@ -167,8 +182,12 @@ class Session:
         fresh = not self.messages
         new = list(result.messages[0 if fresh else len(history or ()) :])
         self.starts.append(len(self.messages) + (1 if fresh and _system_first(new) else 0))
+        whole = len(history or ()) == len(self.messages)  # the run read the whole conversation
         self.messages.extend(new)
         self.last = result
+        last = next((e for e in reversed(result.events) if e.kind == "context_compacted"), None)
+        if last is not None:
+            self.compacted = (last.messages, last.upto) if whole else None
         return result
 
     # -- runs ---------------------------------------------------------------------------------
@@ -204,6 +223,10 @@ class Session:
             "id": self.id,
             "turn_starts": list(self.starts),
             "messages": Redactor().scrub([m.to_dict() for m in self.messages]),
+            "context": self.context.to_dict() if self.context is not None else None,
+            "compacted": None
+            if self.compacted is None
+            else {"messages": Redactor().scrub(list(self.compacted[0])), "upto": self.compacted[1]},
         }
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -233,8 +256,12 @@ class Session:
             ident, messages, starts = _read_session(data)
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise TranscriptError(f"{where}: {_reason(exc)}") from None
-        session = cls(agent, id=ident, **options)
-        session.messages, session.starts = messages, starts
+        try:
+            context, compacted = saved_context(data, options.get("context"), len(messages))
+        except (ValueError, TypeError, KeyError, AttributeError, UserError) as exc:
+            raise TranscriptError(f"{where}: {_reason(exc)}") from None
+        session = cls(agent, id=ident, **{"context": context, **options})
+        session.messages, session.starts, session.compacted = messages, starts, compacted
         return session
 
 
