@@ -118,6 +118,7 @@ def test_every_event_kind_is_shown() -> None:
         # agents as tools and sessions: tests/test_trace_nested.py
         "sub_agent",
         "history_trimmed",
+        "context_compacted",  # compaction: tests/test_context_compaction.py
         "forked",  # a fork's lineage: tests/test_timetravel_fork.py
         "model_loading",  # an in-process model's first request: tests/test_lazy_model.py
     }

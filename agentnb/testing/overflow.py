@@ -2,9 +2,9 @@
 prompt as a server would, and refuse one too long in a real server's words (OpenAI's, vLLM's
 share them, or llama.cpp's).
 
->>> overflow_reply(9120, 8000, "openai").body["error"]["code"]
+>>> overflow_reply(9120, 8000, "openai")[1]["error"]["code"]
 'context_length_exceeded'
->>> overflow_reply(2100, 2048, "llamacpp").error
+>>> overflow_reply(2100, 2048, "llamacpp")[0]
 'request (2100 tokens) exceeds the available context size (2048 tokens), try increasing it'
 """
 
@@ -35,17 +35,16 @@ def prompt_tokens(body: dict[str, Any], chars_per_token: float = 4.0) -> int:
     return 4 * n + int(chars / chars_per_token + 0.999)
 
 
-def overflow_reply(tokens: int, window: int, style: str) -> Any:
-    """HTTP 400 for a prompt larger than the window, in OpenAI's or llama.cpp's server's words."""
-    from agentnb.testing.server import Reply
-
+def overflow_reply(tokens: int, window: int, style: str) -> tuple[str, dict[str, Any]]:
+    """The message and the JSON body of HTTP 400 for a prompt larger than the window, in
+    OpenAI's or llama.cpp's server's words."""
     if style == "llamacpp":
         said = f"request ({tokens} tokens) exceeds the available context size ({window} tokens), try increasing it"
         err: dict[str, Any] = {"code": 400, "message": said, "type": "exceed_context_size_error"}
-        return Reply(status=400, error=said, body={"error": {**err, "n_prompt_tokens": tokens, "n_ctx": window}})
+        return said, {"error": {**err, "n_prompt_tokens": tokens, "n_ctx": window}}
     said = (
         f"This model's maximum context length is {window} tokens. However, your messages resulted in "
         f"{tokens} tokens. Please reduce the length of the messages."
     )
     err = {"message": said, "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}
-    return Reply(status=400, error=said, body={"error": err})
+    return said, {"error": err}

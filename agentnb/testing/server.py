@@ -225,7 +225,8 @@ class ScriptedServer:
                 size = prompt_tokens(record.body, self.chars_per_token)
                 self.sizes.append(size)
                 if size > self.window:
-                    return overflow_reply(size, self.window, self.overflow)
+                    said, body = overflow_reply(size, self.window, self.overflow)
+                    return Reply(status=400, error=said, body=body)
             if self.rejects_tools is not None and isinstance(record.body, dict) and record.body.get("tools"):
                 return Reply(status=400, error=self.rejects_tools, error_type="api_error")
             if self.replies:

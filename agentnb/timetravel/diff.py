@@ -199,4 +199,3 @@ def compaction_text(e: Any) -> str:
         else:
             parts.append(step)
     return ", ".join(parts) or "nothing left out"
-

@@ -9,6 +9,7 @@ True
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from agentnb.events import (
     CallRepair,
@@ -57,10 +58,9 @@ def note_html(n: object) -> str:
             f'<div class="anb-block anb-note"><span class="{cls}">{untrusted_html(n.describe())}</span> '
             f'<span class="anb-m">{untrusted_html(n.provider)}</span></div>'
         )
-    if isinstance(n, HistoryTrimmed):
-        return trimmed_html(n)
-    if isinstance(n, ContextCompacted):
-        return compacted_html(n)
+    own = _OWN.get(type(n))
+    if own is not None:  # the history kept in the window: a session's trim, a compaction
+        return own(n)
     if isinstance(n, Forked):
         return (
             f'<div class="anb-block anb-note"><span class="anb-warn">forked at step {escape(str(n.forked_at))}</span> '
@@ -148,3 +148,6 @@ def compacted_html(n: ContextCompacted) -> str:
         f'<div class="anb-block anb-note"><details><summary><span class="{cls}">{escape(n.describe())}</span> '
         f'<span class="anb-m">({escape(n.reason[:200])}{why})</span></summary>{body}</details></div>'
     )
+
+
+_OWN: dict[type, Any] = {HistoryTrimmed: trimmed_html, ContextCompacted: compacted_html}
