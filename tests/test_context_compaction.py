@@ -331,3 +331,21 @@ def test_a_session_compacts_goes_on_from_it_and_keeps_its_policy(tmp_path):
         Session.load(path, Agent(ScriptedProvider([])))
     given = Compaction(summarizer=ScriptedProvider(["s"]))
     assert Session.load(path, Agent(ScriptedProvider([])), context=given).context is given
+
+
+def test_spans_carry_a_compaction_without_its_summary():
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentnb.tracing.otel import SpanWatcher
+
+    exporter = InMemorySpanExporter()
+    tracer = TracerProvider()
+    tracer.add_span_processor(SimpleSpanProcessor(exporter))
+    policy = Compaction(clear=False, summarizer=ScriptedProvider(["secret summary text"]))
+    agent(ScriptedProvider(reads(4)), policy, instrument=SpanWatcher(tracer)).run("Read all chunks.")
+    found = [e for s in exporter.get_finished_spans() for e in s.events if e.name.endswith("context_compacted")]
+    assert len(found) == 1 and found[0].attributes["steps"] == ("drop", "summarize")
+    assert found[0].attributes["tokens_after"] < found[0].attributes["tokens_before"]
+    assert "secret summary text" not in str(dict(found[0].attributes))

@@ -31,7 +31,7 @@ from agentnb.run.budget import capped
 _HEAD = "the system prompt, the first user message, the tools and the newest step"
 
 
-def request_tokens(provider: Any, request: Request) -> int:
+def _request_tokens(provider: Any, request: Request) -> int:
     """The size of ``request`` in tokens: the provider's count, else an estimate from characters.
     (The one counter compaction uses: the gauge's counter replaces it where it exists.)"""
     exact = provider.estimate_input_tokens(request)
@@ -40,7 +40,7 @@ def request_tokens(provider: Any, request: Request) -> int:
 
 def _count(run: Any, request: Request, messages: Sequence[Message] | None = None) -> int:
     sent = request if messages is None else dataclasses.replace(request, messages=tuple(messages))
-    return math.ceil(request_tokens(run.cfg.provider, sent) * run.fitting.scale)
+    return math.ceil(_request_tokens(run.cfg.provider, sent) * run.fitting.scale)
 
 
 async def _window(run: Any) -> int | None:
