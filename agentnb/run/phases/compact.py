@@ -23,7 +23,7 @@ from agentnb.context.overflow import Overflow, overflow_error
 from agentnb.context.summary import ask_summary, summary_request
 from agentnb.errors import ContextOverflow
 from agentnb.events import ContextCompacted
-from agentnb.messages import Message
+from agentnb.messages import Message, Usage
 from agentnb.providers.base import Request, chars_estimate
 from agentnb.run.budget import capped
 
@@ -73,15 +73,18 @@ async def compact(run: Any, request: Request, window: int, tokens: int, reason: 
     fitting, policy, state = run.fitting, run.fitting.policy, run.state
     goal = int(policy.to * window)
     cut = shrink(request.messages, lambda ms: _count(run, request, ms), goal, policy)
-    summary, asked, used, note = None, (), None, ""
+    summary: str | None = None
+    asked: tuple[dict[str, Any], ...] = ()
+    used: Usage | None = None
+    note = ""
     if "drop" in cut.steps and policy.summarize:
         provider = _summarizer(run)
         ask = summary_request(policy.prompt, cut.dropped, capped({}, provider, policy.summary_tokens), goal * 3)
-        summary, used, note = await ask_summary(provider, ask, policy.timeout)
-        asked = tuple(m.to_dict() for m in ask.messages)
-        if used.input_tokens or used.output_tokens:
-            state.usage += used
-            run.ledger.add_usage(used)
+        summary, spent, note = await ask_summary(provider, ask, policy.timeout)
+        asked, used = tuple(m.to_dict() for m in ask.messages), spent
+        if spent.input_tokens or spent.output_tokens:
+            state.usage += spent
+            run.ledger.add_usage(spent)
         if summary is not None:
             cut = with_summary(cut, summary, lambda ms: _count(run, request, ms), goal, policy.keep)
     if cut.tokens > window:
