@@ -104,6 +104,21 @@ def test_a_replay_of_an_overflow_run_refuses_and_compacts_again():
     assert mine == [(e.depth, e.steps, e.reason, e.messages) for e in first.events if e.kind == "context_compacted"]
 
 
+def test_a_cassette_records_the_refusal_and_answers_the_run_offline(tmp_path):
+    from agentnb import cassette
+    from agentnb.testing import ScriptedProvider
+
+    path = tmp_path / "calls.jsonl"
+    with ScriptedServer(window=WINDOW) as server, cassette(path, mode="once"):
+        first = run(server, Compaction())
+    with cassette(path, mode="replay"):
+        again = Agent(ScriptedProvider([]), tools=[read], context=Compaction(), system="Read.").run("Read every chunk.")
+    assert again.output == "done", again.error
+    mine = [(e.depth, e.steps, e.reason, e.messages) for e in again.events if e.kind == "context_compacted"]
+    assert mine == [(e.depth, e.steps, e.reason, e.messages) for e in first.events if e.kind == "context_compacted"]
+    assert "sk-secret-overflow" not in path.read_text()
+
+
 def test_an_overflow_that_states_no_window():
     said = "the request exceeds the available context size, try increasing it"
     refused = Reply(status=400, error=said, error_type="exceed_context_size_error")

@@ -32,7 +32,7 @@ import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Literal
 
-from agentnb.errors import UserError
+from agentnb.errors import ProviderError, UserError
 from agentnb.providers.base import Chunk, Completion, Provider, Request, TextChunk, model_name
 from agentnb.timetravel.active import CURRENT
 from agentnb.timetravel.canonical import canonical_request, first_difference, request_key
@@ -308,17 +308,31 @@ class CassetteProvider(Provider):
         canon, redact = self._request(request)
         hit = self._hit(canon)
         if hit is not None:
-            return hit.completion
+            return refused_again(hit.completion)
         if self.inner is None:
             raise self.tape.miss(canon, f"cassette {self.tape.path}")
-        completion = await self.inner.complete(request)
+        try:
+            completion = await self.inner.complete(request)
+        except ProviderError as exc:
+            self._refused(canon, exc, redact)
+            raise
         self.tape.write(canon, completion, (), type(self.inner).__name__, redact)
         return completion
+
+    def _refused(self, canon: dict[str, Any], exc: ProviderError, redact: Callable[[str], str]) -> None:
+        """A request the server refused as too long is recorded as such (a replay refuses it too:
+        compaction then happens again, as it did)."""
+        from agentnb.context.overflow import overflow_of
+
+        if overflow_of(exc) is not None and self.inner is not None:
+            said = Completion(str(exc), finish_reason=REFUSED)
+            self.tape.write(canon, said, (), type(self.inner).__name__, redact)
 
     async def stream(self, request: Request) -> AsyncIterator[Chunk | Completion]:  # type: ignore[override]
         canon, redact = self._request(request)
         hit = self._hit(canon)
         if hit is not None:
+            refused_again(hit.completion)
             for chunk in hit.chunks or ((TextChunk(hit.completion.text),) if hit.completion.text else ()):
                 yield chunk
             yield hit.completion
@@ -327,15 +341,31 @@ class CassetteProvider(Provider):
             raise self.tape.miss(canon, f"cassette {self.tape.path}")
         pieces: list[Chunk] = []
         completion = None
-        async for item in self.inner.stream(request):
-            if isinstance(item, Completion):
-                completion = item
-            else:
-                pieces.append(item)
-            yield item
+        try:
+            async for item in self.inner.stream(request):
+                if isinstance(item, Completion):
+                    completion = item
+                else:
+                    pieces.append(item)
+                yield item
+        except ProviderError as exc:
+            if not pieces:
+                self._refused(canon, exc, redact)
+            raise
         if completion is None:  # the loop says so; nothing to record
             return
         self.tape.write(canon, completion, tuple(pieces), type(self.inner).__name__, redact)
+
+
+#: The finish reason of a recorded refusal (a server's context-length error).
+REFUSED = "agentnb:context_overflow"
+
+
+def refused_again(completion: Completion) -> Completion:
+    """A recorded reply, or the recorded refusal raised again."""
+    if completion.finish_reason == REFUSED:
+        raise ProviderError(completion.text or "the server refused the request as too long", status=400)
+    return completion
 
 
 def provider_secrets(inner: Provider | None) -> tuple[str, ...]:
