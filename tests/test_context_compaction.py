@@ -260,6 +260,9 @@ def test_replay_matches_a_compacted_run_request_for_request(tmp_path):
     path = tmp_path / "run.json"
     first.save(path)
     assert agent(replay(str(path)), policy).run("Read all chunks.").output == "done"
+    # an agent not told the window: the replay knows the one the recording compacted with
+    bare = Agent(replay(first), tools=[read], context=policy, system="Be brief.").run("Read all chunks.")
+    assert bare.output == "done" and _what(bare) == _what(first)
     with pytest.raises(ReplayMismatch, match="replay step 3: the request differs"):  # another policy: other requests
         agent(replay(first), Compaction(summarize=True)).run("Read all chunks.").raise_for_error()
 

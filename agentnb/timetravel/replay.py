@@ -31,6 +31,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from agentnb.providers.base import Chunk, Completion, Provider, Request
+from agentnb.providers.window import Window
 from agentnb.timetravel.canonical import canonical_message, canonical_messages, first_difference, short
 from agentnb.timetravel.load import as_result
 from agentnb.timetravel.mismatch import ReplayMismatch
@@ -69,9 +70,15 @@ class ReplayProvider(Provider):
         self.label = label
         self._seen: Any = None  # the message list checked last, and how far
         self._seen_n = 0
+        #: the window the recorded run compacted with (None: not known from the recording)
+        self.window: int | None = None
 
     def __repr__(self) -> str:
         return f"ReplayProvider({self.label!r}, steps={len(self.steps)})"
+
+    async def find_context_window(self) -> Window:
+        """The window the recording compacted with (so that the replay compacts where it did)."""
+        return Window(self.window, "recording") if self.window is not None else await super().find_context_window()
 
     async def complete(self, request: Request) -> Completion:
         step = self._answer(request)
@@ -174,6 +181,10 @@ def replay(source: Any) -> Provider:
     spec = getattr(result, "output_spec", None)
     output = spec.schema if spec is not None else None
     redact = Redactor().redact if saved else None  # a saved transcript's secrets are ``***``
-    return ReplayProvider(
+    provider = ReplayProvider(
         recorded_steps(result, requests=True), canonical_messages(result.messages), label, output, redact
     )
+    first = next((e for e in result.events if e.kind == "context_compacted"), None)
+    if first is not None and not first.reason.startswith("overflow"):  # known before: known again
+        provider.window = first.window
+    return provider
