@@ -68,7 +68,18 @@ async def ask(run: LoopState) -> None:
             emit(StepDecision(run.depth, "model", "stop"))
             raise
     start = perf_counter()
-    completion = await send(run, request)
+    refused: ProviderError | None = None
+    try:  # live: retries come out as they wait (agentnb.providers.live): emitted at once where the
+        # consumer takes events by call, else relayed from a stream
+        if cfg.stream or (run.live and not run.at_once):
+            completion = await receive(run, request)
+        else:
+            sent = cfg.provider.complete(request)
+            completion = run.completion = await (noting(sent, retried(run)) if run.live else sent)
+    except ProviderError as exc:
+        refused = exc
+    if refused is not None:  # out of the except: a ContextOverflow chains no HTTP error
+        completion = await overflowed(run, request, refused)
     used = completion.usage
     if run.gauge is not None:
         run.gauge.learn(used)
@@ -95,16 +106,14 @@ async def ask(run: LoopState) -> None:
     run.choice = "auto" if run.choice != "none" else run.choice
 
 
-async def send(run: LoopState, request: Request) -> Completion:
-    """Send ``request``; a server's overflow error compacts it once and sends it again
-    (:mod:`agentnb.run.phases.compact`), else ends the run with a ContextOverflow."""
-    try:
-        return await send_once(run, request)
-    except ProviderError as exc:
-        over, error = overflow_of(exc), exc
-        if over is None:
-            raise
-    request = await refit(run, request, over, error)  # outside the except: no chain to the HTTP error
+async def overflowed(run: LoopState, request: Request, error: ProviderError) -> Completion:
+    """After a provider error: a server's overflow compacts the request once and sends it again
+    (:mod:`agentnb.run.phases.compact`); else, or when it is refused again, the run ends (with a
+    ContextOverflow for an overflow)."""
+    over = overflow_of(error)
+    if over is None:
+        raise error
+    request = await refit(run, request, over, error)
     try:
         return await send_once(run, request)
     except ProviderError as exc:
@@ -119,8 +128,6 @@ async def send(run: LoopState, request: Request) -> Completion:
 async def send_once(run: LoopState, request: Request) -> Completion:
     """The model's reply to ``request``."""
     cfg = run.cfg
-    # live: retries come out as they wait (agentnb.providers.live): emitted at once where the
-    # consumer takes events by call, else relayed from a stream
     if cfg.stream or (run.live and not run.at_once):
         return await receive(run, request)
     sent = cfg.provider.complete(request)
