@@ -159,6 +159,8 @@ class ContextOverflow(AgentnbError):  # noqa: N818 - the name the issue gives it
 
     def __init__(self, tokens: int | None, window: int | None, why: str = "", *, status: int | None = None) -> None:
         self.tokens, self.window, self.status = tokens, window, status
+        #: The server's whole message where it was shortened (as on ProviderError), else "".
+        self.detail = ""
         size = f"{tokens:,} tokens" if tokens is not None else "size not said"
         room = f"{window:,} tokens" if window is not None else "size unknown"
         tail = f": {why}" if why else ""

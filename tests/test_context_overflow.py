@@ -56,6 +56,9 @@ def run(server: ScriptedServer, policy: Compaction | None, n: int = 5, **kw: obj
         ("request (2100 tokens) exceeds context size (2048 tokens)", 2100, 2048),
         ("the request exceeds the available context size, try increasing it", None, None),
         ("input (5000 tokens) is larger than the max context size (4096 tokens). skipping", 5000, 4096),
+        # Anthropic, Gemini
+        ("prompt is too long: 215000 tokens > 200000 maximum", 215000, 200000),
+        ("The input token count (300000) exceeds the maximum number of tokens allowed (1048576).", 300000, 1048576),
     ],
 )
 def test_the_servers_words_are_read(said, tokens, window):

@@ -68,9 +68,10 @@ def test_a_failed_request_keeps_the_whole_message_on_the_exception_only():
 def test_a_short_message_is_left_as_it_is():
     with ScriptedServer() as server:
         p = OpenAIProvider("m", base_url=server.url, max_retries=0, timeout=20, tool_calling="native")
-        server.script(error(400, "maximum context length is 2048 tokens"))
+        server.script(error(400, "temperature must be at most 2"))
         r = Agent(p, [add]).run("2 + 3?")
-    assert r.error.endswith("(400): maximum context length is 2048 tokens") and r.exception.detail == ""
+    assert r.error.endswith("(400): temperature must be at most 2") and r.exception.detail == ""
+    # (a context-length error is a ContextOverflow: tests/test_context_overflow.py)
 
 
 @pytest.mark.parametrize(

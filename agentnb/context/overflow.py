@@ -10,7 +10,9 @@ Servers say it in their own words (each as the real server writes it):
   available context size (8192 tokens), try increasing it``; older builds ``the request exceeds
   the available context size, try increasing it`` (no numbers), newer ones ``request (9120
   tokens) exceeds context size (8192 tokens)``, and ``input (9120 tokens) is larger than the max
-  context size (8192 tokens). skipping``.
+  context size (8192 tokens). skipping``;
+* Anthropic: ``prompt is too long: 215000 tokens > 200000 maximum``; Gemini: ``The input token
+  count (300000) exceeds the maximum number of tokens allowed (1048576)``.
 
 :func:`overflow_of` reads a :class:`~agentnb.errors.ProviderError` (its text and ``detail``) and
 returns an :class:`Overflow`, or None for any other error.
@@ -43,6 +45,8 @@ _MARKS = (
     "exceed_context_size_error",
     "larger than the max context size",
     "input tokens exceed the configured limit",
+    "prompt is too long:",
+    "exceeds the maximum number of tokens allowed",
 )
 #: ``(pattern, group of the tokens, group of the window)``: the numbers each server states.
 _NUMBERS = (
@@ -51,6 +55,8 @@ _NUMBERS = (
     (re.compile(r"configured limit of (\d+) tokens"), None, 1),
     (re.compile(r"request \((\d+) tokens\) exceeds (?:the available )?context size \((\d+) tokens\)"), 1, 2),
     (re.compile(r"input \((\d+) tokens\) is larger than the max context size \((\d+) tokens\)"), 1, 2),
+    (re.compile(r"prompt is too long: (\d+) tokens > (\d+) maximum"), 1, 2),
+    (re.compile(r"input token count \((\d+)\) exceeds the maximum number of tokens allowed \((\d+)\)"), 1, 2),
     (re.compile(r'"n_prompt_tokens":\s*(\d+)'), 1, None),
     (re.compile(r'"n_ctx":\s*(\d+)'), None, 1),
 )
@@ -90,4 +96,6 @@ def overflow_of(error: BaseException) -> Overflow | None:
 def overflow_error(over: Overflow, window: int | None, why: str, error: Any = None) -> ContextOverflow:
     """The :class:`~agentnb.errors.ContextOverflow` to raise for ``over`` (the server's words kept)."""
     tail = f"{why}; the server said: {over.text}" if over.text else why
-    return ContextOverflow(over.tokens, over.window or window, tail, status=getattr(error, "status", None))
+    failed = ContextOverflow(over.tokens, over.window or window, tail, status=getattr(error, "status", None))
+    failed.detail = getattr(error, "detail", "") or ""
+    return failed
