@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agentnb import Agent, Compaction, ContextOverflow, ReplayMismatch, Session, TextPrinter, diff, replay, tool
-from agentnb.context.compaction import SUMMARY_HEAD, shrink, turns
+from agentnb.context.compaction import SUMMARY_HEAD, sent_messages, shrink, turns
 from agentnb.errors import ProviderError, TranscriptError, UserError
 from agentnb.events import ContextCompacted, event_from_dict
 from agentnb.messages import (
@@ -18,7 +18,6 @@ from agentnb.messages import (
     ToolCall,
     ToolMessage,
     UserMessage,
-    message_from_dict,
 )
 from agentnb.notebook.trace.render import depth_html
 from agentnb.notebook.trace.state import TraceState
@@ -126,7 +125,8 @@ def test_the_event_holds_what_was_sent(long_run, tmp_path):
     loaded = type(result).load(path)
     assert compactions(loaded) == compactions(result)
     last = compactions(loaded)[-1]
-    base = [message_from_dict(m) for m in last.messages]
+    assert last.messages[0] == {"history": 0}  # a message the transcript has is referred to, not copied
+    base = sent_messages(last.messages, loaded.messages)
     assert last.upto == 12 and canonical_messages(base) == sent(model)[5]  # the request it compacted
     rebuilt = base + list(loaded.messages[last.upto : 14])
     assert canonical_messages(rebuilt) == sent(model)[6]  # the next request, from the transcript alone

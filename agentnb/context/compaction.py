@@ -128,6 +128,40 @@ class Compaction:
         return out
 
 
+def as_sent(messages: Sequence[Message], history: Sequence[Message]) -> tuple[dict[str, Any], ...]:
+    """``messages`` as a :class:`~agentnb.events.ContextCompacted` event holds them: a message of
+    the run's ``history`` as ``{"history": index}`` (the transcript has it already), any other
+    (a marker, a summary) whole. :func:`sent_messages` reads them back.
+
+    >>> h = [UserMessage("hi"), AssistantMessage("hello")]
+    >>> as_sent([h[0], UserMessage("[summary]")], h)
+    ({'history': 0}, {'role': 'user', 'content': '[summary]'})
+    >>> [m.content for m in sent_messages(as_sent([h[0], UserMessage("[summary]")], h), h)]
+    ['hi', '[summary]']
+    """
+    where = {id(m): j for j, m in enumerate(history)}
+    return tuple({"history": where[id(m)]} if id(m) in where else m.to_dict() for m in messages)
+
+
+def sent_messages(held: Sequence[Any], history: Sequence[Message]) -> list[Message]:
+    """The messages a compaction event holds (:func:`as_sent`), read against the run's history;
+    a reference that is not there raises ``ValueError`` saying so."""
+    from agentnb.messages import message_from_dict
+
+    out: list[Message] = []
+    for d in held:
+        if not isinstance(d, dict):
+            out.append(d)  # a message already
+        elif "role" in d:
+            out.append(message_from_dict(d))
+        else:
+            j = d.get("history")
+            if isinstance(j, bool) or not isinstance(j, int) or not 0 <= j < len(history):
+                raise ValueError(f"a compaction refers to message {j!r:.20}, not one of the {len(history)} messages")
+            out.append(history[j])
+    return out
+
+
 def check_context(value: Any) -> Compaction | None:
     """``value`` as an agent's or a session's context policy (a :class:`Compaction` or None).
 
@@ -141,12 +175,12 @@ def check_context(value: Any) -> Compaction | None:
     raise UserError(f"context= takes an agentnb.Compaction(...) or None, not {type(value).__name__}")
 
 
-def saved_context(data: dict[str, Any], given: Any, n_messages: int) -> tuple[Any, tuple[Any, int] | None]:
+def saved_context(data: dict[str, Any], given: Any, history: Sequence[Message]) -> tuple[Any, tuple[Any, int] | None]:
     """A saved session's policy and compacted start (``data``: its JSON). A policy given to the
     load wins; a saved one that had a summariser of its own cannot be rebuilt from a file (a
     provider is not data): :class:`~agentnb.errors.UserError` says to give it.
 
-    >>> saved_context({"context": Compaction(at=0.9).to_dict()}, None, 0)[0].at
+    >>> saved_context({"context": Compaction(at=0.9).to_dict()}, None, [])[0].at
     0.9
     """
     policy, compacted = data.get("context"), data.get("compacted")
@@ -166,16 +200,10 @@ def saved_context(data: dict[str, Any], given: Any, n_messages: int) -> tuple[An
     if compacted is not None:
         upto = compacted.get("upto") if isinstance(compacted, dict) else None
         msgs = compacted.get("messages") if isinstance(compacted, dict) else None
-        if (
-            not isinstance(upto, int)
-            or isinstance(upto, bool)
-            or not 0 <= upto <= n_messages
-            or not isinstance(msgs, list)
-        ):
-            raise ValueError(f"'compacted' must hold messages and an upto within the {n_messages} messages")
-        from agentnb.messages import message_from_dict
-
-        compacted = (tuple(message_from_dict(m).to_dict() for m in msgs), upto)
+        n = len(history)
+        if not isinstance(upto, int) or isinstance(upto, bool) or not 0 <= upto <= n or not isinstance(msgs, list):
+            raise ValueError(f"'compacted' must hold messages and an upto within the {n} messages")
+        compacted = (tuple(sent_messages(msgs, history)), upto)
     return given, compacted
 
 

@@ -147,7 +147,8 @@ class ContextCompacted(_EventBase):
     summariser that failed: the cheaper steps stand).
 
     The run's messages keep the whole history; ``messages`` is what the model reads from now on in
-    place of its first ``upto`` messages (message dicts), so each request can be rebuilt exactly.
+    place of its first ``upto`` messages (message dicts; one the history holds is ``{"history": index}``:
+    :func:`agentnb.context.compaction.sent_messages` reads them), so each request can be rebuilt exactly.
     """
 
     depth: int

@@ -25,7 +25,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
-from agentnb.context.compaction import Compaction, check_context, saved_context
+from agentnb.context.compaction import Compaction, as_sent, check_context, saved_context, sent_messages
 from agentnb.errors import TranscriptError, UserError
 from agentnb.events import Event, HistoryTrimmed
 from agentnb.messages import Message, SystemMessage, UserMessage, message_from_dict
@@ -187,7 +187,7 @@ class Session:
         self.last = result
         last = next((e for e in reversed(result.events) if e.kind == "context_compacted"), None)
         if last is not None:
-            self.compacted = (last.messages, last.upto) if whole else None
+            self.compacted = (tuple(sent_messages(last.messages, result.messages)), last.upto) if whole else None
         return result
 
     # -- runs ---------------------------------------------------------------------------------
@@ -226,7 +226,10 @@ class Session:
             "context": self.context.to_dict() if self.context is not None else None,
             "compacted": None
             if self.compacted is None
-            else {"messages": Redactor().scrub(list(self.compacted[0])), "upto": self.compacted[1]},
+            else {
+                "messages": Redactor().scrub(list(as_sent(self.compacted[0], self.messages))),
+                "upto": self.compacted[1],
+            },
         }
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -257,7 +260,7 @@ class Session:
         except (ValueError, TypeError, KeyError, AttributeError) as exc:
             raise TranscriptError(f"{where}: {_reason(exc)}") from None
         try:
-            context, compacted = saved_context(data, options.get("context"), len(messages))
+            context, compacted = saved_context(data, options.get("context"), messages)
         except (ValueError, TypeError, KeyError, AttributeError, UserError) as exc:
             raise TranscriptError(f"{where}: {_reason(exc)}") from None
         session = cls(agent, id=ident, **{"context": context, **options})

@@ -164,9 +164,11 @@ def _compacted(result: Any, start: int, system: str | None) -> tuple[Any, int] |
             last = e
     if last is None:
         return None
-    messages = list(last.messages)
-    if system is not None and messages and messages[0].get("role") == "system":
-        messages[0] = SystemMessage(system).to_dict()
+    from agentnb.context.compaction import sent_messages
+
+    messages = sent_messages(last.messages, result.messages)
+    if system is not None and messages and isinstance(messages[0], SystemMessage):
+        messages[0] = SystemMessage(system)
     return tuple(messages), last.upto
 
 

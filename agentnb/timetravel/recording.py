@@ -111,9 +111,11 @@ def _sent(base: Any, n: int, result: Any) -> tuple[Any, ...] | None:
     """A compacted request's messages: the compaction's, then the history after them."""
     if base is None:
         return None
+    from agentnb.context.compaction import sent_messages
     from agentnb.timetravel.canonical import canonical_messages
 
-    return (*_canonical(base.messages), *canonical_messages(result.messages[base.upto : n]))
+    held = sent_messages(base.messages, result.messages)
+    return (*canonical_messages(held), *canonical_messages(result.messages[base.upto : n]))
 
 
 def _close(open_: dict[str, Any], response: Any, result: Any) -> Step:

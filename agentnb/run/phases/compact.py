@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from agentnb.context.compaction import shrink, with_summary
+from agentnb.context.compaction import as_sent, shrink, with_summary
 from agentnb.context.overflow import Overflow, overflow_error
 from agentnb.context.summary import ask_summary, summary_request
 from agentnb.errors import ContextOverflow
@@ -100,7 +100,7 @@ async def compact(run: Any, request: Request, window: int, tokens: int, reason: 
             window,
             reason,
             fitting.upto,
-            tuple(m.to_dict() for m in cut.messages),
+            as_sent(cut.messages, state.messages),
             tuple(cut.cleared),
             len(cut.dropped),
             summary,
