@@ -16,10 +16,12 @@ import os
 from typing import Any
 
 from agentnb.control.approval import Approve, Deny, Edit
+from agentnb.control.inbox import Inbox
 from agentnb.control.limits import UsageLimits
 from agentnb.errors import (
     AgentnbError,
     AuthenticationError,
+    InboxClosedError,
     MissingDependencyError,
     ModelBehaviorError,
     ModelNotFoundError,
@@ -64,6 +66,8 @@ __all__ = [
     "Evaluation",
     "Image",
     "Improvement",
+    "Inbox",
+    "InboxClosedError",
     "MissingDependencyError",
     "ModelBehaviorError",
     "ModelNotFoundError",

@@ -48,6 +48,7 @@ from agentnb.events import (
     ToolFinished,
     ToolStarted,
     UnknownTool,
+    UserInterjected,
     ValidationResult,
 )
 from agentnb.run.budget import overrun_text, without_tools_text
@@ -105,6 +106,8 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return "\n".join(f"{d}   | {part.lstrip()}" for part in line.splitlines())
         case HistoryTrimmed(dropped_turns=t, dropped_messages=m, kept_messages=k, reason=why):
             return f"{d} history: {plural(t, 'earlier turn')} ({plural(m, 'message')}) left out ({why}); the model reads {plural(k, 'message')}"
+        case UserInterjected(text=t):
+            return f"{d} you said (to the running agent): {shorten(t, width)}"
         case ModelRequest(n_messages=n, tools=t, tool_choice=c):
             offer = f"{plural(len(t), 'tool')}, choice {c}" if t else "no tools"
             return f"{d} ask model ({plural(n, 'message')}, {offer})"

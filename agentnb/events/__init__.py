@@ -27,6 +27,7 @@ from agentnb.events.control import (
     ProviderAnswered,
     RequestRetried,
     SubAgentEvent,
+    UserInterjected,
 )
 from agentnb.events.guidance import (
     CallDecision,
@@ -101,6 +102,7 @@ __all__ = [
     "ToolFinished",
     "ToolStarted",
     "UnknownTool",
+    "UserInterjected",
     "ValidationResult",
     "event_from_dict",
     "event_to_dict",
@@ -143,6 +145,7 @@ Event: TypeAlias = (
     | SubAgentEvent
     | HistoryTrimmed
     | Forked
+    | UserInterjected
 )
 
 EVENT_TYPES: dict[str, type] = {

@@ -24,6 +24,7 @@ from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
 
 if TYPE_CHECKING:
     from agentnb.control.approval import ApprovalGate
+    from agentnb.control.inbox import Inbox
     from agentnb.control.limits import UsageLimits
     from agentnb.output import OutputSpec
     from agentnb.providers.base import Completion, Provider, Request
@@ -104,6 +105,8 @@ class LoopConfig:
     #: ``(call id, fingerprint, message, tool_finished)`` of first-step calls the recording
     #: answers (a fork's calls beside an edited one; see :class:`~agentnb.tracing.observe.RunLink`).
     recorded: tuple[tuple[Any, ...], ...] = ()
+    #: A person's messages, read before each request (None: nobody steers this run).
+    inbox: Inbox | None = None
 
 
 @dataclass(slots=True)

@@ -68,6 +68,9 @@ class ReplayProvider(Provider):
         self.label = label
         self._seen: Any = None  # the message list checked last, and how far
         self._seen_n = 0
+        #: ``(depth, text)`` of the messages a person sent the recorded run (its inbox): a run
+        #: with this provider reads them at the same steps (agentnb.run.steer), so requests match.
+        self.interjections: tuple[tuple[int, str], ...] = ()
 
     def __repr__(self) -> str:
         return f"ReplayProvider({self.label!r}, steps={len(self.steps)})"
@@ -163,4 +166,6 @@ def replay(source: Any) -> Provider:
     spec = getattr(result, "output_spec", None)
     output = spec.schema if spec is not None else None
     redact = Redactor().redact if saved else None  # a saved transcript's secrets are ``***``
-    return ReplayProvider(recorded_steps(result), canonical_messages(result.messages), label, output, redact)
+    provider = ReplayProvider(recorded_steps(result), canonical_messages(result.messages), label, output, redact)
+    provider.interjections = tuple((e.depth, e.text) for e in result.events if e.kind == "user_interjected")
+    return provider

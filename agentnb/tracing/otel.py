@@ -59,6 +59,7 @@ _NOTES = (
     "history_trimmed",
     "forked",
     "attachment",
+    "user_interjected",
 )
 _PRIVATE = frozenset({"depth", "kind", "text", "arguments", "rejected", "image", "event"})  # content or bulk
 

@@ -20,7 +20,9 @@ from agentnb.events import (
     StepDecision,
     TextDelta,
     ToolCallDelta,
+    UserInterjected,
 )
+from agentnb.messages import UserMessage
 from agentnb.providers.base import Completion, Request, TextChunk
 from agentnb.providers.live import noting, one, with_notes
 from agentnb.run.budget import capped, hold, out_of_tokens
@@ -38,6 +40,8 @@ async def ask(run: LoopState) -> None:
         budgets(run)
         if run.over:
             return
+    if cfg.inbox is not None:  # a person's messages go in now: the last step is complete
+        interject(run)
     run.limited = run.ledger.calls_left() <= 0 or state.limit is not None
     run.offer = offer = bool(run.tools) and not run.limited and run.choice != "none"
     emit = run.emit
@@ -95,6 +99,14 @@ async def ask(run: LoopState) -> None:
     # A named or required choice forces the first call only (as the OpenAI Agents SDK
     # resets it): forcing every turn would loop until the limit.
     run.choice = "auto" if run.choice != "none" else run.choice
+
+
+def interject(run: LoopState) -> None:
+    """Add what was sent to the run's inbox as user messages, each said by an event."""
+    assert run.cfg.inbox is not None
+    for text in run.cfg.inbox.take(run.depth):
+        run.state.messages.append(UserMessage(text))
+        run.emit(UserInterjected(run.depth, text))
 
 
 def hold_tokens(run: LoopState, request: Request) -> Request:
