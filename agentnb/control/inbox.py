@@ -95,14 +95,14 @@ class Inbox:
         Raises :class:`~agentnb.errors.InboxClosedError` once the run has ended, and
         :class:`~agentnb.errors.UserError` for a text that is not a non-empty string.
         """
-        if not isinstance(text, str) or not text.strip():
-            raise UserError(f"Inbox.send takes the message as a non-empty string, not {text!r:.60}")
         with self._lock:
             if not self.open:
                 raise InboxClosedError(
                     f"this inbox's run has ended ({_ENDED.get(self._state, self._state)}): the message was not "
                     "sent; make a new agentnb.Inbox() for the next run"
                 )
+            if not isinstance(text, str) or not text.strip():
+                raise UserError(f"Inbox.send takes the message as a non-empty string, not {text!r:.60}")
             self._queue.append(text)
 
     # --- the run's side ------------------------------------------------------------------------

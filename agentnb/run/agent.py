@@ -41,7 +41,7 @@ from agentnb.run.runinfo import (
     start_messages,
     watchers_of,
 )
-from agentnb.run.steer import inbox_for, steered
+from agentnb.run.steer import inbox_for, inbox_for_sink, steered
 from agentnb.run.streaming import run_events
 from agentnb.run.sync import BLOCKING_CELL, run_sync  # noqa: F401 - BLOCKING_CELL: the name others import
 from agentnb.timetravel.active import CURRENT as CURRENT_CASSETTE
@@ -280,9 +280,13 @@ class Agent:
         ``wait_for``), ``asyncio.CancelledError`` propagates as asyncio expects, after the run
         ended cleanly; its ``run_result`` attribute holds the ``cancelled`` result. With
         ``on_cancel="return"`` (a Stop button's task) the cancelled result is returned instead.
+        ``inbox`` (:mod:`agentnb.control.inbox`) takes a person's messages while the run goes on;
+        a trace widget given as ``on_event`` shows it as a "Tell the agent…" box (with an inbox
+        of its own where none is given).
         """
         streaming = self.stream_default if stream is None else stream
         sink = on_event if on_event is not None else discard
+        inbox = inbox_for_sink(inbox, on_event)  # a trace widget's "Tell the agent…" box feeds it
         # the agent's cassette records the agents it runs as tools too (agentnb.timetravel)
         token = CURRENT_CASSETTE.set(self.cassette) if self.cassette is not None else None
         try:

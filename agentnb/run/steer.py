@@ -17,6 +17,17 @@ from agentnb.control.inbox import Inbox
 from agentnb.run.result import RunResult
 
 
+def inbox_for_sink(inbox: Inbox | None, sink: Any) -> Inbox | None:
+    """A consumer that shows a box to steer the run from (the trace widget's ``take_inbox``)
+    takes the run's inbox, one of its own where the run has none."""
+    take = getattr(sink, "take_inbox", None)
+    if take is None:
+        return inbox
+    inbox = inbox if inbox is not None else Inbox()
+    take(inbox)
+    return inbox
+
+
 def inbox_for(provider: Any, inbox: Inbox | None) -> Inbox | None:
     """The inbox a run reads: ``inbox``, with a replay's recorded messages scheduled in (a replay
     with none given gets one of its own)."""

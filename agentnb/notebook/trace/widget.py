@@ -41,6 +41,7 @@ from agentnb.notebook.trace.render import Section, depth_html, depth_title, sect
 from agentnb.notebook.trace.snapshot import KEY, events_result, snapshot_metadata
 from agentnb.notebook.trace.snapshot import static_html as trace_static_html
 from agentnb.notebook.trace.state import Pause, TraceState
+from agentnb.notebook.trace.steer import SteerBox
 from agentnb.notebook.trace.text import summary_line, trace_text
 from agentnb.run.result import RunResult
 from agentnb.untrusted import html_widget
@@ -135,7 +136,8 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
 
         #: The pending call's Approve / Deny / Edit arguments (this widget is the run's approver).
         self.approval = ApprovalPanel(ended=lambda: self.state.finished is not None)
-        super().__init__([head, self._context, self._body, self.approval, answer])
+        self.steer = SteerBox()  #: "Tell the agent…": shown while a run with an inbox goes on
+        super().__init__([head, self._context, self._body, self.approval, self.steer, answer])
         self.set_history(history)
         self.layout.border = "1px solid var(--jp-border-color2, #d0d7de)"
         self.layout.padding = "6px 10px"
@@ -154,9 +156,12 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
             if self.show_on_start:
                 self._show_on_start()
             self._offer_stop()
+            self._offer_steer()
+        elif kind == "user_interjected":
+            self.steer.delivered(event.depth)
         self.state.add(event, now)
         if kind == "run_finished":
-            self._run_over()
+            self._run_over(event.stop_reason)  # type: ignore[union-attr]
             self._end_pause(now)
             self._cancel(self._ticker)
             self._cancel(self._timer)
