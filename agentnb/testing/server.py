@@ -57,7 +57,8 @@ class Reply:
     fragments of parallel calls; ``chunks`` replaces all that with explicit chunk bodies;
     ``disconnect_after`` drops the connection after that many chunks (0 on a JSON reply: before
     any response). ``delay`` waits that many seconds before answering (a long one: a server that
-    accepts the request and never answers).
+    accepts the request and never answers); ``hold`` answers only once that event is set (a
+    test acts while the reply is held: :meth:`ScriptedServer.wait_for_requests` says it came).
     """
 
     status: int = 200
@@ -74,6 +75,7 @@ class Reply:
     chunks: list[dict[str, Any]] | None = None
     disconnect_after: int | None = None
     delay: float = 0.0
+    hold: threading.Event | None = None
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -139,6 +141,7 @@ class ScriptedServer:
         self.answers: dict[str, tuple[int, Any, bool]] = {}
         self._released = threading.Event()
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -174,6 +177,14 @@ class ScriptedServer:
         """The JSON bodies of the chat requests, in order."""
         return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
 
+    def wait_for_requests(self, n: int, timeout: float = 30.0) -> Recorded:
+        """Wait until ``n`` chat requests have arrived (a state, not a time); the ``n``-th.
+        TimeoutError after ``timeout`` seconds."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= n, timeout):
+                raise TimeoutError(f"{len(self.requests)} of {n} requests arrived within {timeout:g} s")
+            return self.requests[n - 1]
+
     def start(self) -> ScriptedServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-wire", daemon=True)
         self._thread.start()
@@ -208,6 +219,7 @@ class ScriptedServer:
     def _scripted(self, record: Recorded) -> Reply:
         with self._lock:
             self.requests.append(record)
+            self._arrived.notify_all()
             if self.rejects_tools is not None and isinstance(record.body, dict) and record.body.get("tools"):
                 return Reply(status=400, error=self.rejects_tools, error_type="api_error")
             if self.replies:
@@ -391,6 +403,8 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             model = body.get("model", "wire") if isinstance(body, dict) else "wire"
             if reply.delay:
                 time.sleep(reply.delay)
+            while reply.hold is not None and not reply.hold.wait(0.05) and not server._released.is_set():
+                pass  # held until the test lets it go (or the server stops)
             if reply.disconnect_after == 0 and not (isinstance(body, dict) and body.get("stream")):
                 self.connection.shutdown(socket.SHUT_RDWR)  # a dropped connection: no response at all
                 self.close_connection = True
