@@ -95,12 +95,16 @@ messages = st.one_of(
     st.builds(AssistantMessage, st.none() | texts, st.lists(tool_calls, max_size=2).map(tuple)),
     st.builds(ToolMessage, texts, texts, texts, st.booleans()),
 )
-labels = st.tuples(
-    st.none() | st.booleans(),
-    st.none() | texts,
-    st.none() | texts,
-    st.datetimes(timezones=st.just(timezone.utc)).map(lambda t: t.isoformat(timespec="milliseconds")),
-).filter(lambda said: said[:3] != (None, None, None)).map(lambda fields: Label(*fields))
+labels = (
+    st.tuples(
+        st.none() | st.booleans(),
+        st.none() | texts,
+        st.none() | texts,
+        st.datetimes(timezones=st.just(timezone.utc)).map(lambda t: t.isoformat(timespec="milliseconds")),
+    )
+    .filter(lambda said: said[:3] != (None, None, None))
+    .map(lambda fields: Label(*fields))
+)
 runs = st.builds(
     RunResult,
     output=texts,

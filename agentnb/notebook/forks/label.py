@@ -8,8 +8,9 @@ where a label from Python goes (the run's labels, its transcript file, the callb
 run's labels as escaped text, which the bar's display keeps beside its widget view and leaves
 in the notebook when the next cell runs.
 
-The expected answer is prefilled with the run's answer, to edit. A 👎 saved with that box
-unedited keeps no expected answer: the run's own wrong answer is not what was expected.
+The expected answer is prefilled with the run's answer, to edit. Left as it is, it is saved
+only with a 👍 (the run's answer was the right one); with a 👎 or no verdict the label keeps no
+expected answer: the run's own answer is not what was expected.
 
 >>> from agentnb import Agent
 >>> from agentnb.testing import ScriptedProvider
@@ -72,8 +73,11 @@ class LabelControl(widgets.VBox):
         """What Save does: the label from the controls, added to the run; a problem is shown
         below them, not raised. Returns the label (None when refused)."""
         expected: str | None = self.expected.value
-        if not expected or (self.good.value is False and expected == self.result.output):
-            expected = None  # nothing written, or the wrong answer left as it was
+        if not expected or (self.good.value is not True and expected == self.result.output):
+            expected = None  # nothing written, or the run's answer left as it was without a 👍
+        if self.good.value is None and expected is None and not self.note.value:
+            self._show("✗ pick 👍 or 👎, write a note, or edit the expected answer")
+            return None
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
