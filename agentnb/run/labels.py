@@ -104,7 +104,7 @@ class Label:
         problem = _problem(**values, python=False)
         if problem:
             raise TranscriptError(problem)
-        return cls(**values)
+        return cls(values["good"], values["expected"], values["note"], data["at"])
 
 
 def _problem(good: Any, expected: Any, note: Any, at: Any, *, python: bool) -> str | None:
