@@ -146,8 +146,11 @@ class ForkBar(widgets.VBox):
         """Whether a later cell froze the bar into its static copy."""
         return self.shown.frozen
 
-    def _panels(self) -> list[Any]:  # what the static copy shows: the labels, then the forks
-        return [p for p in (self.labeller, self.panel) if p is not None]
+    def _panels(self) -> list[Any]:
+        """What the static copy shows: the forks, after the labels where the trace above cannot
+        show them itself (a trace whose display is updated in place shows them: not twice)."""
+        labeller = None if self.trace._display_handles() else self.labeller
+        return [p for p in (labeller, self.panel) if p is not None]
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         return self.shown.live_bundle()  # a static export drops the widget view (export.StaticTraces)
