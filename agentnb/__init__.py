@@ -45,6 +45,7 @@ from agentnb.printer import TextPrinter
 from agentnb.providers import Provider, get_provider
 from agentnb.run.agent import DEFAULT_MAX_TOOL_CALLS, Agent
 from agentnb.run.agent_tool import handoff
+from agentnb.run.labels import Label
 from agentnb.run.loop import StepController, ToolDecision
 from agentnb.run.result import RunResult
 from agentnb.run.session import Session
@@ -68,6 +69,7 @@ __all__ = [
     "Improvement",
     "Inbox",
     "InboxClosedError",
+    "Label",
     "MissingDependencyError",
     "ModelBehaviorError",
     "ModelNotFoundError",

@@ -37,6 +37,7 @@ from agentnb.notebook.trace.blocks import STYLE, context_html, copyable, save_li
 from agentnb.notebook.trace.controls import TraceControls
 from agentnb.notebook.trace.display import LiveDisplay
 from agentnb.notebook.trace.header import header_html
+from agentnb.notebook.trace.labels import labels_text
 from agentnb.notebook.trace.render import Section, depth_html, depth_title, section_html
 from agentnb.notebook.trace.snapshot import KEY, events_result, snapshot_metadata
 from agentnb.notebook.trace.snapshot import static_html as trace_static_html
@@ -256,8 +257,10 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         return self._caught_up()._header.value
 
     def text(self) -> str:
-        """The whole trace as stable plain text (no timings)."""
-        return trace_text(self.state.events, self.status, held=self._held())
+        """The whole trace as stable plain text (no timings), the run's labels last."""
+        text = trace_text(self.state.events, self.status, held=self._held())
+        labels = labels_text(getattr(self.result, "labels", ()))
+        return f"{text}\n{labels}" if labels else text
 
     def __repr__(self) -> str:
         return summary_line(self.state.events, self.status, held=self._held())
