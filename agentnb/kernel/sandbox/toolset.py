@@ -44,9 +44,10 @@ class SandboxTools(list):  # type: ignore[type-arg]
         """A copy of the sandbox's variable ``name``, for the notebook: ``clean = tools.pull("clean")``."""
         return self.sandbox.pull(name)
 
-    def restart(self) -> None:
-        """Start a fresh sandbox now, with new copies of the shared variables (a replay starts so)."""
-        self.sandbox.restart()
+    def restart(self) -> list[str]:
+        """Start a fresh sandbox now, with new copies of the shared variables (a replay starts so);
+        the notes about the copies (what was copied, and why some were not)."""
+        return self.sandbox.restart()
 
     def shutdown(self) -> None:
         """Stop the sandbox's process now (the next ``run_python`` starts a fresh one)."""
