@@ -68,7 +68,14 @@ def test_started_when_first_needed_and_the_notebook_is_untouched(tools: SandboxT
     frame = ns["df"].copy()
     first = run(tools, "df['price'] = 0.0\ndf.drop(columns='city', inplace=True)\nn = n + 1\nnew = 'made here'\nn")
     assert first.value == "42" and first.error is None
-    assert "(Copies of the notebook's df, n are in the sandbox.)" in first.notes
+    assert first.notes == (
+        "(Copies of the notebook's df, n are in the sandbox.)",
+        "(Not copied: lock is a lock (_thread.lock): it cannot be copied into another process "
+        "(TypeError: cannot pickle '_thread.lock' object).)",
+        "(Not copied: log is an open file or stream (_io.TextIOWrapper): it cannot be copied into another "
+        "process (TypeError: cannot pickle '_io.TextIOWrapper' object).)",
+        "(Not copied: missing is not defined in the notebook.)",
+    )
     assert set(first.changed) == {"n", "new"}  # df changed in place: same object
     assert {k: id(v) for k, v in ns.items()} == before and sorted(ns) == ["df", "lock", "log", "n"]
     pd.testing.assert_frame_equal(ns["df"], frame)
@@ -77,17 +84,15 @@ def test_started_when_first_needed_and_the_notebook_is_untouched(tools: SandboxT
 
 
 def test_uncopyable_variables_say_why(tools: SandboxTools) -> None:
-    notes = tools.restart()  # a fresh sandbox: the notes about the copies
-    text = "\n".join(notes)
-    assert "lock is a lock (_thread.lock): it cannot be copied into another process" in text
-    assert "log is an open file or stream (_io.TextIOWrapper): it cannot be copied" in text
-    assert "missing is not defined in the notebook" in text
+    text = "\n".join(tools.sandbox.run("1").notes or ("(no notes: the sandbox had started)",))
+    assert text == "(no notes: the sandbox had started)"  # the notes came with the first call
     result = run(tools, "lock")
     assert result.error is not None and result.error.ename == "NameError"
 
 
 def test_a_result_reads_like_a_cell(tools: SandboxTools) -> None:
-    result = run(tools, "import sys\nprint('out \\x1b[31mred\\x1b[0m')\nprint('err', file=sys.stderr)\nx = 1\ndf")
+    code = "import sys\nprint('out \\x1b[31mred\\x1b[0m')\nprint('err', file=sys.stderr)\nx = 1\nt = df.copy()\nt['price'] = 2.5\nt['city'] = 'Oslo'\nt"
+    result = run(tools, code)
     assert result.stdout == "out red\n" and result.stderr == "err\n"
     assert result.value is not None and result.value.startswith(
         "DataFrame with 3 rows x 2 columns\n|  | price | city |"
@@ -195,7 +200,6 @@ def test_bad_options_are_user_errors(ns: dict[str, Any]) -> None:
 
 
 def test_an_agent_runs_code_and_pulls_then_a_replay_starts_fresh(tools: SandboxTools, ns: dict[str, Any]) -> None:
-    tools.restart()
     script = [
         call("run_python", code="runs = globals().get('runs', 0) + 1\ntotal = n + runs\ntotal"),
         call("pull", name="total"),
