@@ -78,6 +78,11 @@ class KernelProcess:
 
     def start(self) -> None:
         """Start the kernel, wait until it answers, install its helper."""
+        self.launch()
+        self.ready()
+
+    def launch(self) -> None:
+        """Start the kernel's process (it boots meanwhile: :meth:`ready` waits for it)."""
         from jupyter_client import KernelManager
         from jupyter_client.kernelspec import KernelSpec
 
@@ -99,7 +104,10 @@ class KernelProcess:
             env["AGENTNB_SANDBOX_CPU"] = str(int(START_SECONDS + self.limits.cpu_seconds))
         self.km = km
         km.start_kernel(env=env)
-        kc = km.client()
+
+    def ready(self) -> None:
+        """Wait until the launched kernel answers; install its helper."""
+        kc = self.km.client()
         kc.start_channels()
         self.kc = kc
         try:

@@ -114,23 +114,36 @@ class Sandbox:
     def _start(self) -> list[str]:
         process = KernelProcess(self.limits)
         self._holder.process = process
+        path = None
         try:
-            process.start()
-            return self._seed(process)
+            process.launch()
+            # The copies are made while the kernel boots (a separate process: the two overlap).
+            blobs, why = pickled(self.namespace, self.share) if self.share else ({}, {})
+            path = write_seed(blobs) if blobs else None
+            process.ready()
+            return self._load(process, path, blobs, why)
         except BaseException:
             self._holder.stop()
             raise
+        finally:
+            if path is not None:
+                _remove(path)
 
     def _seed(self, process: KernelProcess) -> list[str]:
-        if not self.share:
-            return []
+        """Copy the shared variables into ``process`` again (their values now)."""
         blobs, why = pickled(self.namespace, self.share)
-        if blobs:
-            path = write_seed(blobs)
-            try:
-                failed = process.run_silently("", f"__agentnb__.load({json.dumps(path)})") or {}
-            finally:
+        path = write_seed(blobs) if blobs else None
+        try:
+            return self._load(process, path, blobs, why)
+        finally:
+            if path is not None:
                 _remove(path)
+
+    def _load(
+        self, process: KernelProcess, path: str | None, blobs: dict[str, bytes], why: dict[str, str]
+    ) -> list[str]:
+        if path is not None:
+            failed = process.run_silently("", f"__agentnb__.load({json.dumps(path)})") or {}
             why.update({k: f"{k} could not be loaded in the sandbox: {v}" for k, v in dict(failed).items()})
         copied = [n for n in blobs if n not in why]
         notes = [f"(Copies of the notebook's {', '.join(copied)} are in the sandbox.)"] if copied else []
