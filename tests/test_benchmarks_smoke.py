@@ -36,6 +36,7 @@ PRINTS = {
     "grounded_answers.py": "s/task",
     "improve_overhead.py": "own work",
     "kernel_read.py": "list_variables() over",
+    "kernel_sandbox.py": "a later trivial run_python",
     "guidance_cost.py": "first step",
     "loop_before_after.py": "best CPU us/step",
     "loop_overhead.py": "us/step",
