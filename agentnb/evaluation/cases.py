@@ -84,6 +84,8 @@ def _digest(value: Any) -> str:
 def _rows(dataset: Any) -> list[dict[str, Any]]:
     if isinstance(dataset, (str, os.PathLike)):
         return _read_file(Path(dataset))
+    if hasattr(dataset, "to_cases"):  # kept runs: agentnb.runs().where(...), its labelled runs
+        return [dict(c) for c in dataset.to_cases()]
     if hasattr(dataset, "to_dict") and hasattr(dataset, "columns"):  # a pandas DataFrame
         return [_plain(r) for r in dataset.to_dict(orient="records")]
     if isinstance(dataset, Mapping) or not isinstance(dataset, Iterable):
