@@ -44,6 +44,7 @@ PRINTS = {
     "openai_overhead.py": "full round trip per model call",
     "prefix_cache.py": "identical replies at every depth",
     "replay_overhead.py": "ratio replay/scripted",
+    "runs_store.py": "keeping runs costs",
     "scoring.py": "fc_cases.json",
     "server_accuracy.py": "s/request",
     "structured_output.py": "s/case",

@@ -54,7 +54,9 @@ def kept(tmp_path: Path) -> Any:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(run=any_run, given_labels=st.lists(labels, max_size=3))
-def test_a_stored_run_reads_back_equal_with_its_labels(tmp_path_factory: Any, run: RunResult, given_labels: list) -> None:
+def test_a_stored_run_reads_back_equal_with_its_labels(
+    tmp_path_factory: Any, run: RunResult, given_labels: list
+) -> None:
     path = tmp_path_factory.mktemp("rt") / "runs.sqlite"
     store = RunStore(path)
     assert store.save([(run, 1.5)]) == []
@@ -119,7 +121,7 @@ def test_keep_runs_off_and_on_and_its_errors(tmp_path: Path, kept: Any) -> None:
     with pytest.raises(UserError, match="keep_runs\\(\\) takes a file's path"):
         agentnb.keep_runs(True)
     missing = tmp_path / "nothing.sqlite"
-    with pytest.raises(UserError, match="nothing.sqlite: no store of runs here"):
+    with pytest.raises(UserError, match=r"nothing\.sqlite: no store of runs here"):
         agentnb.runs(missing)
     assert not missing.exists()
 
@@ -134,7 +136,12 @@ def test_a_label_on_a_run_not_kept_saves_the_run_with_it(tmp_path: Path, kept: A
     keeper.add_label(loaded, {"good": False, "expected": "Paris.", "note": "<b>wrong</b>", "at": "2026-12-07T10:00:00"})
     keeper.add_label(loaded.run_id, {"good": False, "expected": "Paris!", "note": None, "at": "2026-12-07T10:01:00"})
     row = agentnb.runs().rows()[0]
-    assert (row["id"], row["label"], row["expected"], len(json.loads(row["labels"]))) == (loaded.run_id, "bad", "Paris!", 2)
+    assert (row["id"], row["label"], row["expected"], len(json.loads(row["labels"]))) == (
+        loaded.run_id,
+        "bad",
+        "Paris!",
+        2,
+    )
     with pytest.raises(UserError, match="'good' is True, False or None"):
         keeper.add_label(loaded, {"good": "yes"})
     with pytest.raises(UserError, match="a label has the fields"):

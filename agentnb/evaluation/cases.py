@@ -49,7 +49,8 @@ def load_cases(
     input: str = "input",
     expected: str | None = "expected",
 ) -> list[Case]:
-    """Cases from a list of strings or dicts, a pandas DataFrame, or a ``.jsonl`` / ``.csv`` path.
+    """Cases from a list of strings or dicts, a pandas DataFrame, a ``.jsonl`` / ``.csv`` path, or
+    kept runs (``agentnb.runs().where(...)``: its labelled runs, see :mod:`agentnb.runstore`).
 
     ``input`` is a column name, or a template such as ``"Translate {text} to {lang}"`` filled
     from the row's columns. A clear :class:`~agentnb.errors.UserError` names a missing column.
