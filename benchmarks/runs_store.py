@@ -1,6 +1,6 @@
 """The store of runs (issue 48): what keeping runs costs a run, and how fast runs() opens and filters.
 
-Run: ``python benchmarks/runs_store.py`` (``--quick``: fewer runs, a 5,000-run store).
+Run: ``python benchmarks/runs_store.py`` (``--quick``: fewer runs, a 2,000-run store).
 
 Cost on the loop's path: one run of 10 tool-call steps (an instant model, a tool returning 2 kB
 of text) is timed with ``keep_runs`` off and on, in alternating blocks in this one process (so
@@ -80,6 +80,22 @@ def loop_cost(folder: str, blocks: int, per_block: int) -> dict[str, float]:
     }
 
 
+def write_lag(folder: str, n: int) -> tuple[float, float]:
+    """(median, max) ms from a run's end until it is committed, runs 20 ms apart (flush() timed
+    right after each run: an upper bound, since it waits for a round trip through the queue)."""
+    keeper = agentnb.keep_runs(os.path.join(folder, "lag.sqlite"))
+    assert keeper is not None
+    lags = []
+    for _ in range(n):
+        run_once()
+        start = time.perf_counter()
+        keeper.flush()
+        lags.append((time.perf_counter() - start) * 1e3)
+        time.sleep(0.02)  # a pause between runs, as a person or a model leaves one
+    agentnb.keep_runs(None)
+    return statistics.median(lags), max(lags)
+
+
 def fill(path: str, n: int) -> float:
     """A store of ``n`` runs: each a copy of one real run with its own id, prompt, agent and label."""
     base = Agent(ScriptedProvider([call("lookup", i=1), "done"]), tools=[lookup]).run("x")
@@ -136,9 +152,9 @@ def finding(path: str, n: int, reps: int) -> list[tuple[str, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer runs, a 5,000-run store")
+    parser.add_argument("--quick", action="store_true", help="fewer runs, a 2,000-run store")
     quick = parser.parse_args().quick or os.environ.get("AGENTNB_BENCH_QUICK") == "1"
-    blocks, per_block, n, reps = (3, 10, 5_000, 3) if quick else (10, 30, 100_000, 5)
+    blocks, per_block, n, reps = (3, 10, 2_000, 3) if quick else (10, 30, 100_000, 5)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load:.1f}")
     import pandas  # noqa: F401  (imported once here: .table's time is then its own)
@@ -153,6 +169,8 @@ def main() -> None:
         print(
             f"the writer's own work, had it not overlapped the runs: {cost['whole']:.2f} ms per run (median of {blocks} blocks)"
         )
+        median_lag, max_lag = write_lag(folder, 10 if quick else 100)
+        print(f"a run is committed {median_lag:.1f} ms after it ends (median; max {max_lag:.1f} ms)")
         path = os.path.join(folder, "many.sqlite")
         rate = fill(path, n)
         size = os.path.getsize(path) / 2**20

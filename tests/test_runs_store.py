@@ -293,3 +293,17 @@ def test_a_store_answers_while_a_writer_writes(kept: Any) -> None:
     assert kept.flush(timeout=60)
     assert counts == sorted(counts) and len(Runs(kept.path)) == 60
     assert connect(kept.path).execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+def test_improve_reads_a_selection(filled: Runs) -> None:
+    """improve() takes the store's labelled runs as its dataset, as evaluate does."""
+    from agentnb import improve
+    from agentnb.testing import FunctionProvider
+
+    def student(messages: Any, tools: Any) -> str:
+        return "4 and 9" if "Check your sums." in str(messages[0].content) else "no idea"
+
+    reflector = FunctionProvider(lambda messages, tools: "```\nCheck your sums.\n```", name="reflector")
+    agent = Agent(FunctionProvider(student), system="Answer.")
+    imp = improve(agent, filled.where(label="labelled"), ["contains"], reflector=reflector, budget=10, progress=False)
+    assert imp.best.system == "Check your sums." and agent.system == "Answer."

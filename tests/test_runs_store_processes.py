@@ -62,14 +62,14 @@ def _intact(path: Path) -> None:
 
 def test_two_processes_write_one_new_store_at_once(tmp_path: Path) -> None:
     path = tmp_path / "runs.sqlite"  # not there yet: both processes create it at once
-    writers = [_writer(path, 30, tag) for tag in ("one", "two")]
+    writers = [_writer(path, 20, tag) for tag in ("one", "two")]
     outputs = [w.communicate(timeout=300)[0] for w in writers]
     assert [w.returncode for w in writers] == [0, 0]
     ids = {line.split()[1] for out in outputs for line in out.splitlines() if line.startswith("ran ")}
     _intact(path)
     kept = Runs(path)
-    assert len(ids) == 60 and {r["id"] for r in kept.rows()} == ids  # every run of both, once
-    assert len(kept.where(agent="one")) == len(kept.where(agent="two")) == 30
+    assert len(ids) == 40 and {r["id"] for r in kept.rows()} == ids  # every run of both, once
+    assert len(kept.where(agent="one")) == len(kept.where(agent="two")) == 20
     assert sorted(r.output for r in kept.where(agent="two"))[:2] == ["two answer 0", "two answer 1"]
 
 
@@ -86,7 +86,7 @@ def test_a_writer_killed_mid_write_leaves_the_store_intact(tmp_path: Path) -> No
                 ran.append(value)
             else:
                 written = int(value)
-                if written >= 30:  # runs go on: the writer thread is busy when the kill comes
+                if written >= 20:  # runs go on: the writer thread is busy when the kill comes
                     break
         for line in writer.stdout:  # a few more runs, not flushed
             ran.append(line.split()[1])

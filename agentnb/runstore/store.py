@@ -141,8 +141,9 @@ class Keeper:
     BATCH = 256
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.store = RunStore(path)  # a bad file fails here, in the caller's thread, not later
-        self.path = self.store.path
+        checked = RunStore(path)  # a bad file fails here, in the caller's thread, not later
+        checked.close()
+        self.path = checked.path
         self.kept = 0
         self.errors: list[str] = []
         self._queue: queue.Queue[Any] = queue.Queue()
@@ -175,7 +176,6 @@ class Keeper:
         if self._thread.is_alive():
             self._queue.put(("stop", None, None))
             self._thread.join(timeout)
-        self.store.close()
 
     def _work(self) -> None:
         conn_store = RunStore(self.path)  # this thread's own connection to the same file
