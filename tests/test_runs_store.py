@@ -307,3 +307,31 @@ def test_improve_reads_a_selection(filled: Runs) -> None:
     agent = Agent(FunctionProvider(student), system="Answer.")
     imp = improve(agent, filled.where(label="labelled"), ["contains"], reflector=reflector, budget=10, progress=False)
     assert imp.best.system == "Check your sums." and agent.system == "Answer."
+
+
+def test_the_view_freezes_into_its_static_copy_when_the_next_cell_runs(filled: Runs, monkeypatch: Any) -> None:
+    import IPython.display
+    from IPython.testing.globalipapp import get_ipython
+
+    shell = get_ipython()
+    updates: list[dict[str, Any]] = []
+    shown: list[tuple[dict[str, Any], dict[str, Any]]] = []
+
+    class Handle:
+        def update(self, data: dict[str, Any], raw: bool) -> None:
+            updates.append(data)
+
+    def display(data: dict[str, Any], raw: bool, metadata: dict[str, Any], display_id: bool) -> Handle:
+        shown.append((data, metadata))
+        return Handle()
+
+    monkeypatch.setattr(IPython.display, "display", display)
+    view = RunsView(filled)
+    view._ipython_display_()
+    ((data, meta),) = shown
+    assert "application/vnd.jupyter.widget-view+json" in data and meta["agentnb_static"] is True
+    assert data["text/plain"].startswith("agentnb live trace") and "5 runs" in data["text/html"]
+    view.search.value = "2 + 2"
+    shell.events.trigger("pre_run_cell", None)
+    assert updates and "widget-view" not in str(updates[-1]) and "search: 2 + 2" in updates[-1]["text/html"]
+    assert "1 runs, newest first" in updates[-1]["text/html"] and view.widget.comm is None  # closed
