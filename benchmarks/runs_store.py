@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -141,7 +142,17 @@ def finding(path: str, n: int, reps: int) -> list[tuple[str, float]]:
         sel = agentnb.runs(path).where(tool="lookup", agent="agent-5")
         len(sel), sel.rows(limit=50)
 
+    fresh = (
+        "import time; t = time.perf_counter(); import agentnb; r = agentnb.runs(sys.argv[1]); r.rows(limit=50); "
+        "print((time.perf_counter() - t) * 1e3)"
+    )
+    cold = [
+        float(subprocess.run([sys.executable, "-c", f"import sys; {fresh}", path], capture_output=True, text=True,
+                             check=True).stdout)
+        for _ in range(reps)
+    ]  # fmt: skip
     rows = [
+        ("a new process: import agentnb, runs(path), 50 rows", statistics.median(cold)),
         ("runs(path) opened + first 50 rows", timed(open_page, reps)),
         ("filter agent+label+search: count + 50 rows", timed(filtered, reps)),
         ("filter agent+tool: count + 50 rows", timed(by_tool, reps)),
