@@ -164,8 +164,11 @@ def _taking(takers: list[Callable[[Any], Any]], whole: Callable[[Any], Any] | No
     """One callable handing a finished run's result (made ``whole``) to each handler that asked for it."""
 
     def take(result: Any) -> None:
-        if whole is not None:
-            result = whole(result)
+        try:  # a broken watcher (or fork assembly for one) never breaks a run
+            if whole is not None:
+                result = whole(result)
+        except Exception:
+            log.exception("agentnb: a run's result could not be made whole for its watchers")
         for taker in takers:
             try:
                 taker(result)
