@@ -335,3 +335,19 @@ def test_the_view_freezes_into_its_static_copy_when_the_next_cell_runs(filled: R
     shell.events.trigger("pre_run_cell", None)
     assert updates and "widget-view" not in str(updates[-1]) and "search: 2 + 2" in updates[-1]["text/html"]
     assert "1 runs, newest first" in updates[-1]["text/html"] and view.widget.comm is None  # closed
+
+
+def test_a_watcher_that_fails_on_the_result_never_breaks_the_run(caplog: Any) -> None:
+    class Broken:
+        def __call__(self, event: Any) -> None:
+            pass
+
+        def take_run_result(self, result: Any) -> None:
+            raise RuntimeError("disk on fire")
+
+    class Watcher:
+        def start(self, first: Any) -> Broken:
+            return Broken()
+
+    result = Agent(ScriptedProvider(["ok"]), instrument=Watcher()).run("x")
+    assert result.output == "ok" and "failed on a run's result" in caplog.text
