@@ -106,9 +106,11 @@ __all__ = [
     "handoff",
     "improve",
     "instrument",
+    "keep_runs",
     "kernel_tools",
     "load_transcript",
     "replay",
+    "runs",
     "tool",
     "uninstrument",
 ]
@@ -135,6 +137,10 @@ def __getattr__(name: str) -> Any:
         from agentnb.kernel import kernel_tools
 
         return kernel_tools
+    if name in ("keep_runs", "runs"):  # the store of runs (SQLite): loaded on first use
+        from agentnb import runstore
+
+        return getattr(runstore, name)
     if name in _TIMETRAVEL:  # replay, cassettes, fork, diff: loaded on first use
         from agentnb import timetravel
 

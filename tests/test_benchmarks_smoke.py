@@ -46,6 +46,7 @@ PRINTS = {
     "prefix_cache.py": "identical replies at every depth",
     "replay_overhead.py": "ratio replay/scripted",
     "steer_latency.py": "beyond the step",
+    "runs_store.py": "keeping runs costs",
     "scoring.py": "fc_cases.json",
     "server_accuracy.py": "s/request",
     "structured_output.py": "s/case",

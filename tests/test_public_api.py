@@ -64,9 +64,11 @@ EXPECTED_ALL = [
     "handoff",
     "improve",
     "instrument",
+    "keep_runs",
     "kernel_tools",
     "load_transcript",
     "replay",
+    "runs",
     "tool",
     "uninstrument",
 ]
@@ -177,6 +179,12 @@ CORE_MODULES = [
     "agentnb.kernel.names",
     "agentnb.kernel.summary",
     "agentnb.kernel.tools",
+    "agentnb.runstore",
+    "agentnb.runstore.schema",
+    "agentnb.runstore.record",
+    "agentnb.runstore.store",
+    "agentnb.runstore.query",
+    "agentnb.runstore.view",
 ]
 
 

@@ -141,13 +141,17 @@ async def afork(
     feed = _Feed(on_event, result.events[0], lineage, prefix, start)
     from agentnb.tracing.observe import RunLink  # the recorded calls: a repeat is answered from them
 
-    link = RunLink(seen=_seen(history, live.tools), first_depth=start, recorded=_kept(kept, live.tools, first))
+    def whole(done: Any) -> Any:  # the fork as its caller (and a store of runs) gets it
+        return dataclasses.replace(done, events=feed.assemble(done.events), tool_calls=done.tool_calls + feed.calls,
+                                   agent=live)  # fmt: skip
+
+    recorded = _kept(kept, live.tools, first)
+    link = RunLink(seen=_seen(history, live.tools), first_depth=start, recorded=recorded, whole=whole)
     limits = _limits(live, result, start)
     done = await runner.arun(
         [], history=history, on_event=feed, stream=stream, limits=limits, on_cancel="return", _link=link
     )
-    return dataclasses.replace(done, events=feed.assemble(done.events), tool_calls=done.tool_calls + _calls(prefix),
-                               agent=live)  # fmt: skip
+    return whole(done)
 
 
 def _runner(live: Any, first: Completion | None, start: int) -> Any:
