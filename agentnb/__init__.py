@@ -17,11 +17,13 @@ from typing import Any
 
 from agentnb.context.compaction import Compaction
 from agentnb.control.approval import Approve, Deny, Edit
+from agentnb.control.inbox import Inbox
 from agentnb.control.limits import UsageLimits
 from agentnb.errors import (
     AgentnbError,
     AuthenticationError,
     ContextOverflow,
+    InboxClosedError,
     MissingDependencyError,
     ModelBehaviorError,
     ModelNotFoundError,
@@ -45,6 +47,7 @@ from agentnb.printer import TextPrinter
 from agentnb.providers import Provider, get_provider
 from agentnb.run.agent import DEFAULT_MAX_TOOL_CALLS, Agent
 from agentnb.run.agent_tool import handoff
+from agentnb.run.labels import Label
 from agentnb.run.loop import StepController, ToolDecision
 from agentnb.run.result import RunResult
 from agentnb.run.session import Session
@@ -68,6 +71,9 @@ __all__ = [
     "Evaluation",
     "Image",
     "Improvement",
+    "Inbox",
+    "InboxClosedError",
+    "Label",
     "MissingDependencyError",
     "ModelBehaviorError",
     "ModelNotFoundError",
@@ -104,9 +110,11 @@ __all__ = [
     "handoff",
     "improve",
     "instrument",
+    "keep_runs",
     "kernel_tools",
     "load_transcript",
     "replay",
+    "runs",
     "tool",
     "uninstrument",
 ]
@@ -133,6 +141,10 @@ def __getattr__(name: str) -> Any:
         from agentnb.kernel import kernel_tools
 
         return kernel_tools
+    if name in ("keep_runs", "runs"):  # the store of runs (SQLite): loaded on first use
+        from agentnb import runstore
+
+        return getattr(runstore, name)
     if name in _TIMETRAVEL:  # replay, cassettes, fork, diff: loaded on first use
         from agentnb import timetravel
 

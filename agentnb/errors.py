@@ -181,6 +181,21 @@ class StopRun(AgentnbError):  # noqa: N818 - a control-flow signal, not an error
     """
 
 
+class InboxClosedError(UserError):
+    """A message sent to an :class:`~agentnb.Inbox` whose run has ended (answered, stopped or
+    failed): it was not sent, and the error says how the run ended.
+
+    >>> from agentnb import Inbox
+    >>> inbox = Inbox()
+    >>> inbox.close("cancelled")
+    >>> try:
+    ...     inbox.send("too late")
+    ... except InboxClosedError as exc:
+    ...     print(exc)
+    this inbox's run has ended (stopped): the message was not sent; make a new agentnb.Inbox() for the next run
+    """
+
+
 class TranscriptError(UserError, ValueError):
     """A file agentnb wrote (a transcript, a saved session, an evaluation log) could not be read;
     the message names the file, the line (in a log) and the field, and what is wrong.

@@ -49,6 +49,7 @@ from agentnb.events import (
     ToolFinished,
     ToolStarted,
     UnknownTool,
+    UserInterjected,
     ValidationResult,
 )
 from agentnb.run.budget import overrun_text, without_tools_text
@@ -108,6 +109,8 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} history: {plural(t, 'earlier turn')} ({plural(m, 'message')}) left out ({why}); the model reads {plural(k, 'message')}"
         case ContextCompacted():
             return f"{d} {event.describe()} ({event.reason[:120]})"
+        case UserInterjected(text=t):
+            return f"{d} you said (to the running agent): {shorten(t, width)}"
         case ModelRequest(n_messages=n, tools=t, tool_choice=c):
             offer = f"{plural(len(t), 'tool')}, choice {c}" if t else "no tools"
             return f"{d} ask model ({plural(n, 'message')}, {offer})"

@@ -200,7 +200,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("agentnb.timetravel", "agentnb.context"),  # replay and cassettes (providers made of recordings), fork, diff
     ("agentnb.run",),  # Agent, the loop, results, sessions
     ("agentnb.testing", "agentnb.printer"),  # fake models; the terminal's view of events
-    ("agentnb.evaluation", "agentnb.notebook"),  # many runs; the notebook's views
+    ("agentnb.evaluation", "agentnb.notebook", "agentnb.runstore"),  # many runs; the notebook's views; runs kept
     # the face: the package's own names, the command, the demo's tools, documented old paths
     ("agentnb", "agentnb.__main__", "agentnb.cli", "agentnb.terminal_approval", "agentnb.demo_tools"),
     ("agentnb.cost", "agentnb.dedupe"),

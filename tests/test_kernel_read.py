@@ -304,8 +304,8 @@ def test_the_trace_and_the_printer_show_hostile_text_from_a_read_as_text() -> No
 def test_modes_not_built_yet_and_bad_options_are_user_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(UserError, match=r"kernel_tools\('code'\) is not available yet: only 'read' is"):
         kernel_tools("code", namespace={})
-    with pytest.raises(UserError, match=r"kernel_tools\('sandbox'\) is not available yet"):
-        kernel_tools("sandbox", namespace={})
+    with pytest.raises(UserError, match=r"kernel_tools\('read'\) takes no share"):
+        kernel_tools("read", namespace={}, share=["x"])
     with pytest.raises(UserError, match="mode must be one of 'read', 'code', 'sandbox', not 'write'"):
         kernel_tools("write", namespace={})  # type: ignore[arg-type]
     with pytest.raises(UserError, match="max_variables must be a whole number >= 1, not 0"):

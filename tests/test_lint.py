@@ -13,6 +13,9 @@ BIN = Path(sys.executable).parent
 CORE = [
     "agentnb/__init__.py",
     "agentnb/run/agent.py",
+    "agentnb/run/streaming.py",
+    "agentnb/run/steer.py",
+    "agentnb/control/inbox.py",
     "agentnb/run/runinfo.py",
     "agentnb/cli.py",
     "agentnb/messages/codec.py",

@@ -13,6 +13,7 @@ import json
 import sys
 import types
 import typing
+from datetime import timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agentnb import RunResult, load_transcript
+from agentnb import Label, RunResult, load_transcript
 from agentnb.evaluation.log import EvalLog, load_transcript_at
 from agentnb.events import EVENT_TYPES, SubAgentEvent, event_from_dict, event_to_dict
 from agentnb.messages import AssistantMessage, Image, SystemMessage, ToolCall, ToolMessage, Usage, UserMessage
@@ -94,6 +95,16 @@ messages = st.one_of(
     st.builds(AssistantMessage, st.none() | texts, st.lists(tool_calls, max_size=2).map(tuple)),
     st.builds(ToolMessage, texts, texts, texts, st.booleans()),
 )
+labels = (
+    st.tuples(
+        st.none() | st.booleans(),
+        st.none() | texts,
+        st.none() | texts,
+        st.datetimes(timezones=st.just(timezone.utc)).map(lambda t: t.isoformat(timespec="milliseconds")),
+    )
+    .filter(lambda said: said[:3] != (None, None, None))
+    .map(lambda fields: Label(*fields))
+)
 runs = st.builds(
     RunResult,
     output=texts,
@@ -105,6 +116,7 @@ runs = st.builds(
     duration=finite.map(abs),
     error=st.none() | texts,
     partial_output=texts,
+    labels=st.lists(labels, max_size=3).map(lambda ls: tuple(sorted(ls, key=lambda label: label.at))),
 )
 
 _SETTINGS = dict(
@@ -124,6 +136,7 @@ def _same(a: RunResult, b: RunResult) -> None:
         a.partial_output,
     )
     assert b.duration == a.duration
+    assert b.labels == a.labels
 
 
 @settings(**_SETTINGS)

@@ -155,7 +155,13 @@ def test_no_control_that_cannot_work(ip: Any, bars: list[Any], tmp_path: Any) ->
     result.save(tmp_path / "run.json")
     with capture_output() as cap:
         TraceWidget.replay(tmp_path / "run.json")._ipython_display_()  # loaded: no agent to go on with
-    assert bars == [] and all(WIDGET not in o.data for o in cap.outputs)  # no bar: nothing to click
+    (loaded,) = bars  # the label editor alone (issue 48): no step to fork from
+    assert loaded.steps is None and loaded.children == (loaded.labeller,) and loaded.open_at(0) is None
+    assert len([o for o in cap.outputs if WIDGET in o.data]) == 1
+    with capture_output():
+        ip.events.trigger("pre_run_cell", None)
+    assert loaded.frozen
+    bars.clear()
     # a live trace fed only events (a bound method: no result handed over): its bar stays empty
     trace = TraceWidget()
     with capture_output() as cap:

@@ -121,6 +121,7 @@ def test_every_event_kind_is_shown() -> None:
         "context_compacted",  # compaction: tests/test_context_compaction.py
         "forked",  # a fork's lineage: tests/test_timetravel_fork.py
         "model_loading",  # an in-process model's first request: tests/test_lazy_model.py
+        "user_interjected",  # a message to the running agent: tests/test_inbox.py
     }
     assert seen | others == set(EVENT_TYPES)
 

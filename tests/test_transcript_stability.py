@@ -249,7 +249,7 @@ async def _through_the_generator(cfg: Any, state: Any, sink: Callable[[Any], Any
 def test_both_drivers_write_the_same_transcript(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The loop's two drivers (events by call for ``arun``, an async generator for ``stream``)
     run the same phases: every scenario's transcript is the stored one through either."""
-    monkeypatch.setattr("agentnb.run.agent.drive", _through_the_generator)
+    monkeypatch.setattr("agentnb.run.streaming.drive", _through_the_generator)
     path = SNAPSHOTS / f"{name}.json"
     assert transcript(SCENARIOS[name]()) == path.read_text(encoding="utf-8")
 

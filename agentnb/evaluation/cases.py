@@ -49,7 +49,8 @@ def load_cases(
     input: str = "input",
     expected: str | None = "expected",
 ) -> list[Case]:
-    """Cases from a list of strings or dicts, a pandas DataFrame, or a ``.jsonl`` / ``.csv`` path.
+    """Cases from a list of strings or dicts, a pandas DataFrame, a ``.jsonl`` / ``.csv`` path, or
+    kept runs (``agentnb.runs().where(...)``: its labelled runs, see :mod:`agentnb.runstore`).
 
     ``input`` is a column name, or a template such as ``"Translate {text} to {lang}"`` filled
     from the row's columns. A clear :class:`~agentnb.errors.UserError` names a missing column.
@@ -84,6 +85,8 @@ def _digest(value: Any) -> str:
 def _rows(dataset: Any) -> list[dict[str, Any]]:
     if isinstance(dataset, (str, os.PathLike)):
         return _read_file(Path(dataset))
+    if hasattr(dataset, "to_cases"):  # kept runs: agentnb.runs().where(...), its labelled runs
+        return [dict(c) for c in dataset.to_cases()]
     if hasattr(dataset, "to_dict") and hasattr(dataset, "columns"):  # a pandas DataFrame
         return [_plain(r) for r in dataset.to_dict(orient="records")]
     if isinstance(dataset, Mapping) or not isinstance(dataset, Iterable):

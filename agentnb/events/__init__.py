@@ -28,6 +28,7 @@ from agentnb.events.control import (
     ProviderAnswered,
     RequestRetried,
     SubAgentEvent,
+    UserInterjected,
 )
 from agentnb.events.guidance import (
     CallDecision,
@@ -103,6 +104,7 @@ __all__ = [
     "ToolFinished",
     "ToolStarted",
     "UnknownTool",
+    "UserInterjected",
     "ValidationResult",
     "event_from_dict",
     "event_to_dict",
@@ -146,6 +148,7 @@ Event: TypeAlias = (
     | HistoryTrimmed
     | ContextCompacted
     | Forked
+    | UserInterjected
 )
 
 EVENT_TYPES: dict[str, type] = {

@@ -1,6 +1,6 @@
 """Events of what a person or the system decided around a run: approvals, retries, the loading
-of an in-process model, the provider that answered (fallback), a sub-agent's events, and the
-history kept in the context window."""
+of an in-process model, the provider that answered (fallback), a sub-agent's events, the
+history kept in the context window, and a person's message to a running agent."""
 
 from __future__ import annotations
 
@@ -39,6 +39,17 @@ class ApprovalDecided(_EventBase):
     reason: str | None = None
     arguments: dict[str, Any] | None = None
     kind: Literal["approval_decided"] = "approval_decided"
+
+
+@dataclass(frozen=True, slots=True)
+class UserInterjected(_EventBase):
+    """A person's message to the running agent (sent to its :class:`~agentnb.Inbox`), added as a
+    user message before the model request of step ``depth``: after a step's last tool result,
+    never between a call and its result (:mod:`agentnb.control.inbox`)."""
+
+    depth: int
+    text: str
+    kind: Literal["user_interjected"] = "user_interjected"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,9 @@
 """``kernel_tools(mode)``: the kernel as a tool source, like an MCP server.
 
 ``"read"`` gives three tools with no side effects: ``list_variables``, ``describe`` and
-``notebook_cells``. ``"code"`` and ``"sandbox"`` (running code, with approval) are planned and
-refused for now with a :class:`~agentnb.errors.UserError`.
+``notebook_cells``. ``"sandbox"`` gives ``run_python`` and ``pull`` over a separate kernel process
+(:mod:`agentnb.kernel.sandbox`); ``"code"`` is planned and refused for now with a
+:class:`~agentnb.errors.UserError`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ def kernel_tools(
     *,
     namespace: Mapping[str, Any] | None = None,
     max_variables: int = MAX_VARIABLES,
+    **options: Any,
 ) -> list[Tool]:
     """Tools that let an agent see the notebook's variables and cells.
 
@@ -36,6 +38,11 @@ def kernel_tools(
     statistics and first rows; bounded in size and time, sampled on large frames) and
     ``notebook_cells(last=5)``. They read, never run code the model writes: ``name`` is a
     variable, an attribute path (``df.price``) or a key (``cfg["lr"]``), never an expression.
+
+    ``mode="sandbox"``: ``run_python(code)`` in a separate kernel process seeded with copies of
+    ``share=[names]``, and ``pull(name)``; ``options`` are
+    :func:`~agentnb.kernel.sandbox.sandbox_tools`'s (``share``, ``approval``, ``timeout``,
+    ``cpu_seconds``, ``memory_mb``). See ``docs/sandbox.md``.
 
     ``namespace`` is the IPython kernel's by default; pass a dict (``globals()``) elsewhere.
 
@@ -53,7 +60,7 @@ def kernel_tools(
     """
     if mode not in MODES:
         raise UserError(f"kernel_tools mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}")
-    if mode != "read":
+    if mode not in ("read", "sandbox"):
         raise UserError(
             f"kernel_tools({mode!r}) is not available yet: only 'read' is (list_variables, describe, notebook_cells)"
         )
@@ -68,6 +75,12 @@ def kernel_tools(
         shell = None  # a namespace of its own: not the kernel's history
     if not isinstance(namespace, Mapping):
         raise UserError(f"namespace must be a dict of variables (globals()), not {type(namespace).__name__}")
+    if mode == "sandbox":
+        from agentnb.kernel.sandbox import sandbox_tools
+
+        return sandbox_tools(namespace, **options)  # type: ignore[arg-type]
+    if options:
+        raise UserError(f"kernel_tools({mode!r}) takes no {', '.join(options)}")
     reader = KernelReader(namespace, shell, max_variables)
     return [tool(reader.list_variables), tool(reader.describe), tool(reader.notebook_cells)]
 

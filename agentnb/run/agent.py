@@ -22,35 +22,34 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import aclosing
-from time import perf_counter
 from typing import Any, Literal
 
 from agentnb.context.compaction import Compaction, check_context
 from agentnb.control.approval import ApprovalGate, check_requires_approval
+from agentnb.control.inbox import Inbox
 from agentnb.control.limits import UsageLimits, check_limits
-from agentnb.errors import StopRun, UserError
+from agentnb.errors import UserError
 from agentnb.events import Event
 from agentnb.messages import Message
 from agentnb.providers import Provider, get_provider
 from agentnb.providers.window import Window, check_context_window
-from agentnb.run.delivery import deliver_end, failed, finished, opening_stops, stopped, taker
-from agentnb.run.loop import RunState, StepController, drive, run_loop
+from agentnb.run.loop import StepController
 from agentnb.run.options import check_approval_names, check_options
 from agentnb.run.result import RunResult
 from agentnb.run.runinfo import (
     discard,
-    loop_config,
     output_spec_of,
-    run_started,
     start_messages,
     watchers_of,
 )
+from agentnb.run.steer import inbox_for, inbox_for_sink, steered
+from agentnb.run.streaming import run_events
 from agentnb.run.sync import BLOCKING_CELL, run_sync  # noqa: F401 - BLOCKING_CELL: the name others import
 from agentnb.timetravel.active import CURRENT as CURRENT_CASSETTE
 from agentnb.tools import Tool
 from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS
 from agentnb.tools.toolset import ToolSet
-from agentnb.tracing.observe import RunLink, watchers_for
+from agentnb.tracing.observe import RunLink
 
 #: The one default for the tool-call limit: ``Agent(...).max_tool_calls`` unless given, e.g.
 #: ``Agent("local").max_tool_calls == DEFAULT_MAX_TOOL_CALLS == 10`` (see the module docstring).
@@ -223,7 +222,7 @@ class Agent:
         """The conversation a run starts from: history (or the system prompt), then the prompt."""
         return start_messages(prompt, history, self.system)
 
-    async def stream(
+    def stream(
         self,
         prompt: Prompt,
         *,
@@ -233,6 +232,7 @@ class Agent:
         output_type: Any = None,
         approver: Any = None,
         limits: UsageLimits | dict[str, Any] | None = None,
+        inbox: Inbox | None = None,
         _sink: Callable[[Event], Any] | None = None,
         _link: RunLink | None = None,
     ) -> AsyncIterator[Event | RunResult]:
@@ -247,62 +247,14 @@ class Agent:
         ``output_type`` overrides the agent's for this run; so does ``approver`` (who decides
         on calls that need approval; by default the agent's, else an ``on_event`` consumer
         that can decide, such as the trace widget). ``limits`` replaces the agent's budgets
-        for this run (:mod:`agentnb.control.limits`).
+        for this run (:mod:`agentnb.control.limits`). ``inbox`` takes a person's messages while
+        the run goes on (:mod:`agentnb.control.inbox`).
         """
-        # _sink (arun's) takes the events; only the result is yielded (one generator hop less).
-        state = RunState(self.messages_for(prompt, history))
-        refresh = self._refreshed_tools()
-        cfg = loop_config(self, stream, controller, output_type, approver, limits, _sink, _link, refresh)
-        start = perf_counter()
-        first = run_started(self, state.messages, history, cfg.max_tool_calls, _link)
-        state.events.append(first)
-        watch = watchers_for(self.watchers, first, _link)  # None: nobody watches (no cost)
-        stop_at_start = False  # a StopRun from the callback at run_started: no model call
-        for event in (first, *(_link.notes if _link is not None else ())):  # a session's notes follow
-            if event is not first:
-                state.events.append(event)
-                if watch is not None:
-                    watch(event)
-            if _sink is None:
-                yield event
-            elif not stop_at_start:
-                stop_at_start = opening_stops(_sink, event)
-        error: BaseException | None = None
-        cancelled: asyncio.CancelledError | None = None
-        try:
-            if stop_at_start:
-                raise StopRun
-            if _sink is not None:  # arun's: the events by call, no generator hop
-                await drive(cfg, state, taker(state.events, watch, _sink))
-            else:
-                async with aclosing(run_loop(cfg, state)) as events:  # type: ignore[type-var]
-                    async for event in events:
-                        state.events.append(event)
-                        if watch is not None:
-                            watch(event)
-                        yield event
-        except (asyncio.CancelledError, KeyboardInterrupt, StopRun) as exc:
-            cancelled = stopped(state, cfg.max_result_chars, watch, _sink, exc)
-        except UserError:
-            raise
-        except Exception as exc:  # provider failures end the run but keep the transcript
-            error = exc
-            for note in failed(state, cfg.max_result_chars, watch, exc):
-                if _sink is None:
-                    yield note
-                else:
-                    _sink(note)
-        if refresh is not None:  # the tools as the run left them
-            self.tools = self._toolset.current
-        end, result = finished(state, start, error, cfg.output, watch, self, cfg.limits)
-        if cancelled is not None:  # the transcript is safe: now let asyncio's cancellation go on
-            cancelled.run_result = result  # type: ignore[attr-defined]
-            raise cancelled
-        if _sink is None:
-            yield end
-        else:
-            deliver_end(_sink, end, result)
-        yield result
+        steer = inbox_for(self.provider, inbox)  # a replay re-injects the recorded messages
+        items = run_events(
+            self, prompt, history, controller, stream, output_type, approver, limits, steer, _sink, _link
+        )
+        return items if inbox is None else steered(items, inbox)
 
     def _refreshed_tools(self) -> Callable[[], dict[str, Tool] | None] | None:
         """The tools' refresh, run once now; None when no source of them can change them."""
@@ -325,6 +277,7 @@ class Agent:
         _link: RunLink | None = None,
         approver: Any = None,
         limits: UsageLimits | dict[str, Any] | None = None,
+        inbox: Inbox | None = None,
     ) -> RunResult:
         """Run to the end and return the result; ``on_event`` sees every event live.
 
@@ -332,9 +285,13 @@ class Agent:
         ``wait_for``), ``asyncio.CancelledError`` propagates as asyncio expects, after the run
         ended cleanly; its ``run_result`` attribute holds the ``cancelled`` result. With
         ``on_cancel="return"`` (a Stop button's task) the cancelled result is returned instead.
+        ``inbox`` (:mod:`agentnb.control.inbox`) takes a person's messages while the run goes on;
+        a trace widget given as ``on_event`` shows it as a "Tell the agent…" box (with an inbox
+        of its own where none is given).
         """
         streaming = self.stream_default if stream is None else stream
         sink = on_event if on_event is not None else discard
+        inbox = inbox_for_sink(inbox, on_event)  # a trace widget's "Tell the agent…" box feeds it
         # the agent's cassette records the agents it runs as tools too (agentnb.timetravel)
         token = CURRENT_CASSETTE.set(self.cassette) if self.cassette is not None else None
         try:
@@ -349,6 +306,7 @@ class Agent:
                     _link=_link,
                     approver=approver,
                     limits=limits,
+                    inbox=inbox,
                 )
             ) as items:
                 async for item in items:
@@ -381,8 +339,13 @@ class Agent:
         _link: RunLink | None = None,
         approver: Any = None,
         limits: UsageLimits | dict[str, Any] | None = None,
+        inbox: Inbox | None = None,
     ) -> RunResult:
-        """Synchronous :meth:`arun`; works inside a running event loop (Jupyter) too."""
+        """Synchronous :meth:`arun`; works inside a running event loop (Jupyter) too.
+
+        ``inbox``: an :class:`~agentnb.Inbox` whose messages (``inbox.send(text)`` from any thread
+        or task) the run reads before each model request (:mod:`agentnb.control.inbox`).
+        """
         return run_sync(
             lambda: self.arun(
                 prompt,
@@ -395,6 +358,7 @@ class Agent:
                 _link=_link,
                 approver=approver,
                 limits=limits,
+                inbox=inbox,
             )
         )
 

@@ -85,9 +85,13 @@ def finished(
         depth, reason, state.tool_calls, state.usage, took, message, overrun=over, without_tools=state.without_tools
     )
     state.events.append(end)
+    result = result_of(state, end, error, output, agent)
     if watch is not None:
         watch(end)
-    return end, result_of(state, end, error, output, agent)
+        take = getattr(watch, "take_run_result", None)
+        if take is not None:  # a watcher that keeps the result (agentnb.runstore)
+            take(result)
+    return end, result
 
 
 def deliver_end(sink: Sink, end: RunFinished, result: RunResult) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, fields
+from datetime import datetime
 from typing import Any
 
 from agentnb.errors import TranscriptError
@@ -20,7 +21,8 @@ from agentnb.events import Event, StopReason
 from agentnb.events.counts import model_calls as count_model_calls
 from agentnb.messages import Message, Usage
 from agentnb.messages.fastinit import fast_init
-from agentnb.run.transcript import TRANSCRIPT_VERSION, read_transcript, transcript_fields, write_atomic
+from agentnb.run.labels import Label, LabelWarning, label_lock, tell
+from agentnb.run.transcript import TRANSCRIPT_VERSION, merge_labels, read_transcript, transcript_fields, write_atomic
 from agentnb.tracing.pieces import scrub_transcript
 from agentnb.tracing.redact import Redactor
 
@@ -65,6 +67,12 @@ class RunResult:
     partial_output: str = ""
     #: The agent that made the run (None for a loaded transcript): a fork continues with it.
     agent: Any = field(default=None, repr=False, compare=False)
+    #: The labels a person gave the run, oldest first (see :meth:`label`); the one field that
+    #: grows after the run, so it takes no part in equality or hashing.
+    labels: tuple[Label, ...] = field(default=(), compare=False)
+    #: The transcript file this result was last saved to or loaded from (None: none): a new
+    #: label is written there too.
+    saved_as: str | None = field(default=None, repr=False, compare=False)
 
     def __repr__(self) -> str:
         extra = f", error={self.error!r}" if self.error else ""
@@ -172,6 +180,53 @@ class RunResult:
         check_names(edits)
         return await afork(self, at, **edits)
 
+    def label(self, good: bool | None = None, expected: str | None = None, note: str | None = None) -> Label:
+        """Say whether the run was good, what answer was expected, and why (at least one).
+
+        The label is added to :attr:`labels` (the last one is the run's label) and returned.
+        When the run was saved to, or loaded from, a transcript file (:attr:`saved_as`), the
+        file is rewritten atomically with the label (labels another copy wrote there are
+        kept); a file that cannot be written is a :class:`~agentnb.run.labels.LabelWarning`
+        and the label stays in memory, written by the next :meth:`save`. Then every callback
+        of :func:`agentnb.run.labels.on_label` is called.
+
+        >>> from agentnb import Agent
+        >>> from agentnb.testing import ScriptedProvider
+        >>> r = Agent(ScriptedProvider(["Lyon."])).run("Capital of France?")
+        >>> r.label(good=False, expected="Paris.").expected, len(r.labels)
+        ('Paris.', 1)
+        >>> r.label(good="no")
+        Traceback (most recent call last):
+        ...
+        agentnb.errors.UserError: good: expected True, False or None, not str 'no'
+        """
+        given = Label(good, expected, note)
+        with label_lock():
+            labels = (*self.labels, given)
+            if self.saved_as is not None:
+                labels = self._write_labels(labels)
+            object.__setattr__(self, "labels", labels)  # frozen, but its labels grow
+        tell(self, given)
+        return given
+
+    def _write_labels(self, labels: tuple[Label, ...]) -> tuple[Label, ...]:
+        """Write ``labels`` into :attr:`saved_as`; the labels the file holds after (a warning
+        and ``labels`` unchanged when it cannot be written)."""
+        import warnings
+
+        from agentnb.tracing.redact import scrub
+
+        redact = Redactor().redact
+        mine = [scrub(label.to_dict(), redact) for label in labels]
+        try:
+            merged = merge_labels(self.saved_as, self.run_id, mine)  # type: ignore[arg-type]
+        except (OSError, ValueError) as exc:
+            why = redact(str(exc))
+            warnings.warn(f"the label is kept in memory, not in its transcript: {why}", LabelWarning, stacklevel=3)
+            return labels
+        others = [Label.from_dict(d) for d in merged if d not in mine]  # written by another copy of the run
+        return tuple(sorted((*labels, *others), key=lambda label: datetime.fromisoformat(label.at)))
+
     def raise_for_error(self) -> RunResult:
         """Re-raise the exception that ended the run, if one did; else return self."""
         if self.exception is not None:
@@ -202,6 +257,8 @@ class RunResult:
         }
         if self.partial_output:
             out["partial_output"] = self.partial_output
+        if self.labels:
+            out["labels"] = [label.to_dict() for label in self.labels]
         if self.output_spec is not None:
             out["output_type"] = self.output_spec.name
             out["value"] = self.output_spec.dump(self.value) if self.value is not None else None
@@ -226,9 +283,11 @@ class RunResult:
         """Write the transcript (messages + events) as JSON, secrets redacted (see :meth:`to_dict`).
 
         The file is replaced atomically: it is written next to ``path`` and renamed over it,
-        so a failure never leaves a truncated file or destroys an existing one.
+        so a failure never leaves a truncated file or destroys an existing one. The path is
+        kept (:attr:`saved_as`): a later :meth:`label` is written there too.
         """
         write_atomic(path, self.to_dict())
+        object.__setattr__(self, "saved_as", os.fspath(path))  # where a later label is written
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], output_type: Any = None) -> RunResult:
@@ -236,7 +295,7 @@ class RunResult:
 
         Raises :class:`agentnb.errors.TranscriptError` naming the file and what is wrong.
         """
-        return cls(**_typed(read_transcript(path), output_type))
+        return cls(**_typed(read_transcript(path), output_type), saved_as=os.fspath(path))
 
 
 fast_init(RunResult)  # built once per run: the cheaper constructor of the events

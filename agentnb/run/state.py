@@ -26,6 +26,7 @@ from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
 if TYPE_CHECKING:
     from agentnb.context.compaction import Compaction
     from agentnb.control.approval import ApprovalGate
+    from agentnb.control.inbox import Inbox
     from agentnb.control.limits import UsageLimits
     from agentnb.output import OutputSpec
     from agentnb.providers.base import Completion, Provider, Request
@@ -112,6 +113,8 @@ class LoopConfig:
     context_window: int | None = None
     #: ``(messages, upto)``: a compacted start of the history to go on from (a fork's, a session's).
     compacted: tuple[Any, int] | None = None
+    #: A person's messages, read before each request (None: nobody steers this run).
+    inbox: Inbox | None = None
 
 
 @dataclass(slots=True)

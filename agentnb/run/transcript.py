@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from datetime import datetime
 from typing import Any
 
 from agentnb.errors import TranscriptError
@@ -24,6 +25,7 @@ from agentnb.events import event_from_dict
 from agentnb.messages import jsonfile
 from agentnb.messages.codec import finite, read_usage, untag_v1
 from agentnb.messages.types import message_from_dict, typed
+from agentnb.run.labels import Label
 
 TRANSCRIPT_VERSION = 2
 _READABLE = (1, TRANSCRIPT_VERSION)
@@ -130,7 +132,44 @@ def transcript_fields(data: Any) -> dict[str, Any]:
         "error": typed(data, "error", (str, type(None)), None),
         "partial_output": typed(data, "partial_output", (str, type(None)), None) or "",
         "value": data.get("value"),  # JSON data; RunResult.load(path, output_type=T) rebuilds T
+        "labels": tuple(each_at("labels", _labels_of(data), Label.from_dict)),
     }
+
+
+def _labels_of(data: dict[str, Any]) -> list[Any]:
+    labels = data.get("labels")  # a transcript saved before labels has none
+    if labels is None:
+        return []
+    if not isinstance(labels, list):
+        raise ValueError(f"'labels' must be list, not {type(labels).__name__}")
+    return labels
+
+
+def merge_labels(path: str | os.PathLike[str], run_id: str | None, labels: list[dict[str, Any]]) -> list[Any]:
+    """Add ``labels`` (JSON data, already redacted) to the transcript at ``path`` and rewrite it
+    atomically (:func:`write_atomic`); returns every label the file holds then, oldest first.
+
+    Labels the file has already (written by another copy of the run) are kept: none is lost.
+    A file that is not a transcript, or holds another run, raises :class:`TranscriptError` and is
+    left as it was.
+    """
+    where = os.fspath(path)
+    data = read_json(where)
+    events = data.get("events") if isinstance(data, dict) else None
+    if not isinstance(events, list):
+        raise TranscriptError(f"{where}: not a transcript (no events)")
+    first = events[0] if events and isinstance(events[0], dict) else {}
+    if run_id is not None and first.get("run_id") not in (None, run_id):
+        raise TranscriptError(f"{where}: holds another run ({first.get('run_id')!r}), not {run_id!r}")
+    try:
+        kept = [label.to_dict() for label in each_at("labels", _labels_of(data), Label.from_dict)]
+    except ValueError as exc:
+        raise TranscriptError(f"{where}: {_reason(exc)}") from None
+    merged = kept + [label for label in labels if label not in kept]
+    merged.sort(key=lambda label: datetime.fromisoformat(label["at"]))  # stable: ties keep their order
+    data["labels"] = merged
+    write_atomic(where, data)
+    return merged
 
 
 def each_at(key: str, items: list[Any], read: Any) -> list[Any]:

@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from agentnb.testing.bodies import completion_body, stream_chunks
 from agentnb.testing.overflow import overflow_reply, prompt_tokens
 
 
@@ -59,7 +60,8 @@ class Reply:
     fragments of parallel calls; ``chunks`` replaces all that with explicit chunk bodies;
     ``disconnect_after`` drops the connection after that many chunks (0 on a JSON reply: before
     any response). ``delay`` waits that many seconds before answering (a long one: a server that
-    accepts the request and never answers).
+    accepts the request and never answers); ``hold`` answers only once that event is set (a
+    test acts while the reply is held: :meth:`ScriptedServer.wait_for_requests` says it came).
     """
 
     status: int = 200
@@ -77,6 +79,7 @@ class Reply:
     disconnect_after: int | None = None
     delay: float = 0.0
     body: dict[str, Any] | None = None
+    hold: threading.Event | None = None
 
 
 def text(content: str, **kw: Any) -> Reply:
@@ -152,6 +155,7 @@ class ScriptedServer:
         self.answers: dict[str, tuple[int, Any, bool]] = {}
         self._released = threading.Event()
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -187,6 +191,14 @@ class ScriptedServer:
         """The JSON bodies of the chat requests, in order."""
         return [r.body for r in self.requests if r.path.endswith("/chat/completions")]
 
+    def wait_for_requests(self, n: int, timeout: float = 30.0) -> Recorded:
+        """Wait until ``n`` chat requests have arrived (a state, not a time); the ``n``-th.
+        TimeoutError after ``timeout`` seconds."""
+        with self._arrived:
+            if not self._arrived.wait_for(lambda: len(self.requests) >= n, timeout):
+                raise TimeoutError(f"{len(self.requests)} of {n} requests arrived within {timeout:g} s")
+            return self.requests[n - 1]
+
     def start(self) -> ScriptedServer:
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="openai-wire", daemon=True)
         self._thread.start()
@@ -221,6 +233,7 @@ class ScriptedServer:
     def _scripted(self, record: Recorded) -> Reply:
         with self._lock:
             self.requests.append(record)
+            self._arrived.notify_all()
             if self.window is not None and isinstance(record.body, dict):
                 size = prompt_tokens(record.body, self.chars_per_token)
                 self.sizes.append(size)
@@ -235,80 +248,6 @@ class ScriptedServer:
             return Reply(text=self.default_text)
         # No retry: a test that runs out of replies should fail at once and say why.
         return Reply(status=500, error="wire server: no scripted reply left", headers={"x-should-retry": "false"})
-
-
-# -- rendering ----------------------------------------------------------------------------
-
-
-def completion_body(reply: Reply, model: str) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": reply.text}
-    if reply.tool_calls:
-        message["tool_calls"] = [
-            {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
-            for c in reply.tool_calls
-        ]
-    finish = reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")
-    body: dict[str, Any] = {
-        "id": "chatcmpl-wire",
-        "object": "chat.completion",
-        "created": 0,
-        "model": model,
-        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
-    }
-    if reply.usage is not None:
-        body["usage"] = _usage(reply.usage)
-    return body
-
-
-def stream_chunks(reply: Reply, model: str, include_usage: bool) -> list[dict[str, Any]]:
-    """The chunk bodies of a streamed reply, in order (without the final ``[DONE]``)."""
-    if reply.chunks is not None:
-        return reply.chunks
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {
-            "id": "chatcmpl-wire",
-            "object": "chat.completion.chunk",
-            "created": 0,
-            "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
-        }
-
-    out = [chunk({"role": "assistant", "content": ""})]
-    out += [chunk({"content": piece}) for piece in _cut(reply.text or "", reply.pieces) if piece]
-    per_call = []
-    for i, c in enumerate(reply.tool_calls):
-        names = _cut(c["name"], 2) if reply.split_names else [c["name"]]
-        args = _cut(c["arguments"], reply.pieces)
-        frags: list[dict[str, Any]] = [
-            {"index": i, "id": c["id"], "type": "function", "function": {"name": names[0], "arguments": ""}}
-        ]
-        frags += [{"index": i, "function": {"name": n}} for n in names[1:]]
-        frags += [{"index": i, "function": {"arguments": a}} for a in args if a]
-        per_call.append(frags)
-    if reply.interleave:
-        ordered = [f for row in _zip_longest(per_call) for f in row]
-    else:
-        ordered = [f for frags in per_call for f in frags]
-    out += [chunk({"tool_calls": [f]}) for f in ordered]
-    out.append(chunk({}, reply.finish_reason or ("tool_calls" if reply.tool_calls else "stop")))
-    if include_usage and reply.usage is not None:
-        out.append({**chunk({}), "choices": [], "usage": _usage(reply.usage)})
-    return out
-
-
-def _usage(u: tuple[int, int]) -> dict[str, int]:
-    return {"prompt_tokens": u[0], "completion_tokens": u[1], "total_tokens": u[0] + u[1]}
-
-
-def _cut(s: str, pieces: int) -> list[str]:
-    size = max(1, -(-len(s) // max(1, pieces)))
-    return [s[i : i + size] for i in range(0, len(s), size)] or [""]
-
-
-def _zip_longest(rows: list[list[Any]]) -> list[list[Any]]:
-    width = max((len(r) for r in rows), default=0)
-    return [[r[k] for r in rows if k < len(r)] for k in range(width)]
 
 
 # -- HTTP ---------------------------------------------------------------------------------
@@ -410,6 +349,8 @@ def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
             model = body.get("model", "wire") if isinstance(body, dict) else "wire"
             if reply.delay:
                 time.sleep(reply.delay)
+            while reply.hold is not None and not reply.hold.wait(0.05) and not server._released.is_set():
+                pass  # held until the test lets it go (or the server stops)
             if reply.disconnect_after == 0 and not (isinstance(body, dict) and body.get("stream")):
                 self.connection.shutdown(socket.SHUT_RDWR)  # a dropped connection: no response at all
                 self.close_connection = True

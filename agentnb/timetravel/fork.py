@@ -135,24 +135,26 @@ async def afork(
         edit["agent"] = {"name": agent.name, "provider": agent.provider.name, "tools": list(agent.tools)}
     runner = _runner(live, first, start)
     lineage = Forked(0, result.run_id, at, edit, start)
-    prefix = [e for e in result.events if e.depth < start and e.kind not in ("run_started", "run_finished", "forked")]
+    prefix = [e for e in result.events if _recorded(e, at, start)]
     if tool_result is not None:
         prefix = [_edited_result(e, changed) for e in prefix]
     feed = _Feed(on_event, result.events[0], lineage, prefix, start)
     from agentnb.tracing.observe import RunLink  # the recorded calls: a repeat is answered from them
 
+    def whole(done: Any) -> Any:  # the fork as its caller (and a store of runs) gets it
+        return dataclasses.replace(done, events=feed.assemble(done.events), tool_calls=done.tool_calls + feed.calls,
+                                   agent=live)  # fmt: skip
+
+    recorded = _kept(kept, live.tools, first)
+    compacted = _compacted(result, start, new_system)
     link = RunLink(
-        seen=_seen(history, live.tools),
-        first_depth=start,
-        recorded=_kept(kept, live.tools, first),
-        compacted=_compacted(result, start, new_system),
+        seen=_seen(history, live.tools), first_depth=start, recorded=recorded, whole=whole, compacted=compacted
     )
     limits = _limits(live, result, start)
     done = await runner.arun(
         [], history=history, on_event=feed, stream=stream, limits=limits, on_cancel="return", _link=link
     )
-    return dataclasses.replace(done, events=feed.assemble(done.events), tool_calls=done.tool_calls + _calls(prefix),
-                               agent=live)  # fmt: skip
+    return whole(done)
 
 
 def _compacted(result: Any, start: int, system: str | None) -> tuple[Any, int] | None:
@@ -199,9 +201,19 @@ def _step_end(result: Any, steps: list[Step], at: int) -> int:
     return later[0].n_messages if later else len(result.messages)
 
 
+def _recorded(event: Any, at: int, start: int) -> bool:
+    """Whether ``event`` is of the fork's recorded prefix: its steps before ``start``, and the
+    messages a person sent before step ``at``'s request (they are in the fork's history)."""
+    if event.kind == "user_interjected":
+        return bool(event.depth <= at)
+    return bool(event.depth < start and event.kind not in ("run_started", "run_finished", "forked"))
+
+
 def _result_history(result: Any, steps: list[Step], step: Step, call: ToolCall, text: str) -> list[Message]:
-    """The transcript up to step ``at``'s end with ``call``'s result replaced by ``text``."""
+    """The transcript up to step ``at``'s end with ``call``'s result replaced by ``text`` (a
+    person's messages sent before the next step's request left out: they came after step ``at``)."""
     end = _step_end(result, steps, step.depth)
+    end -= sum(1 for e in result.events if e.kind == "user_interjected" and e.depth == step.depth + 1)
     history = list(result.messages[:end])
     for j in range(step.n_messages, end):
         m = history[j]

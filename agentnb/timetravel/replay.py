@@ -72,6 +72,9 @@ class ReplayProvider(Provider):
         self._seen_n = 0
         #: the window the recorded run compacted with (None: not known from the recording)
         self.window: int | None = None
+        #: ``(depth, text)`` of the messages a person sent the recorded run (its inbox): a run
+        #: with this provider reads them at the same steps (agentnb.run.steer), so requests match.
+        self.interjections: tuple[tuple[int, str], ...] = ()
 
     def __repr__(self) -> str:
         return f"ReplayProvider({self.label!r}, steps={len(self.steps)})"
@@ -187,4 +190,5 @@ def replay(source: Any) -> Provider:
     first = next((e for e in result.events if e.kind == "context_compacted"), None)
     if first is not None and not first.reason.startswith("overflow"):  # known before: known again
         provider.window = first.window
+    provider.interjections = tuple((e.depth, e.text) for e in result.events if e.kind == "user_interjected")
     return provider

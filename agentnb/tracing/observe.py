@@ -6,6 +6,10 @@ from two places: :func:`watch` (every run in the process, e.g. :func:`agentnb.in
 and ``Agent(instrument=...)`` (that agent's runs). A run nobody watches pays one ``is None``
 test per event.
 
+A handler may also have a ``take_run_result(result)`` method: it is then given the run's
+:class:`~agentnb.RunResult` once the run has ended (its last event seen), as the trace widget is
+given it by ``on_event`` (:mod:`agentnb.runstore` keeps runs this way).
+
 A run started by another run's tool (an agent used as a tool) is not watched on its own:
 its events reach the outer run's watchers inside :class:`~agentnb.events.SubAgentEvent`.
 
@@ -76,7 +80,9 @@ class RunLink:
     recorded ones), so that every consumer of its events sees the steps numbered alike;
     ``recorded``: ``(call id, fingerprint, message, tool_finished)`` of calls of the first step
     whose results the recording holds (a fork's calls beside the one whose arguments it edits):
-    such a call, unchanged, is answered from it and not run.
+    such a call, unchanged, is answered from it and not run; ``whole``: the run's result as its
+    caller returns it (a fork's, with its lineage and recorded prefix), which is what a watcher's
+    ``take_run_result`` is given.
     """
 
     conversation_id: str | None = None
@@ -93,6 +99,7 @@ class RunLink:
     #: on from (a fork after a compaction, a session's next turn).
     context: Any = None
     compacted: tuple[Any, int] | None = None
+    whole: Callable[[Any], Any] | None = None
 
 
 _VENDORS = {"OpenAIProvider": "openai", "ResponsesProvider": "openai", "AnthropicProvider": "anthropic"}
@@ -151,5 +158,26 @@ def watchers_for(own: Sequence[Watcher], first: RunStarted, link: RunLink | None
                 log.exception("agentnb: a run watcher failed on a %s event", event.kind)
 
     see = see_one if len(seen) == 1 else see_all
+    takers = [t for t in (getattr(h, "take_run_result", None) for h in seen) if t is not None]
+    if takers:  # handlers that also want the finished RunResult (a store of runs)
+        see.take_run_result = _taking(takers, link.whole if link is not None else None)  # type: ignore[attr-defined]
     see(first)
     return see
+
+
+def _taking(takers: list[Callable[[Any], Any]], whole: Callable[[Any], Any] | None) -> Callable[[Any], None]:
+    """One callable handing a finished run's result (made ``whole``) to each handler that asked for it."""
+
+    def take(result: Any) -> None:
+        try:  # a broken watcher (or fork assembly for one) never breaks a run
+            if whole is not None:
+                result = whole(result)
+        except Exception:
+            log.exception("agentnb: a run's result could not be made whole for its watchers")
+        for taker in takers:
+            try:
+                taker(result)
+            except Exception:
+                log.exception("agentnb: a run watcher failed on a run's result")
+
+    return take

@@ -60,6 +60,7 @@ _NOTES = (
     "context_compacted",
     "forked",
     "attachment",
+    "user_interjected",
 )
 _PRIVATE = frozenset({"depth", "kind", "text", "arguments", "rejected", "image", "event", "summary"})  # content or bulk
 

@@ -474,6 +474,33 @@ Echo this: {PAYLOAD}"""
 TEX_VOILA = """\
 show_eval()"""
 
+# Steering (issue 48): agent.run() holds the cell while its tool waits for the person to say
+# something in the trace's "Tell the agent…" box; the model's next request carries it.
+STEER_SETUP = """\
+import time
+from agentnb import Agent, tool
+from agentnb.notebook.trace.widget import TraceWidget
+from agentnb.testing import ScriptedProvider, call
+
+steer_trace = TraceWidget()
+
+@tool
+def read_table() -> str:
+    \"\"\"Read the sales table (this step goes on until the person has said something).\"\"\"
+    deadline = time.monotonic() + 120
+    while not steer_trace.steer.sent and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return "2023: 10, 2024: 12"
+
+steer_model = ScriptedProvider([call("read_table"), "2023: 10 and 2024: 12."])"""
+
+STEER_RUN = """\
+steered = Agent(steer_model, tools=[read_table]).run("Sales in 2023?", on_event=steer_trace)"""
+
+STEER_AFTER = """\
+print("model read:", steer_model.requests[1].messages[-1].content)
+print("said:", [(e.depth, e.text) for e in steered.events if e.kind == "user_interjected"])"""
+
 
 def write(name: str, cells: tuple[str, ...]) -> None:
     nb = nbformat.v4.new_notebook()
@@ -499,6 +526,7 @@ def main() -> None:
     write("tex_voila.ipynb", (TEX_SETUP, TEX_CONTROL, TEX_DIFF, TEX_RUN, TEX_VOILA))
     write("fork_saves.ipynb", (SAVES_SETUP, SAVES_RUN))
     write("stop_on_event.ipynb", (STOP_SETUP, STOP_RUN, STOP_AFTER))
+    write("steer.ipynb", (STEER_SETUP, STEER_RUN, STEER_AFTER))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Fork from here under a finished trace: one control per step, in its own output below it.
+"""Fork from here and Label under a finished trace: one control per step, the label editor.
 
 A finished trace is static HTML (the saved notebook must show it without a kernel; see
 :mod:`agentnb.notebook.trace.display`), so its fork controls cannot sit inside it. When a trace is
@@ -6,10 +6,12 @@ displayed in a kernel's cell, a *fork bar* is displayed right after it: empty wh
 goes on, then, once the run has ended and its agent is known, a row "Fork from here: [0] calls
 weather · [1] answer". A click on a step opens the fork editor (:class:`ForkPanel`, the
 debugger's editor) prefilled at that step; its "Fork from here" runs the fork live below.
+Beside it, the label editor (:mod:`agentnb.notebook.forks.label`): 👍 / 👎, a note, the expected
+answer; a loaded transcript's run, which cannot be forked here, gets the label editor alone.
 
 The bar is a widget, and a widget needs the kernel that made it. So its output carries a static
-copy of the forks made from it (each fork's sanitized trace and its diff with the parent, and the
-forks made from those), kept current as forks start and end, which a notebook reopened without
+copy of the run's labels and of the forks made from it (each fork's sanitized trace and its diff
+with the parent, and the forks made from those), kept current as forks start and end, which a notebook reopened without
 the kernel shows instead of "model not found"; and, like the evaluation view, the bar *freezes*
 into that copy when a later cell runs (see :mod:`agentnb.notebook.forks.display`). A fork still
 running then is waited for. The trace's own display is never touched here.
@@ -29,9 +31,10 @@ from agentnb.notebook.forks.display import ForkDisplay
 from agentnb.notebook.trace.display import kernel_cell
 from agentnb.timetravel.diff import steps_of
 
-#: What the bar's static copy says above its forks while the bar is live.
+#: What the bar's static copy says above its labels and forks while the bar is live.
 BAR_NOTE = (
-    '<div class="anb-static">Fork from here: the controls of this trace need its kernel (run the cell again).</div>'
+    '<div class="anb-static">Fork from here and Label: the controls of this trace need its kernel '
+    "(run the cell again).</div>"
 )
 
 
@@ -68,12 +71,14 @@ def step_labels(result: Any) -> list[tuple[str, str]]:
 
 
 class ForkBar(widgets.VBox):
-    """The fork controls of one displayed trace (empty until :meth:`fill` gets a forkable run)."""
+    """The controls under one displayed trace (empty until :meth:`fill` gets the finished run):
+    Fork from here (a run whose agent is known) and the label editor (every run)."""
 
     def __init__(self, trace: Any) -> None:
         self.trace = trace  # the TraceWidget above (its class makes the forks' traces)
         self.result: Any = None
         self.panel: Any = None  # the ForkPanel, once a step was clicked
+        self.labeller: Any = None  # the LabelControl (agentnb.notebook.forks.label)
         self.steps: widgets.ToggleButtons | None = None
         super().__init__()
         #: Its display: live, with a static copy of the forks made here beside it; frozen later.
@@ -81,13 +86,17 @@ class ForkBar(widgets.VBox):
         self.add_class("anb-fork-bar")
 
     def fill(self, result: Any) -> None:
-        """Show one control per step of ``result`` (a run whose agent is known; else nothing)."""
-        if self.frozen or self.result is not None or getattr(result, "agent", None) is None:
+        """Show the label editor of ``result``, and one fork control per step when its agent is known."""
+        if self.frozen or self.result is not None or result is None:
             return
-        labels = step_labels(result)
+        from agentnb.notebook.forks.label import LabelControl
+
+        self.result = result
+        self.labeller = LabelControl(result, on_change=self._labelled)
+        self.children = (self.labeller,)
+        labels = step_labels(result) if getattr(result, "agent", None) is not None else []
         if not labels:
             return
-        self.result = result
         self.depths = [s.depth for s in steps_of(result)]
         # one widget for every step (each widget costs a few comm messages per displayed run)
         self.steps = widgets.ToggleButtons(
@@ -99,11 +108,16 @@ class ForkBar(widgets.VBox):
         )
         self.steps.add_class("anb-fork-steps")
         self.steps.observe(lambda change: self.open_at(change["new"]), names="value")
-        self.children = (self.steps,)
+        self.children = (self.steps, self.labeller)
+
+    def _labelled(self) -> None:
+        """A label was saved: the bar's static copy, and the trace's own static display, show it."""
+        self.shown.refresh()
+        self.trace._publish_static()
 
     def open_at(self, at: int | None) -> Any:
         """What a click on step ``at`` does: the fork editor, prefilled at that step."""
-        if at is None or self.result is None or self.frozen:
+        if at is None or self.steps is None or self.frozen:  # no steps: a run that cannot be forked
             return self.panel
         if self.panel is None:
             from agentnb.notebook.forks.panel import ForkPanel
@@ -133,7 +147,10 @@ class ForkBar(widgets.VBox):
         return self.shown.frozen
 
     def _panels(self) -> list[Any]:
-        return [] if self.panel is None else [self.panel]
+        """What the static copy shows: the forks, after the labels where the trace above cannot
+        show them itself (a trace whose display is updated in place shows them: not twice)."""
+        labeller = None if self.trace._display_handles() else self.labeller
+        return [p for p in (labeller, self.panel) if p is not None]
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         return self.shown.live_bundle()  # a static export drops the widget view (export.StaticTraces)
@@ -154,8 +171,8 @@ def show_bar(trace: Any) -> ForkBar | None:
     shown = trace.__dict__.get("_anb_fork_bar")
     if kernel_cell() is None or (shown is not None and not shown.frozen):  # one live bar per trace
         return None
-    if trace.state.finished is not None and getattr(trace.result, "agent", None) is None:
-        return None  # a finished run that cannot be forked here (a loaded transcript): no bar at all
+    if trace.state.finished is not None and trace.result is None:
+        return None  # a finished run known only from its events: nothing to fork or label
     bar = ForkBar(trace)
     trace.__dict__["_anb_fork_bar"] = bar
     if trace.result is not None and trace.state.finished is not None:

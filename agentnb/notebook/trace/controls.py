@@ -1,4 +1,5 @@
-"""The trace widget's controls: Stop, the approval panel's wait, and the debugger's pauses.
+"""The trace widget's controls: Stop, the approval panel's wait, the debugger's pauses, and the
+"Tell the agent…" box (:mod:`agentnb.notebook.trace.steer`).
 
 A mixin of :class:`~agentnb.notebook.trace.widget.TraceWidget` (which builds the buttons, the panel,
 the state and the clock these methods use); kept apart so that the widget's module holds its
@@ -26,6 +27,7 @@ class TraceControls:
 
     stop_button: Any
     approval: Any
+    steer: Any
     state: Any
     pause_text: str | None
     pause: Pause | None
@@ -56,11 +58,24 @@ class TraceControls:
         stop, self._release_cell = lent
         self.on_stop(stop)
 
-    def _run_over(self) -> None:
-        """The run ended: give the cell back (see :meth:`_offer_stop`)."""
+    def _run_over(self, stop_reason: str) -> None:
+        """The run ended: nothing more can be sent to it; give the cell back (see :meth:`_offer_stop`)."""
+        self.steer.run_ended(stop_reason)
         release, self._release_cell = self._release_cell, None
         if release is not None:
             release()
+
+    def take_inbox(self, inbox: Any) -> None:
+        """The inbox of the run this trace is fed (the agent hands it over before the run starts):
+        its "Tell the agent…" box sends there while the run goes on."""
+        self.steer.attach(inbox)
+
+    def _offer_steer(self) -> None:
+        """The run started: show the box where a click can reach it (the cell awaits the run and
+        the kernel serves widget messages, or the cell that waits was lent to serve them)."""
+        from agentnb.run.sync import BLOCKING_CELL
+
+        self.steer.run_started(served=BLOCKING_CELL.get() is None or self._release_cell is not None)
 
     #: Who decided, in :class:`~agentnb.events.ApprovalDecided` events.
     approver_name = "widget"

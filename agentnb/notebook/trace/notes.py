@@ -27,6 +27,7 @@ from agentnb.events import (
     ReasoningSummary,
     RequestRetried,
     RouteSwitched,
+    UserInterjected,
 )
 from agentnb.notebook.trace.nested import trimmed_html
 from agentnb.printer import limit_text
@@ -39,6 +40,19 @@ def skipped_html(n: GuidanceSkipped) -> str:
     return (
         f'<div class="anb-block anb-note"><span class="anb-warn">guidance skipped: {untrusted_html(n.step)}</span> '
         f'<span class="anb-m">{untrusted_html(n.provider)}: {untrusted_html(n.reason)}</span></div>'
+    )
+
+
+def said_html(n: UserInterjected) -> str:
+    """A person's message to the running agent, where it went in (before the step's model call).
+
+    >>> said_html(UserInterjected(2, "<b>also</b> $x$"))
+    '<div class="anb-block anb-note anb-said"><span class="anb-warn">you said</span> <span class="anb-m">while the run went on; the model reads it from this step on</span><div style="white-space:pre-wrap">&lt;b&gt;also&lt;/b&gt; $x$</div></div>'
+    """
+    return (
+        '<div class="anb-block anb-note anb-said"><span class="anb-warn">you said</span> '
+        '<span class="anb-m">while the run went on; the model reads it from this step on</span>'
+        f'<div style="white-space:pre-wrap">{escape(n.text)}</div></div>'
     )
 
 

@@ -30,13 +30,14 @@ from agentnb.events import (
     RequestRetried,
     RouteSwitched,
     StepDecision,
+    UserInterjected,
 )
 from agentnb.events import GuidanceSkipped as Skipped
 from agentnb.notebook.trace.answer import answer_html, output_html
 from agentnb.notebook.trace.blocks import copyable
 from agentnb.notebook.trace.header import fmt_seconds
 from agentnb.notebook.trace.nested import inner_html
-from agentnb.notebook.trace.notes import note_html
+from agentnb.notebook.trace.notes import note_html, said_html
 from agentnb.notebook.trace.state import CallView, DepthView, Pause
 from agentnb.printer import plural
 from agentnb.untrusted import untrusted_html, untrusted_image
@@ -136,10 +137,11 @@ def depth_html(v: DepthView, preview: int = 400, pause: Pause | None = None) -> 
         )
     else:
         model = _model_html(v, pause)
-    out = ['<div class="anb">', model]
+    said = [said_html(n) for n in notes if isinstance(n, UserInterjected)]  # went in before the request
+    out = ['<div class="anb">', *said, model]
     out += [note_html(n) for n in notes if isinstance(n, _PROVIDER_NOTES)]
     out += [_call_html(c, preview, v.ended, pause) for c in v.calls.values()]
-    out += [note_html(n) for n in notes if not isinstance(n, _PROVIDER_NOTES)]
+    out += [note_html(n) for n in notes if not isinstance(n, (*_PROVIDER_NOTES, UserInterjected))]
     if v.output is not None:
         out.append(output_html(v.output))
     if v.dropped:

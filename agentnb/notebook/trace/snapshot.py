@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentnb.notebook.trace.blocks import COPY_BUTTON, STYLE
+from agentnb.notebook.trace.labels import labels_html
 from agentnb.run.result import RunResult
 from agentnb.untrusted import NO_MATH, static_view
 
@@ -43,7 +44,7 @@ def static_html(trace: Any, above: str = "", *, answer: bool = True, save: bool 
     """The whole trace as one static HTML fragment: what a saved notebook shows without a kernel.
 
     The same sections as the live widget (header, context, every depth as ``<details>``, the
-    answer, the transcript link), built only from the widget's already-escaped HTML; no
+    answer, the run's labels, the transcript link), built only from the widget's already-escaped HTML; no
     JavaScript: Copy buttons are left out (the text can be selected), the toolbar too. The
     stylesheet is written inline (an untrusted notebook drops ``<style>``) and the fragment is
     then sanitized: :func:`~agentnb.untrusted.static_view` is the last step, nothing rewrites
@@ -67,6 +68,7 @@ def static_html(trace: Any, above: str = "", *, answer: bool = True, save: bool 
         trace._settled_box.value,
         trace._live_box.value,
         final,
+        labels_html(getattr(trace.result, "labels", ())),  # a person's labels of the run, escaped
         "</div>",
     ]
     return STYLE + static_view("".join(parts).replace(COPY_BUTTON, ""), _CSS)

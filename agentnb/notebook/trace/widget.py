@@ -37,10 +37,12 @@ from agentnb.notebook.trace.blocks import STYLE, context_html, copyable, save_li
 from agentnb.notebook.trace.controls import TraceControls
 from agentnb.notebook.trace.display import LiveDisplay
 from agentnb.notebook.trace.header import header_html
+from agentnb.notebook.trace.labels import labels_text
 from agentnb.notebook.trace.render import Section, depth_html, depth_title, section_html
 from agentnb.notebook.trace.snapshot import KEY, events_result, snapshot_metadata
 from agentnb.notebook.trace.snapshot import static_html as trace_static_html
 from agentnb.notebook.trace.state import Pause, TraceState
+from agentnb.notebook.trace.steer import SteerBox
 from agentnb.notebook.trace.text import summary_line, trace_text
 from agentnb.run.result import RunResult
 from agentnb.untrusted import html_widget
@@ -135,7 +137,8 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
 
         #: The pending call's Approve / Deny / Edit arguments (this widget is the run's approver).
         self.approval = ApprovalPanel(ended=lambda: self.state.finished is not None)
-        super().__init__([head, self._context, self._body, self.approval, answer])
+        self.steer = SteerBox()  #: "Tell the agent…": shown while a run with an inbox goes on
+        super().__init__([head, self._context, self._body, self.approval, self.steer, answer])
         self.set_history(history)
         self.layout.border = "1px solid var(--jp-border-color2, #d0d7de)"
         self.layout.padding = "6px 10px"
@@ -154,9 +157,12 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
             if self.show_on_start:
                 self._show_on_start()
             self._offer_stop()
+            self._offer_steer()
+        elif kind == "user_interjected":
+            self.steer.delivered(event.depth)
         self.state.add(event, now)
         if kind == "run_finished":
-            self._run_over()
+            self._run_over(event.stop_reason)  # type: ignore[union-attr]
             self._end_pause(now)
             self._cancel(self._ticker)
             self._cancel(self._timer)
@@ -251,8 +257,10 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         return self._caught_up()._header.value
 
     def text(self) -> str:
-        """The whole trace as stable plain text (no timings)."""
-        return trace_text(self.state.events, self.status, held=self._held())
+        """The whole trace as stable plain text (no timings), the run's labels last."""
+        text = trace_text(self.state.events, self.status, held=self._held())
+        labels = labels_text(getattr(self.result, "labels", ()))
+        return f"{text}\n{labels}" if labels else text
 
     def __repr__(self) -> str:
         return summary_line(self.state.events, self.status, held=self._held())

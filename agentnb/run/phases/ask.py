@@ -21,7 +21,9 @@ from agentnb.events import (
     StepDecision,
     TextDelta,
     ToolCallDelta,
+    UserInterjected,
 )
+from agentnb.messages import UserMessage
 from agentnb.providers.base import Completion, Request, TextChunk
 from agentnb.providers.live import noting, one, with_notes
 from agentnb.run.budget import capped, hold, out_of_tokens
@@ -40,6 +42,8 @@ async def ask(run: LoopState) -> None:
         budgets(run)
         if run.over:
             return
+    if cfg.inbox is not None:  # a person's messages go in now: the last step is complete
+        interject(run)
     run.limited = run.ledger.calls_left() <= 0 or state.limit is not None
     run.offer = offer = bool(run.tools) and not run.limited and run.choice != "none"
     emit = run.emit
@@ -133,6 +137,14 @@ async def send_once(run: LoopState, request: Request) -> Completion:
     sent = cfg.provider.complete(request)
     completion = run.completion = await (noting(sent, retried(run)) if run.live else sent)
     return completion
+
+
+def interject(run: LoopState) -> None:
+    """Add what was sent to the run's inbox as user messages, each said by an event."""
+    assert run.cfg.inbox is not None
+    for text in run.cfg.inbox.take(run.depth):
+        run.state.messages.append(UserMessage(text))
+        run.emit(UserInterjected(run.depth, text))
 
 
 def hold_tokens(run: LoopState, request: Request) -> Request:

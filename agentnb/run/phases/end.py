@@ -31,6 +31,9 @@ def end(run: LoopState) -> None:
         state.messages.append(UserMessage(ANSWER_NOW))
         run.depth += 1
         return
+    if not calls and cfg.inbox is not None and cfg.inbox.waiting(run.depth + 1):
+        run.depth += 1  # a message came while the model answered: it reads it and answers again
+        return
     by: Literal["model", "agentnb"] = "model"
     if calls and not state.output.strip():  # it would only call: say so, in agentnb's words
         state.output = no_answer_text(state.messages, [c.name for c in calls], why_no_tools(run))
