@@ -1,8 +1,10 @@
 """``kernel_tools(mode)``: the kernel as a tool source, like an MCP server.
 
 ``"read"`` gives three tools with no side effects: ``list_variables``, ``describe`` and
-``notebook_cells``. ``"code"`` and ``"sandbox"`` (running code, with approval) are planned and
-refused for now with a :class:`~agentnb.errors.UserError`.
+``notebook_cells``. ``"code"`` adds ``run_python(code)`` in the user's namespace, which needs
+approval unless ``approval=False`` is passed (:mod:`agentnb.kernel.run_tool`). ``"sandbox"``
+(code in a second kernel process) is planned and refused for now with a
+:class:`~agentnb.errors.UserError`.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ def kernel_tools(
     *,
     namespace: Mapping[str, Any] | None = None,
     max_variables: int = MAX_VARIABLES,
+    approval: bool = True,
+    timeout: float | None = None,
 ) -> list[Tool]:
     """Tools that let an agent see the notebook's variables and cells.
 
@@ -36,6 +40,13 @@ def kernel_tools(
     statistics and first rows; bounded in size and time, sampled on large frames) and
     ``notebook_cells(last=5)``. They read, never run code the model writes: ``name`` is a
     variable, an attribute path (``df.price``) or a key (``cfg["lr"]``), never an expression.
+
+    ``mode="code"`` adds ``run_python(code)``: it runs in the namespace and returns what a cell
+    shows (stdout, stderr, the last expression's value, an exception, the names it changed). Each
+    call needs approval (the trace widget's panel, the terminal's prompt, an ``approver=``);
+    ``approval=False`` turns that off, explicitly. ``timeout`` (seconds, default
+    :data:`~agentnb.kernel.code.CODE_TIMEOUT`) stops the code, as does the agent's
+    ``tool_timeout``.
 
     ``namespace`` is the IPython kernel's by default; pass a dict (``globals()``) elsewhere.
 
@@ -53,9 +64,9 @@ def kernel_tools(
     """
     if mode not in MODES:
         raise UserError(f"kernel_tools mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}")
-    if mode != "read":
+    if mode == "sandbox":
         raise UserError(
-            f"kernel_tools({mode!r}) is not available yet: only 'read' is (list_variables, describe, notebook_cells)"
+            f"kernel_tools({mode!r}) is not available yet: 'read' and 'code' are"
         )
     if not isinstance(max_variables, int) or max_variables < 1:
         raise UserError(f"max_variables must be a whole number >= 1, not {max_variables!r}")
@@ -69,7 +80,12 @@ def kernel_tools(
     if not isinstance(namespace, Mapping):
         raise UserError(f"namespace must be a dict of variables (globals()), not {type(namespace).__name__}")
     reader = KernelReader(namespace, shell, max_variables)
-    return [tool(reader.list_variables), tool(reader.describe), tool(reader.notebook_cells)]
+    tools = [tool(reader.list_variables), tool(reader.describe), tool(reader.notebook_cells)]
+    if mode == "code":
+        from agentnb.kernel.run_tool import run_python_tool
+
+        tools.append(run_python_tool(namespace, approval=approval, timeout=timeout))
+    return tools
 
 
 class KernelReader:
