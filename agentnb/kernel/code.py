@@ -48,7 +48,7 @@ MAX_FRAMES = 8
 _counter = itertools.count(1)
 
 
-class CodeStopped(BaseException):  # noqa: N818 - raised in the code's thread, like KeyboardInterrupt
+class CodeStopped(BaseException):
     """Raised inside running code to stop it (a BaseException: ``except Exception`` does not catch it)."""
 
 
@@ -144,10 +144,10 @@ class Job:
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
         ns = self.runner.namespace
         if tree.body:
-            exec(compile(tree, self.filename, "exec"), ns)  # noqa: S102 - the tool's purpose, approved
+            exec(compile(tree, self.filename, "exec"), ns)
         if last is not None:
             expr = ast.Expression(last.value)
-            self.outcome["value"] = eval(compile(expr, self.filename, "eval"), ns)  # noqa: S307
+            self.outcome["value"] = eval(compile(expr, self.filename, "eval"), ns)
 
     def _traceback(self, exc: BaseException) -> str | None:
         """The frames of the code and below it (not agentnb's), the innermost kept."""
@@ -210,4 +210,3 @@ def stop_thread(job: Job, wait: float = STOP_WAIT) -> bool:
 def _settle(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
-

@@ -121,9 +121,5 @@ def names_changed(before: Mapping[str, int], namespace: Mapping[str, Any]) -> tu
         old = before.get(name)
         if old is None or old != id(value):
             out.append(NameChange(name, "new" if old is None else "changed", type(value).__name__))
-    out.extend(
-        NameChange(name, "deleted", "")
-        for name in before
-        if name not in namespace and not name.startswith("_")
-    )
+    out.extend(NameChange(name, "deleted", "") for name in before if name not in namespace and not name.startswith("_"))
     return tuple(out)

@@ -30,7 +30,9 @@ from agentnb.tools import Tool, ToolContext, tool
 from agentnb.tools.rendering import as_image
 
 
-def run_python_tool(namespace: MutableMapping[str, Any], *, approval: bool = True, timeout: float | None = None) -> Tool:
+def run_python_tool(
+    namespace: MutableMapping[str, Any], *, approval: bool = True, timeout: float | None = None
+) -> Tool:
     """The ``run_python`` tool over ``namespace``."""
     if not isinstance(approval, bool):
         raise UserError(f"approval must be True or False, not {approval!r}")
@@ -39,7 +41,9 @@ def run_python_tool(namespace: MutableMapping[str, Any], *, approval: bool = Tru
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise UserError(f"timeout must be a positive number of seconds, not {timeout!r}")
     if not isinstance(namespace, MutableMapping):
-        raise UserError(f"kernel_tools('code') needs a namespace it can change (a dict), not {type(namespace).__name__}")
+        raise UserError(
+            f"kernel_tools('code') needs a namespace it can change (a dict), not {type(namespace).__name__}"
+        )
     runner = CodeRunner(namespace)
     limit = float(timeout)
 

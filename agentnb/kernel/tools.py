@@ -65,9 +65,7 @@ def kernel_tools(
     if mode not in MODES:
         raise UserError(f"kernel_tools mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}")
     if mode == "sandbox":
-        raise UserError(
-            f"kernel_tools({mode!r}) is not available yet: 'read' and 'code' are"
-        )
+        raise UserError(f"kernel_tools({mode!r}) is not available yet: 'read' and 'code' are")
     if not isinstance(max_variables, int) or max_variables < 1:
         raise UserError(f"max_variables must be a whole number >= 1, not {max_variables!r}")
     shell = _shell()
