@@ -147,7 +147,9 @@ class Job:
             exec(compile(tree, self.filename, "exec"), ns)
         if last is not None:
             expr = ast.Expression(last.value)
-            self.outcome["value"] = eval(compile(expr, self.filename, "eval"), ns)
+            value = eval(compile(expr, self.filename, "eval"), ns)
+            if value is not None:  # as a cell: None is not shown
+                self.outcome["value"] = value
 
     def _traceback(self, exc: BaseException) -> str | None:
         """The frames of the code and below it (not agentnb's), the innermost kept."""

@@ -43,7 +43,8 @@ class CodeResult:
     """What running code showed, as a cell shows it.
 
     ``value`` is the last expression's value (``has_value`` says whether there was one: ``None``
-    is a value); ``error`` the exception's one line (``"ZeroDivisionError: division by zero"``)
+    is a value; a str shows as its repr, as in a cell); ``value_text`` its text when it was
+    rendered elsewhere (in a sandbox process), used as it is; ``error`` the exception's one line (``"ZeroDivisionError: division by zero"``)
     and ``traceback`` its frames in the code only; ``stopped`` why the code did not finish (a
     timeout, a Stop), ``cut`` how many characters of output were not kept.
     """
@@ -58,6 +59,7 @@ class CodeResult:
     stopped: str | None = None
     cut: int = 0
     duration: float = 0.0
+    value_text: str | None = None
 
     def structured(self) -> dict[str, Any]:
         """The JSON kept on the ``tool_finished`` event (no value object: its text is the result)."""
@@ -79,8 +81,10 @@ def render_code(result: CodeResult, ctx: Any = None) -> str:
         parts.append("stderr:\n" + result.stderr.rstrip("\n"))
     if result.cut:
         parts.append(f"[output cut: {result.cut:,} more characters were printed and not kept]")
-    if result.has_value:
-        parts.append("value:\n" + render_value(result.value, ctx) if result.value is not None else "value: None")
+    if result.value_text is not None:
+        parts.append("value:\n" + result.value_text)
+    elif result.has_value:
+        parts.append("value: None" if result.value is None else "value:\n" + _value_text(result.value, ctx))
     if result.error is not None:
         parts.append(f"error: {result.error}" + (f"\n{result.traceback}" if result.traceback else ""))
     if result.stopped is not None:
@@ -90,6 +94,14 @@ def render_code(result: CodeResult, ctx: Any = None) -> str:
     if not parts:
         return "(the code ran and showed nothing)"
     return "\n".join(parts)
+
+
+def _value_text(value: Any, ctx: Any) -> str:
+    if isinstance(value, str):  # as a cell shows it: quoted, escapes visible
+        from agentnb.tools.running import safe_repr
+
+        return safe_repr(value)
+    return render_value(value, ctx)
 
 
 def names_text(names: tuple[NameChange, ...]) -> str:
