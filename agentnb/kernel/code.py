@@ -94,7 +94,7 @@ class Job:
         self.filename = f"<run_python #{next(_counter)}>"
         self.buffers = (capture.Buffer(runner.max_output), capture.Buffer(runner.max_output))
         self.outcome: dict[str, Any] = {}
-        self.before: dict[str, int] = {}
+        self.before: dict[str, Any] = {}
         self.start = perf_counter()
         self.done_future: asyncio.Future[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -108,6 +108,7 @@ class Job:
         try:
             try:
                 self.before = identities(self.runner.namespace)
+                self.outcome["before"] = True
                 self._execute()
             except CodeStopped:
                 pass
@@ -168,7 +169,8 @@ class Job:
 
     def result(self, stopped: str | None = None) -> CodeResult:
         out, err = self.buffers
-        names = names_changed(self.before, self.runner.namespace) if self.before else ()
+        names = names_changed(self.before, self.runner.namespace) if "before" in self.outcome else ()
+        self.before = {}  # the snapshot holds references: let go of them
         return CodeResult(
             stdout=out.text(),
             stderr=err.text(),
