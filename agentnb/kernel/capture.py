@@ -11,7 +11,7 @@ nobody replaced them meanwhile).
 >>> with capturing(threading.get_ident(), 10) as (out, err):
 ...     print("hello, world and more")
 >>> out.text(), out.cut
-('hello, wor', 11)
+('hello, wor', 12)
 """
 
 from __future__ import annotations

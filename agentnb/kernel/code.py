@@ -28,7 +28,6 @@ import itertools
 import linecache
 import threading
 import traceback
-from collections.abc import MutableMapping
 from time import perf_counter
 from typing import Any
 
@@ -55,7 +54,7 @@ class CodeStopped(BaseException):
 class CodeRunner:
     """Runs code in ``namespace`` (a kernel's ``user_ns`` or a dict) and reports what it showed."""
 
-    def __init__(self, namespace: MutableMapping[str, Any], max_output: int = MAX_OUTPUT) -> None:
+    def __init__(self, namespace: dict[str, Any], max_output: int = MAX_OUTPUT) -> None:
         self.namespace = namespace
         self.max_output = max_output
 
@@ -120,15 +119,15 @@ class Job:
         self._finish()
 
     def _finish(self) -> None:
-        """The code is over: no CodeStopped may arrive after this (a pending one is cleared)."""
+        """The code is over: no CodeStopped may arrive after this one returns."""
         ident = threading.get_ident()
         while True:
             try:
                 with self.lock:
                     self.live = False
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), None)
+                _delivered()  # a CodeStopped set before live turned False is raised here, at the latest
                 break
-            except CodeStopped:  # raised before it was cleared: once more
+            except CodeStopped:  # raised late: once more (none is set after live is False)
                 continue
         linecache.cache.pop(self.filename, None)
         capture.end(ident)
@@ -143,6 +142,7 @@ class Job:
         source = self.code if self.code.endswith("\n") else self.code + "\n"
         linecache.cache[self.filename] = (len(source), None, source.splitlines(True), self.filename)
         last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        assert last is None or isinstance(last, ast.Expr)
         ns = self.runner.namespace
         if tree.body:
             exec(compile(tree, self.filename, "exec"), ns)
@@ -156,7 +156,7 @@ class Job:
         """The frames of the code and below it (not agentnb's), the innermost kept."""
         if isinstance(exc, SyntaxError) and exc.filename == self.filename:
             return "".join(traceback.format_exception_only(exc)).rstrip()
-        frames = traceback.extract_tb(exc.__traceback__)
+        frames: list[traceback.FrameSummary] = list(traceback.extract_tb(exc.__traceback__))
         own = next((i for i, f in enumerate(frames) if f.filename == self.filename), None)
         if own is None:
             return None
@@ -209,6 +209,14 @@ def stop_thread(job: Job, wait: float = STOP_WAIT) -> bool:
         if perf_counter() > deadline:
             break
     return not job.live
+
+
+def _delivered() -> None:
+    """A call: the interpreter raises a pending asynchronous exception on entering a function.
+
+    (Not ``PyThreadState_SetAsyncExc(ident, NULL)`` to clear it: on CPython 3.11.7, after that,
+    the next agent run on the main thread stalled in traced code (``sys.settrace``) for good.)
+    """
 
 
 def _settle(fut: asyncio.Future[None]) -> None:

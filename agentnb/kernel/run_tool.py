@@ -20,19 +20,17 @@ value:
 from __future__ import annotations
 
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Mapping
 from typing import Any
 
 from agentnb.errors import UserError
 from agentnb.kernel.code import CODE_TIMEOUT, CodeRunner
 from agentnb.kernel.results import render_code
-from agentnb.tools import Tool, ToolContext, tool
+from agentnb.tools import Tool, ToolContext
 from agentnb.tools.rendering import as_image
 
 
-def run_python_tool(
-    namespace: MutableMapping[str, Any], *, approval: bool = True, timeout: float | None = None
-) -> Tool:
+def run_python_tool(namespace: Mapping[str, Any], *, approval: bool = True, timeout: float | None = None) -> Tool:
     """The ``run_python`` tool over ``namespace``."""
     if not isinstance(approval, bool):
         raise UserError(f"approval must be True or False, not {approval!r}")
@@ -40,10 +38,8 @@ def run_python_tool(
         timeout = CODE_TIMEOUT
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
         raise UserError(f"timeout must be a positive number of seconds, not {timeout!r}")
-    if not isinstance(namespace, MutableMapping):
-        raise UserError(
-            f"kernel_tools('code') needs a namespace it can change (a dict), not {type(namespace).__name__}"
-        )
+    if not isinstance(namespace, dict):  # exec() runs in a dict only
+        raise UserError(f"kernel_tools('code') needs a dict namespace to run code in, not {type(namespace).__name__}")
     runner = CodeRunner(namespace)
     limit = float(timeout)
 
@@ -67,7 +63,7 @@ def run_python_tool(
                 text += f"\nA figure the code drew is attached ({image.mime}, {len(image.data)} bytes)."
         return text
 
-    return tool(run_python, requires_approval=approval)
+    return Tool.from_function(run_python, requires_approval=approval)
 
 
 def _open_figures() -> set[int] | None:
