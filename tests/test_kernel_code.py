@@ -289,3 +289,20 @@ def test_the_kernel_option_of_the_magic(ip: Any) -> None:
         from agentnb.notebook.magics.options import parse_line
 
         parse_line("--kernel all hi")
+
+
+def test_ctrl_c_while_the_code_runs_stops_the_run_as_stop_does() -> None:
+    import os
+    import signal
+
+    ns: dict[str, Any] = {"go": False}
+    agent = code_agent([call("run_python", code="go = True\nwhile True:\n    pass"), "never"], ns, approve)
+
+    def interrupt() -> None:  # what the kernel's interrupt sends, once the code runs
+        while not ns["go"]:
+            threading.Event().wait(0.01)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    result = agent.run("loop")  # Ctrl-C cancels the run, which ends cleanly
+    assert result.stop_reason == "cancelled" and not code_threads()
