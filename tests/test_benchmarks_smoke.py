@@ -35,6 +35,7 @@ PRINTS = {
     "fork_bar_cost.py": "cost of the bar:",
     "grounded_answers.py": "s/task",
     "improve_overhead.py": "own work",
+    "kernel_code.py": "stop after a 0.1 s timeout, a Python loop",
     "kernel_read.py": "list_variables() over",
     "kernel_sandbox.py": "a later trivial run_python",
     "guidance_cost.py": "first step",

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentnb.events import RunStarted
+from agentnb.kernel.highlight import CODE_CSS
 from agentnb.kernel.mentions import split_mentions
 from agentnb.messages import AssistantMessage, Message, ToolMessage, UserMessage
 from agentnb.run.transcript import transcript_bytes
@@ -187,4 +188,4 @@ STYLE = """<style>
 .anb-raw summary{color:var(--jp-ui-font-color2,#57606a)!important}
 .anb img{max-width:320px;max-height:240px;border:1px solid #d0d7de;border-radius:4px;margin:4px 4px 0 0}
 """
-STYLE = STYLE + CSS + "</style>"
+STYLE = STYLE + CSS + CODE_CSS + "</style>"
