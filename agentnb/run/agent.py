@@ -47,7 +47,6 @@ from agentnb.run.runinfo import (
 from agentnb.run.sync import BLOCKING_CELL, run_sync  # noqa: F401 - BLOCKING_CELL: the name others import
 from agentnb.timetravel.active import CURRENT as CURRENT_CASSETTE
 from agentnb.tools import Tool
-from agentnb.tools.running import AUTO_RESULT_CHARS
 from agentnb.tools.toolset import ToolSet
 from agentnb.tracing.observe import RunLink, watchers_for
 
@@ -131,7 +130,7 @@ class Agent:
         settings: dict[str, Any] | None = None,
         output_type: Any = None,
         max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES,
-        max_result_chars: int | Literal["auto"] | None = AUTO_RESULT_CHARS,
+        max_result_chars: int | Literal["auto"] | None = "auto",
         name: str | None = None,
         instrument: Any = None,
         requires_approval: bool | Iterable[str] = False,
