@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agentnb.messages.fastinit import fast_init
 from agentnb.providers.base import CHARS_PER_TOKEN, Provider
 
 if TYPE_CHECKING:
@@ -90,6 +91,9 @@ class RequestSize:
 
     def __str__(self) -> str:
         return gauge_text(self.tokens, self.window, self.exact)
+
+
+fast_init(RequestSize)  # one is made per request: the cheaper construction
 
 
 def gauge_text(tokens: int, window: int | None, exact: bool = True) -> str:
@@ -189,17 +193,28 @@ def _items(messages: Sequence[Any]) -> tuple[list[Any], int]:
     return as_list, len(as_list)
 
 
+#: ``json.dumps(value, ensure_ascii=False, default=str)`` with one encoder made once (json.dumps
+#: makes one per call when given options).
+_json = json.JSONEncoder(ensure_ascii=False, default=str).encode
+
+
 def message_chars(m: Any) -> int:
-    """The characters a message counts for in an estimate (as :func:`chars_estimate` counts)."""
+    """The characters a message counts for in an estimate (as :func:`chars_estimate` counts, a
+    call's arguments by their ``repr``: about as long as their JSON, at a fifth of the cost).
+
+    >>> from agentnb.messages import AssistantMessage, ToolCall
+    >>> message_chars(AssistantMessage(None, (ToolCall("c1", "add", {"a": 1, "b": None}),)))
+    38
+    """
     size = 16 + len(getattr(m, "content", None) or "")  # (16: the role and the turn's markers)
     for c in getattr(m, "tool_calls", ()) or ():
-        size += len(c.name) + len(json.dumps(c.arguments, ensure_ascii=False, default=str))
+        size += len(c.name) + len(repr(c.arguments))
     return size
 
 
 def tool_chars(t: Any) -> int:
     """The characters a tool's name, description and schema count for in an estimate."""
-    return len(t.name) + len(t.description) + len(json.dumps(t.parameters, ensure_ascii=False, default=str))
+    return len(t.name) + len(t.description) + len(_json(t.parameters))
 
 
 def exact_counter(provider: Any) -> Provider | None:
