@@ -236,3 +236,22 @@ def test_a_provider_that_cannot_count_is_estimated() -> None:
     tokens, exact = count_request(Refuses(), Request([UserMessage("x" * 30)]))
     assert (tokens, exact) == (16, False)
     assert asyncio.run(Refuses().context_window()).tokens is None
+
+
+def test_chat_spans_carry_the_size_and_the_window() -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentnb.tracing.otel import SpanWatcher
+
+    exporter, spans = InMemorySpanExporter(), TracerProvider()
+    spans.add_span_processor(SimpleSpanProcessor(exporter))
+    try:
+        result = Agent(ScriptedProvider(["hi"]), context_window=2048, instrument=SpanWatcher(spans)).run("hello")
+        chat = next(s for s in exporter.get_finished_spans() if s.name.startswith("chat"))
+        assert chat.attributes["agentnb.context.tokens"] == result.context.peak
+        assert chat.attributes["agentnb.context.window"] == 2048
+    finally:
+        spans.shutdown()
