@@ -31,6 +31,7 @@ MODEL = {
 #: What each prints when it got to its table (a line every run prints, whatever the figures).
 PRINTS = {
     "call_decision.py": "need a tool -> call",
+    "context_gauge.py": "of a request",
     "eval_throughput.py": "load average at end",
     "fork_bar_cost.py": "cost of the bar:",
     "grounded_answers.py": "s/task",

@@ -25,6 +25,8 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
+from agentnb.context.gauge import conversation_size
+from agentnb.context.size import RequestSize
 from agentnb.errors import TranscriptError, UserError
 from agentnb.events import Event, HistoryTrimmed
 from agentnb.messages import Message, SystemMessage, UserMessage, message_from_dict
@@ -119,6 +121,21 @@ class Session:
     def reset(self) -> None:
         """Forget the conversation (the id stays)."""
         self.messages, self.starts, self.last = [], [], None
+
+    @property
+    def context(self) -> RequestSize | None:
+        """The conversation's size so far, against the model's window: the last run's last request
+        as measured (:mod:`agentnb.context`) and the answer it got (its reported output tokens,
+        else estimated); None before the first run.
+
+        >>> from agentnb import Agent
+        >>> from agentnb.testing import ScriptedProvider
+        >>> chat = Agent(ScriptedProvider(["Hello, Ada."]), context_window=2048).session()
+        >>> _ = chat.run("I am Ada.")
+        >>> str(chat.context)
+        'context ~13 / 2k (1%)'
+        """
+        return conversation_size(self.last)
 
     # -- the window ---------------------------------------------------------------------------
     def window(self, prompt: Any = None) -> tuple[list[Message], HistoryTrimmed | None]:

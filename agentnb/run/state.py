@@ -23,6 +23,7 @@ from agentnb.tools.dedupe import Deduplicator
 from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
 
 if TYPE_CHECKING:
+    from agentnb.context.gauge import ContextGauge
     from agentnb.control.approval import ApprovalGate
     from agentnb.control.inbox import Inbox
     from agentnb.control.limits import UsageLimits
@@ -107,6 +108,11 @@ class LoopConfig:
     recorded: tuple[tuple[Any, ...], ...] = ()
     #: A person's messages, read before each request (None: nobody steers this run).
     inbox: Inbox | None = None
+    #: The model's window as the user gave it (``Agent(context_window=N)``); None: the provider's.
+    context_window: int | None = None
+    #: ``max_result_chars`` is a share of the window, found at the first request (until then,
+    #: and when the window is unknown, ``max_result_chars`` holds the fixed bound).
+    relative_results: bool = False
 
 
 @dataclass(slots=True)
@@ -162,6 +168,7 @@ class LoopState:
         "nested",
         "over",
         "gauge",
+        "context",
         "emit",
         "said",
         "at_once",
@@ -190,6 +197,9 @@ class LoopState:
         self.ledger = Ledger(cfg.limits, cfg.max_tool_calls, cfg.above)
         #: Estimates each request's input tokens where a token budget holds (agentnb.run.budget).
         self.gauge: Gauge | None = Gauge(cfg.provider) if holds_tokens(self.ledger) else None
+        #: Sizes each request against the model's window (made at the first request, once the
+        #: window is known; agentnb.context.gauge).
+        self.context: ContextGauge | None = None
         self.live = may_retry(cfg.provider)  # its retries come out as they wait (agentnb.providers.live)
         self.threaded = SYNC_TOOLS_IN_THREAD.get()
         self.depth = cfg.first_depth

@@ -8,6 +8,7 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import Any
 
+from agentnb.context.gauge import ContextGauge
 from agentnb.control.cost import priced
 from agentnb.errors import ModelBehaviorError, StopRun
 from agentnb.events import (
@@ -58,8 +59,15 @@ async def ask(run: LoopState) -> None:
         if run.over:
             return
         offer = run.offer
+    context = run.context
+    if context is None:  # the first request: the window, found once per provider
+        context = run.context = await open_context(run)
+    size = context.measure(request)
     run.ledger.add_request()  # now, before any wait: a parallel run sees it at once
-    emit(ModelRequest(run.depth, len(request.messages), run.names if offer else (), request.tool_choice))
+    names = run.names if offer else ()
+    emit(
+        ModelRequest(run.depth, len(request.messages), names, request.tool_choice, size.tokens, size.window, size.exact)
+    )
     await said_so_far(run)
     if cfg.controller is not None:
         try:
@@ -76,6 +84,7 @@ async def ask(run: LoopState) -> None:
         sent = cfg.provider.complete(request)
         completion = run.completion = await (noting(sent, retried(run)) if run.live else sent)
     used = completion.usage
+    context.learn(used)
     if run.gauge is not None:
         run.gauge.learn(used)
     if used.input_tokens or used.output_tokens:
@@ -107,6 +116,20 @@ def interject(run: LoopState) -> None:
     for text in run.cfg.inbox.take(run.depth):
         run.state.messages.append(UserMessage(text))
         run.emit(UserInterjected(run.depth, text))
+async def open_context(run: LoopState) -> ContextGauge:
+    """The run's context gauge: the window the user gave, else the provider's (asked once per
+    provider; unknown is None). A relative ``max_result_chars`` becomes a share of it."""
+    cfg = run.cfg
+    window = cfg.context_window
+    if window is None:
+        try:
+            window = (await cfg.provider.context_window()).tokens
+        except Exception:  # the window never fails a run: unknown
+            window = None
+    gauge = ContextGauge(cfg.provider, window)
+    if cfg.relative_results and (chars := gauge.result_chars()) is not None:
+        cfg.max_result_chars = chars
+    return gauge
 
 
 def hold_tokens(run: LoopState, request: Request) -> Request:
