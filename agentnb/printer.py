@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any, TextIO
 
+from agentnb.context.size import gauge_text
 from agentnb.control.cost import format_cost
 from agentnb.events import (
     ApprovalDecided,
@@ -111,9 +112,10 @@ def format_event(event: Event, *, width: int = 200) -> str | None:
             return f"{d} {event.describe()} ({event.reason[:120]})"
         case UserInterjected(text=t):
             return f"{d} you said (to the running agent): {shorten(t, width)}"
-        case ModelRequest(n_messages=n, tools=t, tool_choice=c):
+        case ModelRequest(n_messages=n, tools=t, tool_choice=c, context_tokens=size):
             offer = f"{plural(len(t), 'tool')}, choice {c}" if t else "no tools"
-            return f"{d} ask model ({plural(n, 'message')}, {offer})"
+            gauge = "" if size is None else f"; {gauge_text(size, event.context_window, event.context_exact)}"
+            return f"{d} ask model ({plural(n, 'message')}, {offer}{gauge})"
         case ModelResponse(tool_calls=calls, usage=u, duration=s):
             what = plural(len(calls), "tool call") if calls else "text"
             tokens = f", {u.input_tokens}+{u.output_tokens} tokens" if u.total_tokens else ""

@@ -2,9 +2,10 @@
 
 ::
 
-    add(a=1, b=2) needs approval. [a]pprove, [d]eny [reason], [e]dit {json}:
+    add(a=1, b=2) needs approval. [a]pprove, approve a[l]l, [d]eny [reason], [e]dit {json}:
 
-An empty line or end of input denies (a run never waits on a closed terminal). The prompt is
+``all`` approves this call and every later one of the run without asking. An empty line or end
+of input denies (a run never waits on a closed terminal). The prompt is
 read on a daemon thread, so the run's event loop stays free.
 
 >>> import io
@@ -35,6 +36,8 @@ class TerminalApprover:
     def __init__(self, stdin: TextIO | None = None, stdout: TextIO | None = None) -> None:
         self.stdin = stdin if stdin is not None else sys.stdin
         self.stdout = stdout if stdout is not None else sys.stderr
+        #: Set by an ``all`` answer: every later call is approved unasked.
+        self.approve_rest = False
 
     async def decide_approval(self, call: ToolCall, tool: Any = None) -> Decision:
         result: Decision = await call_in_thread(self.ask, {"call": call, "tool": tool}, "approval")
@@ -42,9 +45,11 @@ class TerminalApprover:
 
     def ask(self, call: ToolCall, tool: Any = None) -> Decision:
         """Ask until the answer is one of approve, deny or a valid edit."""
+        if self.approve_rest:
+            return Approve()
         shown = untrusted_terminal(f"{call.name}({format_arguments(call.arguments)})")
         while True:
-            self.stdout.write(f"{shown} needs approval. [a]pprove, [d]eny [reason], [e]dit {{json}}: ")
+            self.stdout.write(f"{shown} needs approval. [a]pprove, approve a[l]l, [d]eny [reason], [e]dit {{json}}: ")
             self.stdout.flush()
             line = self.stdin.readline()
             if not line:
@@ -52,6 +57,9 @@ class TerminalApprover:
             word, _, rest = line.strip().partition(" ")
             word = word.lower()
             if word in ("a", "approve", "y", "yes"):
+                return Approve()
+            if word in ("l", "all"):
+                self.approve_rest = True
                 return Approve()
             if word in ("d", "deny", "n", "no", ""):
                 return Deny(rest.strip() or "denied at the terminal")
@@ -61,4 +69,4 @@ class TerminalApprover:
                 except UserError as exc:
                     self.stdout.write(f"{untrusted_terminal(str(exc))}\n")
                     continue
-            self.stdout.write("answer a, d [reason] or e {json}\n")
+            self.stdout.write("answer a, all, d [reason] or e {json}\n")

@@ -197,7 +197,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("agentnb.tools",),  # what a model may call, and running it
     ("agentnb.output", "agentnb.mcp", "agentnb.kernel"),  # structured output; tools from MCP servers, the kernel
     ("agentnb.providers",),  # the models
-    ("agentnb.timetravel", "agentnb.context"),  # replay and cassettes (providers made of recordings), fork, diff
+    ("agentnb.context",),  # what fits in a model's window: the gauge (and compaction)
+    ("agentnb.timetravel",),  # replay and cassettes (providers made of recordings), fork, diff
     ("agentnb.run",),  # Agent, the loop, results, sessions
     ("agentnb.testing", "agentnb.printer"),  # fake models; the terminal's view of events
     ("agentnb.evaluation", "agentnb.notebook", "agentnb.runstore"),  # many runs; the notebook's views; runs kept

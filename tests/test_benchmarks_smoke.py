@@ -32,10 +32,12 @@ MODEL = {
 PRINTS = {
     "call_decision.py": "need a tool -> call",
     "context_compaction.py": "with Compaction():",
+    "context_gauge.py": "of a request",
     "eval_throughput.py": "load average at end",
     "fork_bar_cost.py": "cost of the bar:",
     "grounded_answers.py": "s/task",
     "improve_overhead.py": "own work",
+    "kernel_code.py": "stop after a 0.1 s timeout, a Python loop",
     "kernel_read.py": "list_variables() over",
     "kernel_sandbox.py": "a later trivial run_python",
     "guidance_cost.py": "first step",

@@ -39,6 +39,7 @@ def reads(n: int, answer: str = "done") -> list[object]:
 
 
 def agent(model: Provider, policy: Compaction | None = Compaction(), **kw: object) -> Agent:
+    kw = {"max_result_chars": None, **kw}  # whole results (not a share of the window): the sizes below
     return Agent(model, tools=[read], context_window=WINDOW, context=policy, system="Be brief.", **kw)  # type: ignore[arg-type]
 
 
@@ -141,7 +142,7 @@ def test_summary_by_a_given_summarizer_with_its_prompt():
     assert event.steps == ("drop", "summarize") and event.summary == "Chunks 0 and 1 were all x."
     asked = summarizer.requests[0]
     assert asked.messages[0].content == "Summarise in one line." and not asked.tools
-    assert "read returned: chunk 0" in asked.messages[1].content
+    assert "read returned: chunk 1" in asked.messages[1].content  # the newest of what went, when it is long
     note = model.requests[3].messages[2]
     assert note.role == "user" and note.content == f"{SUMMARY_HEAD}\nChunks 0 and 1 were all x."
     assert [m.role for m in model.requests[3].messages] == ["system", "user", "user", "assistant", "tool"]
@@ -261,7 +262,9 @@ def test_replay_matches_a_compacted_run_request_for_request(tmp_path):
     first.save(path)
     assert agent(replay(str(path)), policy).run("Read all chunks.").output == "done"
     # an agent not told the window: the replay knows the one the recording compacted with
-    bare = Agent(replay(first), tools=[read], context=policy, system="Be brief.").run("Read all chunks.")
+    bare = Agent(replay(first), tools=[read], context=policy, system="Be brief.", max_result_chars=None).run(
+        "Read all chunks."
+    )
     assert bare.output == "done" and _what(bare) == _what(first)
     with pytest.raises(ReplayMismatch, match="replay step 3: the request differs"):  # another policy: other requests
         agent(replay(first), Compaction(summarize=True)).run("Read all chunks.").raise_for_error()
@@ -317,15 +320,17 @@ def test_diff_shows_a_compaction_as_a_step_difference(long_run):
 
 def test_a_session_compacts_goes_on_from_it_and_keeps_its_policy(tmp_path):
     model = ScriptedProvider([*reads(2, "one"), *reads(2, "two")])
-    chat = Session(Agent(model, tools=[read], context_window=WINDOW, system="S"), context=Compaction(at=0.7))
+    chat = Session(
+        Agent(model, tools=[read], context_window=WINDOW, system="S", max_result_chars=None), context=Compaction(at=0.7)
+    )
     chat.run("a")
     second = chat.run("b")
     assert [e.depth for e in compactions(second)] == [1, 2] and chat.compacted is not None
     path = tmp_path / "chat.json"
     chat.save(path)
     nxt = ScriptedProvider(["three"])
-    again = Session.load(path, Agent(nxt, tools=[read], context_window=WINDOW, system="S"))
-    assert again.context == Compaction(at=0.7) and again.run("c").output == "three"
+    again = Session.load(path, Agent(nxt, tools=[read], context_window=WINDOW, system="S", max_result_chars=None))
+    assert again.compaction == Compaction(at=0.7) and again.run("c").output == "three"
     first = nxt.requests[0].messages  # the saved compaction, then the rest of the conversation
     assert "cleared to fit the context window" in first[3].content
     with_own = Session(Agent(ScriptedProvider([])), context=Compaction(summarizer=ScriptedProvider([])))
@@ -333,7 +338,7 @@ def test_a_session_compacts_goes_on_from_it_and_keeps_its_policy(tmp_path):
     with pytest.raises(TranscriptError, match="own summariser"):
         Session.load(path, Agent(ScriptedProvider([])))
     given = Compaction(summarizer=ScriptedProvider(["s"]))
-    assert Session.load(path, Agent(ScriptedProvider([])), context=given).context is given
+    assert Session.load(path, Agent(ScriptedProvider([])), context=given).compaction is given
 
 
 def test_spans_carry_a_compaction_without_its_summary():

@@ -302,8 +302,7 @@ def test_the_trace_and_the_printer_show_hostile_text_from_a_read_as_text() -> No
 
 
 def test_modes_not_built_yet_and_bad_options_are_user_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(UserError, match=r"kernel_tools\('code'\) is not available yet: only 'read' is"):
-        kernel_tools("code", namespace={})
+    assert [t.name for t in kernel_tools("code", namespace={})][-1] == "run_python"  # tests/test_kernel_code.py
     with pytest.raises(UserError, match=r"kernel_tools\('read'\) takes no share"):
         kernel_tools("read", namespace={}, share=["x"])
     with pytest.raises(UserError, match="mode must be one of 'read', 'code', 'sandbox', not 'write'"):

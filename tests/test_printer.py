@@ -34,7 +34,7 @@ def test_printer_transcript() -> None:
     lines = [line for line in out.getvalue().splitlines() if "ms)" not in line and " in 0." not in line]
     assert lines == [
         "run started: model scripted, tools add, pic, max 5 tool calls",
-        "  [0] ask model (1 message, 2 tools, choice auto)",
+        "  [0] ask model (1 message, 2 tools, choice auto; context ~82, window unknown)",
         "  [0] call add(a=1, b=2)",
         "  [0] call add(b=2, a=1)",
         f"  [0] repeat call {lines[4].split()[3]} not run, earlier result given",
@@ -43,12 +43,12 @@ def test_printer_transcript() -> None:
         '  [0] call add(a="x", b=1)',
         "  [0] invalid arguments: a: 'x' is not of type 'integer'",
         "  [0] run add(a=1, b=2)",
-        "  [1] ask model (6 messages, 2 tools, choice auto)",
+        "  [1] ask model (6 messages, 2 tools, choice auto; context ~311, window unknown)",
         "  [1] call pic()",
         "  [1] run pic()",
         "  [1] pic attached an image (image/png, 8 bytes)",
         "  [1] tool-call limit (5) reached: the model must answer now",
-        "  [2] ask model (9 messages, no tools)",
+        "  [2] ask model (9 messages, no tools; context ~267, window unknown)",
         "  [2] model: Three it is.",
         "answer: Three it is.",
         "run finished: limit, 5 tool calls, " + lines[-1].rsplit(", ", 1)[1],  # no tokens reported: no count

@@ -5,6 +5,7 @@ Two processes writing one store, and a writer killed mid-write: tests/test_runs_
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import threading
@@ -30,9 +31,15 @@ from tests.test_roundtrip_properties import runs as any_run
 from tests.untrusted_payloads import PAYLOADS, check_html
 
 texts = st.text(max_size=12)
+#: Labels as agentnb.Label takes them: at least one of good / expected / note, timed in UTC.
 labels = st.fixed_dictionaries(
-    {"good": st.none() | st.booleans(), "expected": st.none() | texts, "note": st.none() | texts, "at": texts}
-)
+    {
+        "good": st.none() | st.booleans(),
+        "expected": st.none() | texts,
+        "note": st.none() | texts,
+        "at": st.datetimes(timezones=st.just(__import__("datetime").timezone.utc)).map(lambda d: d.isoformat()),
+    }
+).filter(lambda label: any(label[name] is not None for name in ("good", "expected", "note")))
 
 
 @tool
@@ -65,9 +72,13 @@ def test_a_stored_run_reads_back_equal_with_its_labels(
         assert store.add_label(row["id"], label)
     store.close()
     back = Runs(path)[0]
-    _same(run, back)
-    assert json.loads(Runs(path).rows()[0]["labels"]) == given_labels
-    last = given_labels[-1] if given_labels else {"good": None, "expected": None, "note": None}
+    given = [label.to_dict() for label in run.labels] + [agentnb.Label(**x).to_dict() for x in given_labels]
+    every = list(
+        {json.dumps(x, sort_keys=True): x for x in given}.values()
+    )  # the run's own, then those added; each once
+    _same(dataclasses.replace(run, labels=tuple(agentnb.Label.from_dict(label) for label in every)), back)
+    assert json.loads(Runs(path).rows()[0]["labels"]) == every
+    last = every[-1] if every else {"good": None, "expected": None, "note": None}
     assert (row := Runs(path).rows()[0])["expected"] == last["expected"] and row["note"] == last["note"]
     assert row["label"] == {None: None, True: "good", False: "bad"}[last["good"]]
 
@@ -133,8 +144,12 @@ def test_a_label_on_a_run_not_kept_saves_the_run_with_it(tmp_path: Path, kept: A
     Agent(ScriptedProvider(["Lyon."])).run("Capital of France?").save(path)
     keeper = agentnb.keep_runs(kept.path)
     loaded = agentnb.load_transcript(path)
-    keeper.add_label(loaded, {"good": False, "expected": "Paris.", "note": "<b>wrong</b>", "at": "2026-12-07T10:00:00"})
-    keeper.add_label(loaded.run_id, {"good": False, "expected": "Paris!", "note": None, "at": "2026-12-07T10:01:00"})
+    keeper.add_label(
+        loaded, {"good": False, "expected": "Paris.", "note": "<b>wrong</b>", "at": "2026-12-07T10:00:00+00:00"}
+    )
+    keeper.add_label(
+        loaded.run_id, {"good": False, "expected": "Paris!", "note": None, "at": "2026-12-07T10:01:00+00:00"}
+    )
     row = agentnb.runs().rows()[0]
     assert (row["id"], row["label"], row["expected"], len(json.loads(row["labels"]))) == (
         loaded.run_id,
@@ -142,7 +157,7 @@ def test_a_label_on_a_run_not_kept_saves_the_run_with_it(tmp_path: Path, kept: A
         "Paris!",
         2,
     )
-    with pytest.raises(UserError, match="'good' is True, False or None"):
+    with pytest.raises(UserError, match="good: expected True, False or None"):
         keeper.add_label(loaded, {"good": "yes"})
     with pytest.raises(UserError, match="a label has the fields"):
         keeper.add_label(loaded, {"score": 1})
@@ -164,9 +179,14 @@ def filled(tmp_path_factory: Any) -> Runs:
         Agent(ScriptedProvider(["9"]), name="calc").run("3 * 3?"),
     ]
     assert store.save([(r, 1_000_000.0 + i) for i, r in enumerate(runs)]) == []
-    store.add_label(runs[1].run_id, {"good": False, "expected": "4", "note": PAYLOADS[2], "at": "t"})
-    store.add_label(runs[4].run_id, {"good": True, "expected": None, "note": None, "at": "t"})
-    store.add_label(runs[2].run_id, {"good": False, "expected": None, "note": "no expected answer", "at": "t"})
+    store.add_label(
+        runs[1].run_id, {"good": False, "expected": "4", "note": PAYLOADS[2], "at": "2026-12-07T10:00:00+00:00"}
+    )
+    store.add_label(runs[4].run_id, {"good": True, "expected": None, "note": None, "at": "2026-12-07T10:00:00+00:00"})
+    store.add_label(
+        runs[2].run_id,
+        {"good": False, "expected": None, "note": "no expected answer", "at": "2026-12-07T10:00:00+00:00"},
+    )
     store.close()
     return Runs(path)
 
@@ -351,3 +371,22 @@ def test_a_watcher_that_fails_on_the_result_never_breaks_the_run(caplog: Any) ->
 
     result = Agent(ScriptedProvider(["ok"]), instrument=Watcher()).run("x")
     assert result.output == "ok" and "failed on a run's result" in caplog.text
+
+
+def test_a_label_given_in_python_reaches_the_store_and_reads_back(tmp_path: Path) -> None:
+    """The label hook (agentnb.run.labels.on_label) is followed by the store keep_runs turns on."""
+    from agentnb import Agent, keep_runs, runs
+    from agentnb.testing import ScriptedProvider
+
+    keep_runs(tmp_path / "labels.sqlite")
+    try:
+        result = Agent(ScriptedProvider(["Lyon."])).run("Capital of France?")
+        result.label(good=False, expected="Paris.", note="wrong city")
+        kept = runs()
+        assert len(kept) == 1
+        (back,) = list(kept)
+        assert [(label.good, label.expected, label.note) for label in back.labels] == [(False, "Paris.", "wrong city")]
+        assert len(kept.where(label="bad")) == 1 and len(kept.where(label="good")) == 0
+        assert kept.table["prompt"].tolist() == ["Capital of France?"]
+    finally:
+        keep_runs(None)

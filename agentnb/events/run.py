@@ -42,6 +42,13 @@ class ModelRequest(_EventBase):
     n_messages: int
     tools: tuple[str, ...]
     tool_choice: str
+    #: The request's size in tokens (:mod:`agentnb.context.size`), None where it was not measured
+    #: (transcripts older than the gauge).
+    context_tokens: int | None = None
+    #: The model's context window in tokens, None when unknown.
+    context_window: int | None = None
+    #: Whether ``context_tokens`` was counted by the model's own tokenizer (else estimated).
+    context_exact: bool = False
     kind: Literal["model_request"] = "model_request"
 
 

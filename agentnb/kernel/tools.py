@@ -1,8 +1,9 @@
 """``kernel_tools(mode)``: the kernel as a tool source, like an MCP server.
 
 ``"read"`` gives three tools with no side effects: ``list_variables``, ``describe`` and
-``notebook_cells``. ``"sandbox"`` gives ``run_python`` and ``pull`` over a separate kernel process
-(:mod:`agentnb.kernel.sandbox`); ``"code"`` is planned and refused for now with a
+``notebook_cells``. ``"code"`` adds ``run_python(code)`` in the user's namespace, which needs
+approval unless ``approval=False`` is passed (:mod:`agentnb.kernel.run_tool`). ``"sandbox"``
+gives ``run_python`` and ``pull`` over a separate kernel process (:mod:`agentnb.kernel.sandbox`).
 :class:`~agentnb.errors.UserError`.
 """
 
@@ -29,6 +30,8 @@ def kernel_tools(
     *,
     namespace: Mapping[str, Any] | None = None,
     max_variables: int = MAX_VARIABLES,
+    approval: bool = True,
+    timeout: float | None = None,
     **options: Any,
 ) -> list[Tool]:
     """Tools that let an agent see the notebook's variables and cells.
@@ -39,10 +42,17 @@ def kernel_tools(
     ``notebook_cells(last=5)``. They read, never run code the model writes: ``name`` is a
     variable, an attribute path (``df.price``) or a key (``cfg["lr"]``), never an expression.
 
+    ``mode="code"`` adds ``run_python(code)``: it runs in the namespace and returns what a cell
+    shows (stdout, stderr, the last expression's value, an exception, the names it changed). Each
+    call needs approval (the trace widget's panel, the terminal's prompt, an ``approver=``);
+    ``approval=False`` turns that off, explicitly. ``timeout`` (seconds, default
+    :data:`~agentnb.kernel.code.CODE_TIMEOUT`) stops the code, as does the agent's
+    ``tool_timeout``.
+
     ``mode="sandbox"``: ``run_python(code)`` in a separate kernel process seeded with copies of
     ``share=[names]``, and ``pull(name)``; ``options`` are
-    :func:`~agentnb.kernel.sandbox.sandbox_tools`'s (``share``, ``approval``, ``timeout``,
-    ``cpu_seconds``, ``memory_mb``). See ``docs/sandbox.md``.
+    :func:`~agentnb.kernel.sandbox.sandbox_tools`'s (``share``, ``cpu_seconds``, ``memory_mb``).
+    Approval is on there too; ``approval`` and ``timeout`` mean the same. See ``docs/sandbox.md``.
 
     ``namespace`` is the IPython kernel's by default; pass a dict (``globals()``) elsewhere.
 
@@ -60,10 +70,6 @@ def kernel_tools(
     """
     if mode not in MODES:
         raise UserError(f"kernel_tools mode must be one of {', '.join(map(repr, MODES))}, not {mode!r}")
-    if mode not in ("read", "sandbox"):
-        raise UserError(
-            f"kernel_tools({mode!r}) is not available yet: only 'read' is (list_variables, describe, notebook_cells)"
-        )
     if not isinstance(max_variables, int) or max_variables < 1:
         raise UserError(f"max_variables must be a whole number >= 1, not {max_variables!r}")
     shell = _shell()
@@ -78,11 +84,18 @@ def kernel_tools(
     if mode == "sandbox":
         from agentnb.kernel.sandbox import sandbox_tools
 
-        return sandbox_tools(namespace, **options)  # type: ignore[arg-type]
+        if timeout is not None:
+            options["timeout"] = timeout
+        return sandbox_tools(namespace, approval=approval, **options)  # type: ignore[arg-type]
     if options:
         raise UserError(f"kernel_tools({mode!r}) takes no {', '.join(options)}")
     reader = KernelReader(namespace, shell, max_variables)
-    return [tool(reader.list_variables), tool(reader.describe), tool(reader.notebook_cells)]
+    tools = [tool(reader.list_variables), tool(reader.describe), tool(reader.notebook_cells)]
+    if mode == "code":
+        from agentnb.kernel.run_tool import run_python_tool
+
+        tools.append(run_python_tool(namespace, approval=approval, timeout=timeout))
+    return tools
 
 
 class KernelReader:

@@ -1,5 +1,10 @@
 """The trace widget's approval panel: a pending tool call with Approve, Deny and Edit arguments.
 
+A code step (arguments with a ``code`` string, such as ``run_python``) shows its code
+highlighted and escaped (:mod:`agentnb.kernel.highlight`), and its edit box holds the code
+itself: "Run this code" runs the person's version (:meth:`ApprovalPanel.edit_code`). "Approve
+all" approves this call and every later one of the same run (:meth:`ApprovalPanel.approve_all`).
+
 The run waits on :meth:`ApprovalPanel.decide` (the loop asked the trace widget, its approver);
 the buttons, or the same methods called from Python (how tests and executed notebooks click),
 settle it through ``loop.call_soon_threadsafe``, so a click delivered on any thread resumes
@@ -22,6 +27,7 @@ import ipywidgets as widgets
 
 from agentnb.control.approval import Approve, Decision, Deny, Edit, parse_edit
 from agentnb.errors import StopRun, UserError
+from agentnb.kernel.highlight import code_html, code_of
 from agentnb.messages import ToolCall
 from agentnb.notebook.cells.inplace import acknowledge
 from agentnb.notebook.trace.blocks import STYLE
@@ -39,12 +45,17 @@ class ApprovalPanel(widgets.VBox):
         self.ended = ended or (lambda: False)
         self.pending: ToolCall | None = None
         self.decisions: list[Decision] = []  # every decision made here, in order
+        #: Approve every later call of this run without asking ("Approve all"); the trace widget
+        #: clears it when a new run starts.
+        self.approve_rest = False
         self._tool: Any = None
         self._settle: tuple[asyncio.AbstractEventLoop, asyncio.Future[Decision]] | None = None
         self._lock = threading.Lock()
         self.label = html_widget()
         self.approve_button = widgets.Button(description="Approve", icon="check", button_style="success")
         self.deny_button = widgets.Button(description="Deny", icon="times", button_style="danger")
+        self.all_button = widgets.Button(description="Approve all", icon="check-circle")
+        self.all_button.tooltip = "Approve this call and every later call of this run"
         self.reason = widgets.Text(placeholder="reason (the model reads it)")
         self.arguments = widgets.Textarea(rows=3)
         # 100% plus the widget's own side margins (2px each) overflowed the panel (a horizontal
@@ -54,12 +65,13 @@ class ApprovalPanel(widgets.VBox):
         self.edit_button.layout.width = "auto"
         self.error = html_widget()
         self.approve_button.on_click(lambda _: self._click(self.approve))
+        self.all_button.on_click(lambda _: self._click(self.approve_all))
         self.deny_button.on_click(lambda _: self._click(lambda: self.deny(self.reason.value)))
-        self.edit_button.on_click(lambda _: self._click(lambda: self.edit(self.arguments.value)))
+        self.edit_button.on_click(lambda _: self._click(self._edit_clicked))
         # Typed into while a cell awaits the run: let the front end send the next edit too.
         self.reason.observe(acknowledge, names="value")
         self.arguments.observe(acknowledge, names="value")
-        row = widgets.HBox([self.approve_button, self.deny_button, self.reason])
+        row = widgets.HBox([self.approve_button, self.all_button, self.deny_button, self.reason])
         row.layout.flex_flow = "row wrap"  # a narrow notebook wraps the reason, never scrolls
         super().__init__([self.label, row, self.arguments, self.edit_button, self.error])
         self.add_class("anb-approval-panel")
@@ -71,6 +83,9 @@ class ApprovalPanel(widgets.VBox):
 
     async def decide(self, call: ToolCall, tool: Any = None) -> Decision:
         """Show ``call`` and wait for a click (or a call of approve / deny / edit)."""
+        if self.approve_rest:  # "Approve all" was clicked earlier in this run
+            self.decisions.append(Approve())
+            return Approve()
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Decision] = loop.create_future()
         with self._lock:
@@ -95,6 +110,11 @@ class ApprovalPanel(widgets.VBox):
         """Run the pending call as the model wrote it."""
         self._resolve(Approve())
 
+    def approve_all(self) -> None:
+        """Run the pending call, and every later call of this run that needs approval, unasked."""
+        self._resolve(Approve())
+        self.approve_rest = True
+
     def deny(self, reason: str = "") -> None:
         """Do not run the pending call; the model reads ``reason``."""
         self._resolve(Deny(reason.strip() or DEFAULT_REASON))
@@ -108,6 +128,26 @@ class ApprovalPanel(widgets.VBox):
         if not waiting:
             raise UserError("no tool call is waiting for approval")
         self._resolve(Edit(parse_edit(arguments, tool)))
+
+    def edit_code(self, code: str) -> None:
+        """Run the pending code step with ``code`` instead of the model's (its other arguments kept)."""
+        with self._lock:
+            call = self.pending
+            waiting = self._settle is not None
+        if not waiting or call is None:
+            raise UserError("no tool call is waiting for approval")
+        if code_of(call.arguments) is None:
+            raise UserError(f"{call.name} has no code argument: edit its arguments instead")
+        if not isinstance(code, str):
+            raise UserError(f"the code must be text, not {type(code).__name__}")
+        self.edit({**(call.arguments or {}), "code": code})
+
+    def _edit_clicked(self) -> None:
+        call = self.pending
+        if call is not None and code_of(call.arguments) is not None:
+            self.edit_code(self.arguments.value)
+        else:
+            self.edit(self.arguments.value)
 
     def stop(self) -> bool:
         """End the run from here (Stop while a call waits); False when nothing waits."""
@@ -152,12 +192,19 @@ class ApprovalPanel(widgets.VBox):
 
     def _show(self, call: ToolCall) -> None:
         args = json.dumps(call.arguments, ensure_ascii=False, indent=1) if call.arguments is not None else "{}"
+        code = code_of(call.arguments)
+        others = {k: v for k, v in (call.arguments or {}).items() if k != "code"}
+        shown = code_html(code) if code is not None else f"<pre>{untrusted_html(args)}</pre>"
+        if code is not None and others:
+            shown += f"<pre>{untrusted_html(json.dumps(others, ensure_ascii=False, indent=1))}</pre>"
         self.label.value = (
             f'{STYLE}<div class="anb"><span class="anb-warn">Approve this tool call?</span> '
             f'<code>{untrusted_html(call.name)}</code> <span class="anb-m">{untrusted_html(call.id)}</span>'
-            f"<pre>{untrusted_html(args)}</pre></div>"
+            f"{shown}</div>"
         )
-        self.arguments.value = args
+        self.arguments.value = code if code is not None else args
+        self.arguments.rows = min(max(3, (code or "").count("\n") + 2), 20)
+        self.edit_button.description = "Run this code" if code is not None else "Run with these arguments"
         self.reason.value = ""
         self.error.value = ""
         self.layout.display = None

@@ -134,6 +134,9 @@ class Provider(ABC):
     #: The request setting that bounds a reply's tokens (``max_tokens``...), used to hold a
     #: token budget (:mod:`agentnb.run.budget`); None: the backend has none agentnb knows.
     reply_limit_setting: str | None = None
+    #: True when :meth:`estimate_input_tokens` counts exactly, with the model's own tokenizer (the
+    #: context gauge then says so, :mod:`agentnb.context.size`).
+    counts_tokens: bool = False
 
     @abstractmethod
     async def complete(self, request: Request) -> Completion:

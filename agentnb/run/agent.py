@@ -47,7 +47,6 @@ from agentnb.run.streaming import run_events
 from agentnb.run.sync import BLOCKING_CELL, run_sync  # noqa: F401 - BLOCKING_CELL: the name others import
 from agentnb.timetravel.active import CURRENT as CURRENT_CASSETTE
 from agentnb.tools import Tool
-from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS
 from agentnb.tools.toolset import ToolSet
 from agentnb.tracing.observe import RunLink
 
@@ -84,8 +83,10 @@ class Agent:
             model with the errors before the run ends with ``stop_reason="invalid_output"``.
         max_result_chars: the model reads at most about this many characters of one tool
             result (its start and end, with a note saying how much was cut); a tool's own
-            ``max_result_chars`` wins; ``None`` for no bound. Events, the transcript and the
-            widget keep the whole result.
+            ``max_result_chars`` wins; ``None`` for no bound. ``"auto"`` (the default): a
+            quarter of the model's window (in characters at the tokens a character observed),
+            else 20,000 when the window is unknown (:mod:`agentnb.context`). Events, the
+            transcript and the widget keep the whole result.
         name: the agent's name (in events, spans, and as a tool's default name).
         instrument: watch this agent's runs: ``True`` for OpenTelemetry spans through the global
             tracer provider, a ``TracerProvider``, or watchers (see :mod:`agentnb.tracing.observe`);
@@ -131,7 +132,7 @@ class Agent:
         settings: dict[str, Any] | None = None,
         output_type: Any = None,
         max_output_retries: int = DEFAULT_MAX_OUTPUT_RETRIES,
-        max_result_chars: int | None = DEFAULT_MAX_RESULT_CHARS,
+        max_result_chars: int | Literal["auto"] | None = "auto",
         name: str | None = None,
         instrument: Any = None,
         requires_approval: bool | Iterable[str] = False,

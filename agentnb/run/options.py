@@ -41,8 +41,12 @@ def check_options(
         raise UserError(f"settings must be a dict such as {{'temperature': 0}}, not {type(settings).__name__}")
     if system is not None and not isinstance(system, str):
         raise UserError(f"system must be a string (the system prompt) or None, not {type(system).__name__}")
-    if max_result_chars is not None and (not _whole(max_result_chars) or max_result_chars < 1):
-        raise UserError(f"max_result_chars must be a whole number >= 1 or None, not {max_result_chars!r}")
+    if (
+        max_result_chars is not None
+        and max_result_chars != "auto"
+        and (not _whole(max_result_chars) or max_result_chars < 1)
+    ):
+        raise UserError(f"max_result_chars must be a whole number >= 1, 'auto' or None, not {max_result_chars!r}")
     if not _whole(max_output_retries) or max_output_retries < 0:
         raise UserError(f"max_output_retries must be a whole number >= 0, not {max_output_retries!r}")
 

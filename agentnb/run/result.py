@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
+from agentnb.context.gauge import ContextReport, context_report
 from agentnb.errors import TranscriptError
 from agentnb.events import Event, StopReason
 from agentnb.events.counts import model_calls as count_model_calls
@@ -117,6 +118,19 @@ class RunResult:
             if event.kind == "run_finished":
                 return event.overrun  # type: ignore[union-attr]
         return ()
+
+    @property
+    def context(self) -> ContextReport:
+        """How full the model's context window was: its ``window`` (None: unknown), the size of
+        each request in tokens (``requests``) and the largest (``peak``); see :mod:`agentnb.context`.
+
+        >>> from agentnb import Agent
+        >>> from agentnb.testing import ScriptedProvider
+        >>> r = Agent(ScriptedProvider(["Paris."]), context_window=4096).run("Capital of France?")
+        >>> r.context.window, r.context.requests, r.context.peak
+        (4096, (12,), 12)
+        """
+        return context_report(self.events)
 
     @property
     def model_calls(self) -> int:

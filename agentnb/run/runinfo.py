@@ -19,6 +19,7 @@ from agentnb.providers.base import model_name
 from agentnb.run.result import RunResult
 from agentnb.run.state import ATTACHMENT_NOTE, LoopConfig, RunState
 from agentnb.timetravel.active import CURRENT as CURRENT_CASSETTE
+from agentnb.tools.running import AUTO_RESULT_CHARS, DEFAULT_MAX_RESULT_CHARS
 from agentnb.tracing.observe import RunLink, vendor_of
 
 
@@ -158,6 +159,7 @@ def loop_config(
     if link is not None and link.max_tool_calls is not None:  # an agent tool: what the caller has left
         max_calls = max(0, min(max_calls, link.max_tool_calls))
     provider = agent.provider
+    relative = agent.max_result_chars == AUTO_RESULT_CHARS
     tape = getattr(agent, "cassette", None) or CURRENT_CASSETTE.get()
     if tape is not None:  # every model call goes through the cassette (agentnb.timetravel)
         from agentnb.timetravel.cassette import with_cassette
@@ -172,7 +174,7 @@ def loop_config(
         agent.tool_timeout,
         agent.settings,
         controller,
-        max_result_chars=agent.max_result_chars,
+        max_result_chars=DEFAULT_MAX_RESULT_CHARS if relative else agent.max_result_chars,
         output=output_spec_of(output_type) if output_type is not None else agent.output_spec,
         max_output_retries=agent.max_output_retries,
         approval=approval_gate(agent, approver, sink),
@@ -182,9 +184,10 @@ def loop_config(
         seen=link.seen if link is not None else (),
         first_depth=link.first_depth if link is not None else 0,
         recorded=link.recorded if link is not None else (),
-        context=link.context if link is not None and link.context is not None else agent.context,
-        context_window=agent._window,
+        compaction=link.context if link is not None and link.context is not None else agent.context,
         compacted=link.compacted if link is not None else None,
+        context_window=getattr(agent, "_window", None),
+        relative_results=relative,
     )
 
 

@@ -26,6 +26,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 from agentnb.context.compaction import Compaction, as_sent, check_context, saved_context, sent_messages
+from agentnb.context.gauge import conversation_size
+from agentnb.context.size import RequestSize
 from agentnb.errors import TranscriptError, UserError
 from agentnb.events import Event, HistoryTrimmed
 from agentnb.messages import Message, SystemMessage, UserMessage, message_from_dict
@@ -109,7 +111,8 @@ class Session:
         self.max_tokens = max_tokens
         self.count_tokens = count_tokens or estimate_tokens
         self.id = id or uuid.uuid4().hex[:16]
-        self.context = check_context(context)
+        #: The context policy of this conversation's runs (None: the agent's).
+        self.compaction = check_context(context)
         #: ``(messages, upto)``: what the last run's compaction sent for the conversation's start.
         self.compacted: tuple[Any, int] | None = None
         self.messages: list[Message] = []  # every message, including the left-out turns
@@ -127,6 +130,21 @@ class Session:
     def reset(self) -> None:
         """Forget the conversation (the id stays)."""
         self.messages, self.starts, self.last, self.compacted = [], [], None, None
+
+    @property
+    def context(self) -> RequestSize | None:
+        """The conversation's size so far, against the model's window: the last run's last request
+        as measured (:mod:`agentnb.context`) and the answer it got (its reported output tokens,
+        else estimated); None before the first run.
+
+        >>> from agentnb import Agent
+        >>> from agentnb.testing import ScriptedProvider
+        >>> chat = Agent(ScriptedProvider(["Hello, Ada."]), context_window=2048).session()
+        >>> _ = chat.run("I am Ada.")
+        >>> str(chat.context)
+        'context ~13 / 2k (1%)'
+        """
+        return conversation_size(self.last)
 
     # -- the window ---------------------------------------------------------------------------
     def window(self, prompt: Any = None) -> tuple[list[Message], HistoryTrimmed | None]:
@@ -172,7 +190,7 @@ class Session:
             conversation_id=self.id,
             turn=self.turns + 1,
             notes=(note,) if note else (),
-            context=self.context,
+            context=self.compaction,
             compacted=compacted,
         )
         return (history if self.messages else None), link  # None: the agent adds its system prompt
@@ -223,7 +241,7 @@ class Session:
             "id": self.id,
             "turn_starts": list(self.starts),
             "messages": Redactor().scrub([m.to_dict() for m in self.messages]),
-            "context": self.context.to_dict() if self.context is not None else None,
+            "context": self.compaction.to_dict() if self.compaction is not None else None,
             "compacted": None
             if self.compacted is None
             else {

@@ -25,6 +25,7 @@ from agentnb.tools.running import DEFAULT_MAX_RESULT_CHARS, SYNC_TOOLS_IN_THREAD
 
 if TYPE_CHECKING:
     from agentnb.context.compaction import Compaction
+    from agentnb.context.gauge import ContextGauge
     from agentnb.control.approval import ApprovalGate
     from agentnb.control.inbox import Inbox
     from agentnb.control.limits import UsageLimits
@@ -108,13 +109,16 @@ class LoopConfig:
     #: answers (a fork's calls beside an edited one; see :class:`~agentnb.tracing.observe.RunLink`).
     recorded: tuple[tuple[Any, ...], ...] = ()
     #: The context policy (an :class:`agentnb.Compaction`; None: requests are sent whole).
-    context: Compaction | None = None
-    #: The model's window when the agent was given it (``Agent(context_window=N)``), else None.
-    context_window: int | None = None
+    compaction: Compaction | None = None
     #: ``(messages, upto)``: a compacted start of the history to go on from (a fork's, a session's).
     compacted: tuple[Any, int] | None = None
     #: A person's messages, read before each request (None: nobody steers this run).
     inbox: Inbox | None = None
+    #: The model's window as the user gave it (``Agent(context_window=N)``); None: the provider's.
+    context_window: int | None = None
+    #: ``max_result_chars`` is a share of the window, found at the first request (until then,
+    #: and when the window is unknown, ``max_result_chars`` holds the fixed bound).
+    relative_results: bool = False
 
 
 @dataclass(slots=True)
@@ -171,6 +175,7 @@ class LoopState:
         "over",
         "gauge",
         "fitting",
+        "context",
         "emit",
         "said",
         "at_once",
@@ -201,8 +206,11 @@ class LoopState:
         self.gauge: Gauge | None = Gauge(cfg.provider) if holds_tokens(self.ledger) else None
         #: The context policy's state (agentnb.run.phases.compact); None: requests go whole.
         self.fitting: Fitting | None = None
-        if cfg.context is not None or cfg.compacted is not None:
-            self.fitting = Fitting(cfg.context, cfg.context_window, cfg.compacted)
+        if cfg.compaction is not None or cfg.compacted is not None:
+            self.fitting = Fitting(cfg.compaction, None, cfg.compacted)
+        #: Sizes each request against the model's window (made at the first request, once the
+        #: window is known; agentnb.context.gauge).
+        self.context: ContextGauge | None = None
         self.live = may_retry(cfg.provider)  # its retries come out as they wait (agentnb.providers.live)
         self.threaded = SYNC_TOOLS_IN_THREAD.get()
         self.depth = cfg.first_depth

@@ -25,12 +25,15 @@ import threading
 from typing import Any
 
 from agentnb.errors import UserError
+from agentnb.run.labels import on_label
 from agentnb.runstore.query import Runs
 from agentnb.runstore.store import Keeper, RunStore
 from agentnb.tracing import observe
 
 _KEEPER: Keeper | None = None
 _LOCK = threading.Lock()
+#: Whether :func:`label_kept` follows the labels given (once per process, on the first keep_runs).
+_LABELS_FOLLOWED: list[bool] = []
 
 
 def keep_runs(path: str | os.PathLike[str] | bool | None) -> Keeper | None:
@@ -53,6 +56,9 @@ def keep_runs(path: str | os.PathLike[str] | bool | None) -> Keeper | None:
         raise UserError(f"keep_runs() takes a file's path (or None to stop), not {path!r}")
     with _LOCK:
         new = Keeper(path) if isinstance(path, (str, os.PathLike)) else None  # a bad file: nothing changes
+        if new is not None and not _LABELS_FOLLOWED:
+            on_label(label_kept)  # a label given to any run from now on goes to the store too
+            _LABELS_FOLLOWED.append(True)
         old, _KEEPER = _KEEPER, new
         if old is not None:
             observe.unwatch(old)

@@ -26,6 +26,7 @@ from typing import Any
 
 from agentnb.errors import TranscriptError, UserError
 from agentnb.messages import jsonfile
+from agentnb.run.labels import Label
 from agentnb.run.result import RunResult
 
 #: The fields of a label (``agentnb.Label``), as stored.
@@ -74,26 +75,22 @@ def _tools(result: RunResult) -> list[str]:
 def label_dict(label: Any) -> dict[str, Any]:
     """A label (``agentnb.Label`` or a dict of its fields) as the JSON object the store keeps.
 
-    >>> label_dict({"good": False, "expected": "4"})
-    {'good': False, 'expected': '4', 'note': None, 'at': None}
+    >>> label_dict({"good": False, "expected": "4", "at": "2026-12-07T10:00:00+00:00"})
+    {'good': False, 'expected': '4', 'note': None, 'at': '2026-12-07T10:00:00+00:00'}
     >>> label_dict({"good": "no"})
     Traceback (most recent call last):
     ...
-    agentnb.errors.UserError: a label's 'good' is True, False or None, not 'no'
+    agentnb.errors.UserError: good: expected True, False or None, not str 'no'
     """
-    data = label.to_dict() if hasattr(label, "to_dict") else label
-    if not isinstance(data, dict):
+    if isinstance(label, Label):
+        return label.to_dict()
+    if not isinstance(label, dict):
         raise UserError(f"a label is an agentnb.Label or a dict of {LABEL_FIELDS}, not {type(label).__name__}")
-    unknown = sorted(set(data) - set(LABEL_FIELDS))
+    unknown = sorted(str(name) for name in label if name not in LABEL_FIELDS)
     if unknown:
         raise UserError(f"a label has the fields {LABEL_FIELDS}, not {unknown}")
-    out = {name: data.get(name) for name in LABEL_FIELDS}
-    if out["good"] is not None and not isinstance(out["good"], bool):
-        raise UserError(f"a label's 'good' is True, False or None, not {out['good']!r}")
-    for name in ("expected", "note", "at"):
-        if out[name] is not None and not isinstance(out[name], str):
-            raise UserError(f"a label's {name!r} is text or None, not {type(out[name]).__name__}")
-    return out
+    given = {name: label[name] for name in LABEL_FIELDS if label.get(name) is not None}
+    return Label(**given).to_dict()  # checked as agentnb.Label checks it (UserError naming the field)
 
 
 def transcript_blob(result: RunResult) -> bytes:

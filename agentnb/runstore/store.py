@@ -109,7 +109,10 @@ def _label(conn: sqlite3.Connection, run_id: str, label: Any) -> bool:
     got = conn.execute("SELECT labels FROM runs WHERE id = ?", (run_id,)).fetchone()
     if got is None:
         return False
-    labels = [*json.loads(got[0]), label]
+    labels = json.loads(got[0])
+    if label in labels:  # already kept (the run was written after it was labelled): each label once
+        return True
+    labels.append(label)
     good = label["good"]
     conn.execute(
         "UPDATE runs SET labels = ?, good = ?, expected = ?, note = ? WHERE id = ?",

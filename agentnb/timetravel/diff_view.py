@@ -18,6 +18,7 @@ import dataclasses
 import json
 from typing import Any
 
+from agentnb.kernel.highlight import code_diff, code_diff_html, code_of
 from agentnb.untrusted import static_view, untrusted_terminal
 from agentnb.untrusted import untrusted_html as esc
 
@@ -45,6 +46,18 @@ def describe(step: Any) -> list[str]:
     return lines or ["(no reply)"]
 
 
+def code_changes(x: Any, y: Any) -> list[tuple[str, str, str]]:
+    """The code steps whose ``code`` differs between two paired steps: (tool, a's code, b's code)."""
+    if x is None or y is None:
+        return []
+    out = []
+    for (name, args), (_, other) in zip(x.calls, y.calls, strict=False):
+        old, new = code_of(args), code_of(other)
+        if old is not None and new is not None and old != new:
+            out.append((name, old, new))
+    return out
+
+
 def _headline(d: Any) -> str:
     a, b = d.labels
     if d.first_divergence is None:
@@ -66,6 +79,9 @@ def diff_text(d: Any) -> str:
             out.append(f"    {b} system: {_clip(y.system or '')}")
         for label, step in ((a, x), (b, y)):
             out.extend(f"    {label}: " + line.replace("\n", "\n" + " " * (len(label) + 6)) for line in describe(step))
+        for name, old, new in code_changes(x, y):
+            out.append(f"    {name} code ({a} -, {b} +):")
+            out.extend(f"      {line}" for line in code_diff(old, new).splitlines())
     out.append(f"answer ({a} -, {b} +):")
     out.extend(f"  {line}" for line in d.answer_diff())
     return untrusted_terminal("\n".join(out))
@@ -81,6 +97,8 @@ _CSS = (
     ".anb-diff .same{color:#888}.anb-diff .differs{background:rgba(255,200,0,.15)}"
     ".anb-diff .first{background:rgba(255,200,0,.3);border-left:3px solid #d4a72c}"
     ".anb-diff .del{background:rgba(255,0,0,.12)}.anb-diff .add{background:rgba(0,160,0,.12)}"
+    ".anb-diff .anb-del{background:rgba(255,0,0,.12)}.anb-diff .anb-add{background:rgba(0,160,0,.12)}"
+    ".anb-diff pre.anb-code{margin:2px 0;white-space:pre-wrap}"
 )
 
 
@@ -104,6 +122,11 @@ def diff_html(d: Any) -> str:
     for i, (x, y) in enumerate(d.steps[same:], start=same):
         mark = "differs first" if i == d.first_divergence else "differs" if _differs(x, y) else "same"
         rows.append(f'<tr class="{mark}"><td>[{esc(str(i))}]</td><td>{_cell(x)}</td><td>{_cell(y)}</td></tr>')
+        for name, old, new in code_changes(x, y):
+            rows.append(
+                f'<tr class="{mark}"><td></td><td colspan="2">{esc(name)} code ({esc(a)} −, {esc(b)} +)'
+                f"{code_diff_html(old, new)}</td></tr>"
+            )
     answer = []
     for line in d.answer_diff():
         cls = {"-": "del", "+": "add"}.get(line[:1], "same")

@@ -26,9 +26,13 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-#: Default bound on the characters of one tool result the model reads (Agent/tool option
-#: ``max_result_chars``); the full result stays in the events, the transcript and the widget.
+#: Bound on the characters of one tool result the model reads when the model's window is unknown
+#: (Agent/tool option ``max_result_chars``); the full result stays in the events, the transcript
+#: and the widget.
 DEFAULT_MAX_RESULT_CHARS = 20_000
+#: The Agent's default ``max_result_chars``: a share of the model's window
+#: (:data:`agentnb.context.gauge.RESULT_SHARE`, a quarter), else :data:`DEFAULT_MAX_RESULT_CHARS`.
+AUTO_RESULT_CHARS = "auto"
 
 #: Set for runs whose cancellation comes from another thread (the notebook's Stop button,
 #: Ctrl-C on a kernel): their sync tools run on threads, so the event loop stays free to

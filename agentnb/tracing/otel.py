@@ -12,7 +12,8 @@ turns each run's events into spans, as they happen.
 Attributes follow the GenAI conventions (``gen_ai.operation.name``, ``gen_ai.provider.name``,
 ``gen_ai.request.model``, ``gen_ai.response.model``, ``gen_ai.usage.*``,
 ``gen_ai.response.finish_reasons``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``,
-``gen_ai.agent.name``, ``gen_ai.conversation.id``). A run's decisions (route switches, dedup
+``gen_ai.agent.name``, ``gen_ai.conversation.id``); a ``chat`` span also has the request's size
+and the window (``agentnb.context.tokens``, ``agentnb.context.window``: :mod:`agentnb.context`). A run's decisions (route switches, dedup
 decisions on repeated calls, failed validations, retries, limits, the debugger's choices) are
 span events named ``agentnb.<kind>``. A failed tool or run sets its span's status to ERROR.
 
@@ -123,7 +124,20 @@ class _RunSpans:
     that runs an agent gets its span as soon as the inner run starts, to be its parent.
     """
 
-    __slots__ = ("w", "parent", "run", "ctx", "chat", "notes", "started", "tools", "children", "chat_attrs", "sink")
+    __slots__ = (
+        "w",
+        "parent",
+        "run",
+        "ctx",
+        "chat",
+        "notes",
+        "started",
+        "tools",
+        "children",
+        "chat_attrs",
+        "sink",
+        "size",
+    )
 
     def __init__(self, watcher: SpanWatcher, parent: Any) -> None:
         self.w = watcher
@@ -131,6 +145,7 @@ class _RunSpans:
         self.run: Any = None
         self.ctx: Any = None
         self.chat: int | None = None  # the open model call's start time (ns)
+        self.size: tuple[int | None, int | None] = (None, None)  # the open call's (tokens, window)
         self.notes: list[tuple[str, dict[str, Any], int]] = []  # its span events so far
         self.started: dict[str, tuple[int, Any]] = {}  # open tool calls: start time, tool_started
         self.tools: dict[str, Any] = {}  # open tool calls that already have a span
@@ -177,6 +192,7 @@ class _RunSpans:
 
     def model_request(self, e: Any) -> None:
         self.chat = time_ns()
+        self.size = (e.context_tokens, e.context_window)  # the gauge (agentnb.context)
 
     def model_response(self, e: Any) -> None:
         u = e.usage
@@ -186,6 +202,9 @@ class _RunSpans:
         attrs["gen_ai.response.finish_reasons"] = (finish,)
         attrs["gen_ai.usage.input_tokens"] = u.input_tokens
         attrs["gen_ai.usage.output_tokens"] = u.output_tokens
+        for key, value in zip(("agentnb.context.tokens", "agentnb.context.window"), self.size, strict=True):
+            if value is not None:
+                attrs[key] = value
         w = self.w
         if w.openinference:
             attrs["llm.token_count.prompt"] = u.input_tokens

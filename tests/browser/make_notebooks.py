@@ -226,6 +226,29 @@ stop_model = ScriptedProvider([call("delete_file", path="/tmp/never.txt"), "neve
 stopped = Agent(stop_model, tools=[delete_file]).run("delete /tmp/never.txt", on_event=w2)
 print("stopped run() returned:", stopped.stop_reason, "| ran never.txt:", "/tmp/never.txt" in ran)"""
 
+KERNEL_CODE = """\
+%load_ext agentnb
+from agentnb.testing import ScriptedProvider, call
+
+prices = [3.5, 4.0, 2.25]
+model = ScriptedProvider(
+    [
+        call("run_python", code="doubled = [p * 2 for p in prices]\\nprint('<b>not bold</b>')\\nsum(doubled)", id="k1"),
+        call("run_python", code="second = 'approved by me'", id="k2"),
+        call("run_python", code="third = 'approved with the rest'", id="k3"),
+        "Tripled, then noted.",
+    ],
+    delay=0.1,
+)"""
+
+KERNEL_CODE_RUN = """\
+%%agent -p model --kernel code --out coded
+Double the prices."""
+
+KERNEL_CODE_AFTER = """\
+print("ns:", doubled, second, third)
+print("decisions:", [(e.call_id, e.decision) for e in coded.events if e.kind == "approval_decided"])"""
+
 EVAL_SETUP = """\
 %load_ext agentnb
 from agentnb import Agent
@@ -517,6 +540,7 @@ def main() -> None:
     write("highlighting.ipynb", (HIGHLIGHT_PY, HIGHLIGHT_AGENT))
     write("hostile.ipynb", (HOSTILE, HOSTILE_RUN, HOSTILE_REPLAY))
     write("approval.ipynb", (APPROVAL, APPROVAL_RUN, APPROVAL_AFTER, APPROVAL_SYNC, APPROVAL_SYNC_STOP))
+    write("kernel_code.ipynb", (KERNEL_CODE, KERNEL_CODE_RUN, KERNEL_CODE_AFTER))
     write("eval_stop.ipynb", (EVAL_SETUP, EVAL_SYNC, EVAL_ASYNC, EVAL_MAGIC, EVAL_VIEWS))
     write("improve_stop.ipynb", (IMPROVE_SETUP, IMPROVE_ORIGINAL, IMPROVE_REFLECTION, IMPROVE_TEST, IMPROVE_COMPARE))
     write("fork.ipynb", (FORK, FORK_RUN, FORK_OPEN))

@@ -46,6 +46,10 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     header = trace.locator(".anb-head")
     assert "tool calls 4/10" in header.inner_text()
     assert "model calls 4" in header.inner_text() and "depth" not in header.inner_text().lower()
+    # the context gauge: a scripted model's window is unknown, so tokens and no share; each step on hover
+    gauge = header.locator(".anb-gauge")
+    assert re.search(r"context ~[\d.]+k? \(window unknown\)", gauge.inner_text()), gauge.inner_text()
+    assert "step 1: " in gauge.get_attribute("title") and "step 4: " in gauge.get_attribute("title")
     titles = trace.locator(".anb-depth > summary")
     texts = [t for t in titles.all_inner_texts() if t.strip()]
     assert [re.match(r"Depth \d", t).group(0) for t in texts] == ["Depth 0", "Depth 1", "Depth 2", "Depth 3"], texts
@@ -98,7 +102,7 @@ def test_trace_widget_and_debugger(lab: Any, page: Any) -> None:
     assert "turn 2" in follow.locator(".anb-head").inner_text()
     earlier = follow.locator("details.anb-earlier")
     earlier.locator("summary").click()
-    assert "Earlier turns (1)" in earlier.inner_text()
+    assert "Earlier turns (1)" in earlier.inner_text() and "conversation ~" in earlier.inner_text()
     assert "What's the weather in Paris?" in earlier.inner_text() and "4 tool results" in earlier.inner_text()
     screenshot(follow, "trace_turn2.png")
 

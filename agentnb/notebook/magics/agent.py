@@ -114,6 +114,9 @@ class AgentMagics(NamespaceLookup, Magics):
                                    A server starts once and is reused by later runs.
           --fork N                 fork the last result (_agent_result) at step N: its editor opens
                                    there, prefilled; "Fork from here" runs the fork below
+          --kernel read|code|sandbox  the kernel's tools beside the @tools: read its variables and
+                                   cells; code adds run_python in the notebook (each call approved
+                                   in the trace); sandbox runs it in a second kernel
 
         ``{name}`` in the prompt is replaced by the notebook variable (``{{`` for a brace);
         ``@name`` of a variable puts its description (what describe() shows) below the prompt.
@@ -233,6 +236,7 @@ class AgentMagics(NamespaceLookup, Magics):
         if opts.output_type is not None:  # a type as written in Python: Price, list[Price], Price | None
             kwargs["output_type"] = type_from_text(opts.output_type, ns)
         tools: list[Any] = self._tools(opts.tools)  # checked before a (possibly slow) provider is built
+        tools += self._kernel(opts.kernel)
         tools += self._mcp(opts.mcp or ())
         provider = self._provider(opts)
         # Stream unless told not to, where the provider can: the answer appears as it is written.

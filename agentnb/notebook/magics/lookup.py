@@ -85,6 +85,15 @@ class NamespaceLookup:
             tools.append(tool(value))
         return tools
 
+    def _kernel(self, mode: str | None) -> list[Tool]:
+        """``--kernel MODE``: the tools of ``kernel_tools(MODE)`` over the notebook's namespace
+        (``code`` and ``sandbox`` need approval: the trace widget asks)."""
+        if mode is None:
+            return []
+        from agentnb.kernel import kernel_tools
+
+        return kernel_tools(mode, namespace=self.shell.user_ns)  # type: ignore[arg-type]
+
     def _mcp(self, specs: tuple[str, ...]) -> list[Any]:
         """MCP servers from ``--mcp``: a variable, a URL or a command line (started once, then reused)."""
         if not specs:

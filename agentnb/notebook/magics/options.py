@@ -43,6 +43,7 @@ class MagicOptions:
     output_type: str | None = None
     mcp: tuple[str, ...] | None = None
     fork: int | None = None
+    kernel: str | None = None
 
     def merged_over(self, defaults: MagicOptions) -> MagicOptions:
         """These options, with unset ones taken from ``defaults``."""
@@ -85,13 +86,17 @@ _OPTIONS: dict[str, tuple[str, Any]] = {
     "--output-type": ("output_type", "str"),
     "--mcp": ("mcp", "multi"),
     "--fork": ("fork", "int"),
+    "--kernel": ("kernel", "str"),
 }
 
 USAGE = (
     "options: -p/--provider SPEC|VAR, -m/--model NAME, --base-url URL, --tool-calling auto|native|untooled, "
     "-t/--tools a,b|none, -n/--max-tool-calls N, -c/--tool-choice auto|required|none|TOOL, -s/--system TEXT, "
-    "--stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new, --mcp CMD|URL|VAR, --output-type TYPE, --fork N"
+    "--stream/--no-stream, --step, -q/--quiet, -o/--out VAR, --new, --mcp CMD|URL|VAR, --output-type TYPE, --fork N, --kernel read|code|sandbox"
 )
+
+#: ``--kernel`` modes: the tools of ``agentnb.kernel_tools(mode)``.
+KERNEL_MODES = ("read", "code", "sandbox")
 
 _TOKEN = re.compile(r"""\s*("(?:[^"\\]|\\.)*"|'[^']*'|\S+)""")
 
@@ -130,6 +135,9 @@ def parse_line(line: str) -> tuple[MagicOptions, str]:
     calling = values.get("tool_calling")
     if calling is not None and calling not in ("auto", "native", "untooled"):
         raise UserError(f"--tool-calling takes auto, native or untooled, not {calling!r}")
+    kernel = values.get("kernel")
+    if kernel is not None and kernel not in KERNEL_MODES:
+        raise UserError(f"--kernel takes read, code or sandbox, not {kernel!r}")
     name = values.get("out")
     if name is not None and not name.isidentifier():
         raise UserError(f"--out needs a Python variable name, not {name!r}")

@@ -15,9 +15,12 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
+from agentnb.context.size import short as short_tokens
 from agentnb.events import RunStarted
+from agentnb.kernel.highlight import CODE_CSS
 from agentnb.kernel.mentions import split_mentions
 from agentnb.messages import AssistantMessage, Message, ToolMessage, UserMessage
+from agentnb.providers.base import chars_estimate
 from agentnb.run.transcript import transcript_bytes
 from agentnb.untrusted import untrusted_html as escape
 
@@ -85,7 +88,8 @@ def context_html(started: RunStarted, earlier: Sequence[Message] = ()) -> str:
             for i, (q, how, a) in enumerate(turns, 1)
         )
         out.append(
-            f'<details class="anb-ctx anb-earlier"><summary>Earlier turns ({len(turns)})</summary>'
+            f'<details class="anb-ctx anb-earlier"><summary>Earlier turns ({len(turns)}) · '
+            f"conversation ~{escape(short_tokens(chars_estimate(earlier)))} tokens</summary>"
             f'<ol style="list-style:none;padding-left:0;margin:4px 0">{items}</ol></details>'
         )
     return '<div class="anb">' + "".join(out) + "</div>"
@@ -187,4 +191,4 @@ STYLE = """<style>
 .anb-raw summary{color:var(--jp-ui-font-color2,#57606a)!important}
 .anb img{max-width:320px;max-height:240px;border:1px solid #d0d7de;border-radius:4px;margin:4px 4px 0 0}
 """
-STYLE = STYLE + CSS + "</style>"
+STYLE = STYLE + CSS + CODE_CSS + "</style>"

@@ -9,6 +9,7 @@ True
 
 from __future__ import annotations
 
+from agentnb.context.size import level, short
 from agentnb.control.cost import format_cost
 from agentnb.events.counts import ModelCalls
 from agentnb.notebook.trace.state import TraceState
@@ -48,6 +49,41 @@ def _secs(s: float) -> str:
     return escape(fmt_seconds(s))
 
 
+#: The gauge's colours from 70% (amber) and 90% (red) of the window, inline so a static copy keeps them.
+_LEVEL_STYLE = {"amber": ' style="color:#9a6700;font-weight:600"', "red": ' style="color:#cf222e;font-weight:600"'}
+#: The steps the gauge's hover text lists at most (the last ones).
+_HOVER_STEPS = 40
+
+
+def gauge_html(state: TraceState) -> str:
+    """The gauge: the last request's size against the window ("context 9.8k / 32.8k"), amber
+    from 70%, red from 90%; each step's size on hover. An unknown window is said, never a share.
+
+    >>> from agentnb.events import ModelRequest
+    >>> s = TraceState()
+    >>> s.add(ModelRequest(0, 1, (), "auto", 7_000, 10_000, True))
+    >>> html = gauge_html(s)
+    >>> "anb-gauge-amber" in html, "context <b>7k</b> / 10k" in html, "70% of the window" in html
+    (True, True, True)
+    """
+    last = state.last_request
+    assert last is not None and last.context_tokens is not None
+    tokens, window = last.context_tokens, last.context_window
+    size = ("" if last.context_exact else "~") + short(tokens)
+    lvl = level(tokens, window)
+    if window:
+        text = f"context <b>{escape(size)}</b> / {escape(short(window))}"
+        share = f"{100 * tokens / window:.0f}% of the window ({window:,} tokens)"
+    else:
+        text = f"context <b>{escape(size)}</b> (window unknown)"
+        share = "the model's window is unknown"
+    how = "counted by the model's tokenizer" if last.context_exact else "estimated (~), corrected by reported usage"
+    steps = "; ".join(f"step {d + 1}: {t:,}" for d, t in state.context[-_HOVER_STEPS:])
+    title = f"{share}, {how}. Each request: {steps}"
+    cls = f"anb-gauge anb-gauge-{lvl}" if lvl is not None else "anb-gauge anb-gauge-unknown"
+    return f'<span class="{cls}"{_LEVEL_STYLE.get(lvl or "", "")} title="{escape(title)}">{text}</span>'
+
+
 def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -> str:
     """The status line: state, turn, model and tool calls, time (paused time apart), tokens, model."""
     status = "paused" if state.pause is not None and state.finished is None else state.status
@@ -76,6 +112,8 @@ def header_html(state: TraceState, elapsed: float | None, paused: float = 0.0) -
             f"tokens <b>{escape(state.usage.input_tokens)}</b> in · <b>{escape(state.usage.output_tokens)}</b> out"
         )
         stats.append(f"cost <b>{escape(format_cost(state.usage.cost))}</b>")
+    if state.last_request is not None:
+        stats.append(gauge_html(state))
     if state.started is not None:
         stats.append(f"model <b>{escape(state.started.provider)}</b>")
     parts.append('<span class="anb-stat">' + " · ".join(stats) + "</span>")

@@ -33,6 +33,7 @@ from agentnb.events import (
     UserInterjected,
 )
 from agentnb.events import GuidanceSkipped as Skipped
+from agentnb.kernel.highlight import code_diff_html, code_html, code_of, code_outcome_html
 from agentnb.notebook.trace.answer import answer_html, output_html
 from agentnb.notebook.trace.blocks import copyable
 from agentnb.notebook.trace.header import fmt_seconds
@@ -251,12 +252,21 @@ def _call_html(c: CallView, preview: int, ended: str | None = None, pause: Pause
         f'<span class="anb-h">Tool call <code>{escape(c.name)}</code></span> <span class="anb-m">{escape(c.call_id)}</span>'
         + (f' <span class="anb-src" title="tool source">from {escape(c.source)}</span>' if c.source else "")
     ]
-    if c.original is not None:
+    code, old_code = code_of(c.arguments), code_of(c.original)
+    if c.original is not None and code is not None and old_code is not None:
+        rows.append(
+            f'<div class="anb-edit"><span class="anb-warn">code edited {_edited_by(c)}</span>'
+            f'<div class="anb-m">changes to the model\'s code</div>{code_diff_html(old_code, code)}'
+            f'<div class="anb-m">→ run</div>{code_html(code)}</div>'
+        )
+    elif c.original is not None:
         rows.append(
             f'<div class="anb-edit"><span class="anb-warn">arguments edited {_edited_by(c)}</span>'
             f'<div class="anb-m">the model asked for</div><pre class="anb-old">{escape(_pretty(c.original))}</pre>'
             f'<div class="anb-m">→ run with</div>{copyable(_pretty(c.arguments))}</div>'
         )
+    elif code is not None:
+        rows.append(code_html(code))
     else:
         rows.append(copyable(_pretty(c.arguments)))
     if c.over_limit is not None:
@@ -354,4 +364,4 @@ def _result_html(c: CallView, preview: int) -> str:
         head = f'<div><span class="anb-bad">✗ failed</span> <code>{escape(f.error)}</code> {took}</div>'
     else:
         head = f'<div><span class="anb-ok">result</span> {took}</div>'
-    return head + copyable(f.result, preview)
+    return head + copyable(f.result, preview) + code_outcome_html(f.structured)

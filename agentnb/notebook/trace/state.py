@@ -20,6 +20,7 @@ from agentnb.events import (
     Event,
     Forked,
     LimitReached,
+    ModelRequest,
     RunFinished,
     RunStarted,
 )
@@ -49,6 +50,10 @@ class TraceState:
     limit: LimitReached | None = None  # the limit the run reached, if any
     live_from: int = 0  # a fork: its steps before this one are the parent's recording
     lineage: Forked | None = None  # a fork: what it edited, where
+    #: ``(depth, tokens)`` of each of the run's own requests that was measured (the gauge), in order.
+    context: list[tuple[int, int]] = field(default_factory=list)
+    #: The last measured request (its window and whether its count is exact).
+    last_request: ModelRequest | None = None
 
     @property
     def model_calls(self) -> int:
@@ -173,6 +178,9 @@ def _made(v: DepthView) -> int:
 def _request(s: TraceState, v: DepthView, e: Any) -> None:
     v.request = e
     s.header_dirty = True
+    if e.context_tokens is not None:
+        s.context.append((e.depth, e.context_tokens))
+        s.last_request = e
 
 
 def _text(s: TraceState, v: DepthView, e: Any) -> None:

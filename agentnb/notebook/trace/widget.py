@@ -152,6 +152,7 @@ class TraceWidget(TraceControls, LiveDisplay, widgets.VBox):
         now = self._clock()
         if kind == "run_started":
             self._t0 = now
+            self.approval.approve_rest = False  # "Approve all" holds for one run
             self._start_ticker()
             self._context_event = event  # rendered with the first flush
             if self.show_on_start:

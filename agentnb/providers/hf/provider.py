@@ -104,6 +104,8 @@ class TransformersProvider(LoadsOnUse, ToolChoice, Provider):
 
     in_process = True  # runs on this machine: costs nothing per call
     reply_limit_setting = "max_new_tokens"
+    #: :meth:`estimate_input_tokens` is exact: the prompt through the model's own tokenizer.
+    counts_tokens = True
 
     supports_native_tools = False
     supports_streaming = True

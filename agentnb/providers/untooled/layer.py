@@ -251,6 +251,11 @@ class UnTooled(Provider):
     def reply_limit_setting(self) -> str | None:  # type: ignore[override]
         return self.inner.reply_limit_setting
 
+    @property
+    def counts_tokens(self) -> bool:
+        """Whether :meth:`estimate_input_tokens` is exact: the text model counts its prompt."""
+        return bool(getattr(self.inner, "counts_tokens", False))
+
     def estimate_input_tokens(self, request: Request) -> int | None:
         inner = self.inner_request(request)  # the prompt the text model reads, tools rendered
         counted = self.inner.estimate_input_tokens(inner)

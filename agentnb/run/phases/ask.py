@@ -8,6 +8,7 @@ from contextlib import aclosing
 from time import perf_counter
 from typing import Any
 
+from agentnb.context.gauge import ContextGauge
 from agentnb.context.overflow import overflow_error, overflow_of
 from agentnb.control.cost import priced
 from agentnb.errors import ModelBehaviorError, ProviderError, StopRun
@@ -55,6 +56,7 @@ async def ask(run: LoopState) -> None:
         None,
         cfg.output,
     )
+    context = run.context = run.context or await open_context(run)  # the window: found at the first request
     if run.fitting is not None:  # a context policy, or a compacted start (agentnb.run.phases.compact)
         request = await fit(run, request)
     if run.gauge is not None:  # a token budget: held before the request is sent
@@ -62,8 +64,12 @@ async def ask(run: LoopState) -> None:
         if run.over:
             return
         offer = run.offer
+    size = context.measure(request)
     run.ledger.add_request()  # now, before any wait: a parallel run sees it at once
-    emit(ModelRequest(run.depth, len(state.messages), run.names if offer else (), request.tool_choice))
+    names = run.names if offer else ()
+    emit(  # n_messages: the history's (a compacted request sends fewer: agentnb.run.phases.compact)
+        ModelRequest(run.depth, len(state.messages), names, request.tool_choice, size.tokens, size.window, size.exact)
+    )
     await said_so_far(run)
     if cfg.controller is not None:
         try:
@@ -73,8 +79,7 @@ async def ask(run: LoopState) -> None:
             raise
     start = perf_counter()
     refused: ProviderError | None = None
-    try:  # live: retries come out as they wait (agentnb.providers.live): emitted at once where the
-        # consumer takes events by call, else relayed from a stream
+    try:  # live: retries come out as they wait (agentnb.providers.live), at once or relayed from a stream
         if cfg.stream or (run.live and not run.at_once):
             completion = await receive(run, request)
         else:
@@ -85,6 +90,7 @@ async def ask(run: LoopState) -> None:
     if refused is not None:  # out of the except: a ContextOverflow chains no HTTP error
         completion = await overflowed(run, request, refused)
     used = completion.usage
+    context.learn(used)
     if run.gauge is not None:
         run.gauge.learn(used)
     if used.input_tokens or used.output_tokens:
@@ -145,6 +151,22 @@ def interject(run: LoopState) -> None:
     for text in run.cfg.inbox.take(run.depth):
         run.state.messages.append(UserMessage(text))
         run.emit(UserInterjected(run.depth, text))
+
+
+async def open_context(run: LoopState) -> ContextGauge:
+    """The run's context gauge: the window the user gave, else the provider's (asked once per
+    provider; unknown is None). A relative ``max_result_chars`` becomes a share of it."""
+    cfg = run.cfg
+    window = cfg.context_window
+    if window is None:
+        try:
+            window = (await cfg.provider.context_window()).tokens
+        except Exception:  # the window never fails a run: unknown
+            window = None
+    gauge = ContextGauge(cfg.provider, window)
+    if cfg.relative_results and (chars := gauge.result_chars()) is not None:
+        cfg.max_result_chars = chars
+    return gauge
 
 
 def hold_tokens(run: LoopState, request: Request) -> Request:

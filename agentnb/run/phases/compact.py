@@ -24,30 +24,26 @@ from agentnb.context.summary import ask_summary, summary_request
 from agentnb.errors import ContextOverflow
 from agentnb.events import ContextCompacted
 from agentnb.messages import Message, Usage
-from agentnb.providers.base import Request, chars_estimate
+from agentnb.providers.base import Request
 from agentnb.run.budget import capped
 
 #: What can never be left out, named in the error when it alone does not fit.
 _HEAD = "the system prompt, the first user message, the tools and the newest step"
 
 
-def _request_tokens(provider: Any, request: Request) -> int:
-    """The size of ``request`` in tokens: the provider's count, else an estimate from characters.
-    (The one counter compaction uses: the gauge's counter replaces it where it exists.)"""
-    exact = provider.estimate_input_tokens(request)
-    return exact if exact is not None else chars_estimate(request.messages, request.tools)
-
-
 def _count(run: Any, request: Request, messages: Sequence[Message] | None = None) -> int:
+    """The size of ``request`` (with ``messages`` in place of its own) in tokens, as the run's
+    context gauge measures it (:mod:`agentnb.context.gauge`: exact where the model counts, else
+    estimated and corrected by the usage replies reported), scaled by what an overflow error said."""
     sent = request if messages is None else dataclasses.replace(request, messages=tuple(messages))
-    return math.ceil(_request_tokens(run.cfg.provider, sent) * run.fitting.scale)
+    return math.ceil(run.context.measure(sent).tokens * run.fitting.scale)
 
 
-async def _window(run: Any) -> int | None:
+def _window(run: Any) -> int | None:
     fitting = run.fitting
-    if not fitting.asked:
+    if not fitting.asked:  # the gauge's: the user's, else the provider's (found at the first request)
         fitting.asked = True
-        fitting.window = (await run.cfg.provider.context_window()).tokens
+        fitting.window = run.context.window
     return fitting.window  # type: ignore[no-any-return]
 
 
@@ -59,7 +55,7 @@ async def fit(run: Any, request: Request) -> Request:
     policy = fitting.policy
     if policy is None:
         return request
-    window = await _window(run)
+    window = _window(run)
     if window is None:  # unknown: only a server's overflow error can tell it
         return request
     tokens = _count(run, request)
@@ -118,9 +114,10 @@ async def refit(run: Any, request: Request, over: Overflow, error: BaseException
     fitting = run.fitting
     if fitting is None or fitting.policy is None:
         raise overflow_error(over, None, "no context policy (Agent(..., context=agentnb.Compaction()))", error)
-    if over.window is not None:  # the server's word, for the rest of the run
+    if over.window is not None:  # the server's word, for the rest of the run (the gauge's too)
         fitting.window, fitting.asked = over.window, True
-    window = await _window(run)
+        run.context.window = over.window
+    window = _window(run)
     if window is None:
         raise overflow_error(over, None, "the window is unknown and the server did not state it", error)
     tokens = _count(run, request)
