@@ -86,7 +86,7 @@ def api_page(module: str) -> str:
         _RENDERED[path] = module
         parts.append(
             f'<span id="{module}.{name}"></span>\n\n'
-            f"::: {path}\n    options:\n      heading: \"{name}\"\n      toc_label: \"{name}\"\n"
+            f'::: {path}\n    options:\n      heading: "{name}"\n      toc_label: "{name}"\n'
         )
     return "\n".join(parts)
 
@@ -155,9 +155,8 @@ def _install_exporter() -> None:
 
         def __init__(self, **kwargs: Any) -> None:
             kwargs["template_file"] = "agentnb_site.html.j2"
-            kwargs["extra_template_paths"] = [os.path.join(HERE, "overrides", "nbconvert")] + list(
-                kwargs.get("extra_template_paths", [])
-            )
+            extra = kwargs.get("extra_template_paths", [])
+            kwargs["extra_template_paths"] = [os.path.join(HERE, "overrides", "nbconvert"), *extra]
             super().__init__(**kwargs)
             # after mkdocs-jupyter's own preprocessors: agentnb's snapshots first, then the rest
             self.register_preprocessor(StaticTraces, enabled=True)
