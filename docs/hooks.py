@@ -14,7 +14,8 @@
   stays) and the notebook's saved widget state, so no widget manager is loaded from a CDN and no
   page says "Loading widget...", (3) passes every HTML output through
   :func:`agentnb.untrusted.static_view` (a notebook file is untrusted: no script, no handler, no
-  ``url()``, under a no-math root) and drops JavaScript outputs, and (4) uses a template without
+  ``url()``, under a no-math root) and drops JavaScript outputs, (4) cleans Markdown cells and
+  Markdown outputs with nh3 (:func:`clean_cell_html`), and (5) uses a template without
   the MathJax, Mermaid and widget scripts nbconvert would load from CDNs.
 """
 
@@ -115,6 +116,24 @@ def _defined_at(module: str, name: str) -> str:
     return str(obj.path)
 
 
+CELL_TAGS = {"details", "summary", "div", "span", "pre", "code", "table", "thead", "tbody", "tr", "th", "td"}
+
+
+def clean_cell_html(element: Any) -> str:
+    """A Markdown cell's (or a Markdown output's) HTML with no script, handler or ``javascript:``
+    link left: nh3 with its default tags, plus the ``id`` and ``class`` the headings' anchors and
+    the code highlighting use. HTML outputs are cleaned before, by ``static_view``.
+
+    >>> clean_cell_html('<h2 id="a">A<script>x()</script></h2><img src=x onerror="y()">')
+    '<h2 id="a">A</h2><img src="x">'
+    """
+    import nh3
+
+    html = element.decode() if isinstance(element, bytes) else str(element)
+    attributes = {**nh3.ALLOWED_ATTRIBUTES, "*": {"id", "class"}}
+    return nh3.clean(html, tags=nh3.ALLOWED_TAGS | CELL_TAGS, attributes=attributes)
+
+
 def _title(path: str) -> str:
     """``notebooks/08_structured_output.ipynb`` -> ``08 Structured output``."""
     stem = os.path.splitext(os.path.basename(path))[0]
@@ -154,6 +173,9 @@ def _install_exporter() -> None:
         agentnb_site = True
 
         def __init__(self, **kwargs: Any) -> None:
+            # nbconvert's cleaning on, with the site's cleaner: mkdocs-jupyter turns clean_html off
+            kwargs["sanitize_html"] = True
+            kwargs["filters"] = {**kwargs.get("filters", {}), "clean_html": clean_cell_html}
             kwargs["template_file"] = "agentnb_site.html.j2"
             extra = kwargs.get("extra_template_paths", [])
             kwargs["extra_template_paths"] = [os.path.join(HERE, "overrides", "nbconvert"), *extra]

@@ -175,10 +175,17 @@ def test_a_hostile_notebook_renders_inert(tmp_path: Path) -> None:
             "metadata": {},
             "data": {"text/html": "<a href='javascript:alert(4)'>$\\href{x}{y}$</a>", "text/plain": "t"},
         },
+        {
+            "output_type": "display_data",
+            "metadata": {},
+            "data": {"text/markdown": "**md** <script>alert(7)</script>", "text/plain": "m"},
+        },
     ]
+    markdown = "# Title\n\n<script>alert(5)</script><img src=x onerror=alert(6)>"
     nb = {
         "cells": [
-            {"cell_type": "code", "execution_count": 1, "id": "c1", "metadata": {}, "source": "x", "outputs": outputs}
+            {"cell_type": "markdown", "id": "m1", "metadata": {}, "source": markdown},
+            {"cell_type": "code", "execution_count": 1, "id": "c1", "metadata": {}, "source": "x", "outputs": outputs},
         ],
         "metadata": {
             "widgets": {
@@ -197,6 +204,7 @@ def test_a_hostile_notebook_renders_inert(tmp_path: Path) -> None:
     assert "<b>kept</b>" in body  # the output is shown, cleaned, not dropped
     assert "text" in body.split("a widget", 1)[1][:20]  # a widget output keeps its text form
     assert "alert(3)" not in body and "mathjax_ignore" in body and "unpkg" not in body
+    assert 'id="Title"' in body and "<strong>md</strong>" in body  # headings keep their anchors
 
 
 def test_every_public_name_has_a_reference_entry(site: Path) -> None:
@@ -209,10 +217,11 @@ def test_every_public_name_has_a_reference_entry(site: Path) -> None:
             assert rendered, f"{module}.{name} ({where}): no mkdocstrings entry"
 
 
-def test_the_docstring_rewriter_keeps_its_examples() -> None:
+def test_the_site_helpers_examples_run() -> None:
     import griffe_docstrings
 
     assert doctest.testmod(griffe_docstrings).failed == 0
+    assert doctest.testmod(hooks).failed == 0
 
 
 def test_readme_fits_on_a_few_screens_and_links_into_the_site() -> None:
