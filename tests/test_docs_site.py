@@ -231,3 +231,14 @@ def test_readme_fits_on_a_few_screens_and_links_into_the_site() -> None:
     assert links and all((ROOT / link).exists() for link in links), links
     for command in ("./dev demo", "./dev test", "./dev docs"):
         assert command in readme
+
+
+def test_the_pages_self_contained_examples_run() -> None:
+    # the examples that need no model or server (scripted providers): run as a reader would
+    ran = 0
+    for page in sorted((ROOT / "docs").glob("*.md")):
+        for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
+            if "ScriptedProvider" in block:
+                exec(compile(block, str(page), "exec"), {})
+                ran += 1
+    assert ran >= 2
