@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -29,6 +28,7 @@ sys.path.insert(0, str(ROOT / "docs"))
 import hooks  # noqa: E402  (docs/hooks.py: the site's nav, API pages and notebook exporter)
 
 pytest.importorskip("mkdocs", reason="the docs extra (pip install -e '.[docs]')")
+import yaml  # noqa: E402  (mkdocs's own dependency)
 
 
 @pytest.fixture(scope="module")
