@@ -233,12 +233,23 @@ def test_readme_fits_on_a_few_screens_and_links_into_the_site() -> None:
         assert command in readme
 
 
-def test_the_pages_self_contained_examples_run() -> None:
-    # the examples that need no model or server (scripted providers): run as a reader would
+def test_the_pages_self_contained_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the examples that need no model or server (scripted providers): run as a reader would, a
+    # page's blocks in order in one namespace, in a folder of their own (a page may write files)
+    import agentnb
+
+    monkeypatch.chdir(tmp_path)
     ran = 0
     for page in sorted((ROOT / "docs").glob("*.md")):
-        for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
-            if "ScriptedProvider" in block:
-                exec(compile(block, str(page), "exec"), {})
-                ran += 1
-    assert ran >= 2
+        namespace: dict[str, object] = {"__name__": "__docs__"}
+        try:
+            for block in re.findall(r"```python\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
+                if "ScriptedProvider" in block:
+                    exec(compile(block, str(page), "exec"), namespace)
+                    ran += 1
+        finally:
+            agentnb.keep_runs(None)  # a page that keeps runs stops here
+            for value in namespace.values():  # a sandbox a page started is shut down
+                if hasattr(value, "shutdown") and type(value).__module__.startswith("agentnb.kernel"):
+                    value.shutdown()
+    assert ran >= 8
