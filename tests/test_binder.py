@@ -23,8 +23,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
 #: Pinned for CI's test tools, not needed to run the notebooks.
-#: (ray: the tests' cluster; notebook: Notebook 7, where the browser tests open saved notebooks)
-TEST_ONLY = {"nbval", "playwright", "ray", "notebook"}
+#: (ray: the tests' cluster; notebook: Notebook 7, where the browser tests open saved notebooks;
+#: mkdocs and its plugins: the docs site, ``./dev docs``)
+TEST_ONLY = {"nbval", "playwright", "ray", "notebook"} | {
+    "mkdocs",
+    "mkdocs-material",
+    "mkdocstrings",
+    "mkdocstrings-python",
+    "mkdocs-jupyter",
+}
 #: The notebooks executed in the fresh environment: the quickstart and one more cheap one.
 EXECUTED = ["01_quickstart", "05_deduplication"]
 

@@ -14,6 +14,7 @@ from IPython.core.error import UsageError
 from IPython.testing import globalipapp
 
 from agentnb import tool
+from agentnb.errors import UserError
 from agentnb.messages import SystemMessage, UserMessage
 from agentnb.notebook.magics.agent import AgentMagics, _await_agent_magics
 from agentnb.notebook.magics.options import MagicOptions, interpolate, parse_line
@@ -288,6 +289,37 @@ def test_widget_mode_shows_a_trace_widget(ip: Any, monkeypatch: Any) -> None:
     ip.run_line_magic("agent", "-p model again")  # a follow-up: turn 2, the first turn listed
     assert len(shown) == 2 and "turn <b>2</b>" in shown[1].header_html
     assert "Earlier turns (1)" in shown[1]._context.value and "shout hi" in shown[1]._context.value
+
+
+def test_a_person_steers_an_agent_magic_run_from_its_trace(ip: Any, monkeypatch: Any) -> None:
+    """%agent's trace has a "Tell the agent…" box: what is sent while the run goes on reaches the
+    model's next request, after the step's tool result, and the trace shows where it went in."""
+    pytest.importorskip("ipywidgets")
+    from agentnb.notebook.trace.widget import TraceWidget
+
+    shown: list[TraceWidget] = []
+    monkeypatch.setattr(TraceWidget, "show", lambda self: shown.append(self) or self)
+    magics(ip).display_mode = "widget"
+
+    def steered(text: str) -> str:
+        """Upper-case a text (while it runs, a person types in the trace's box)."""
+        shown[-1].steer.send("<b>also</b> say please")
+        return text.upper()
+
+    ip.user_ns["steered"] = tool(steered)
+    model = scripted(ip, call("steered", text="hi"), "HI, please")
+    ip.run_line_magic("agent", "-p model --tools steered shout hi")
+    (widget,) = shown
+    assert widget.status == "answer"
+    second = model.requests[1].messages
+    assert second[-1] == UserMessage("<b>also</b> say please")  # after the call and its result
+    assert [m.role for m in second[-3:]] == ["assistant", "tool", "user"]
+    said = [e for e in ip.user_ns["_agent_result"].events if e.kind == "user_interjected"]
+    assert [(e.depth, e.text) for e in said] == [(1, "<b>also</b> say please")]
+    assert "&lt;b&gt;also&lt;/b&gt; say please" in widget.static_html()  # shown as text
+    assert widget.steer.layout.display == "none"  # the run ended: the box is gone
+    with pytest.raises(UserError, match="ended"):
+        widget.steer.send("too late")
 
 
 def test_run_async_is_what_a_kernel_awaits(ip: Any) -> None:
