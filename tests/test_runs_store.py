@@ -283,7 +283,7 @@ def test_the_view_shows_hostile_text_as_text_live_and_static(filled: Runs) -> No
     view.label.value = "bad"
     assert [r["answer"] for r in view.rows] == ["100%_sure", "5"]
     view.search.value = "2 + 2"
-    assert view.total == 1 and "1 runs" in view.html.value
+    assert view.total == 1 and "1 run, newest first" in view.html.value
     view.picked.value = (0,)
     trace = view.show_trace()
     assert trace.result.output == "5" and view.opened[0] == "trace of row 0"
@@ -354,7 +354,8 @@ def test_the_view_freezes_into_its_static_copy_when_the_next_cell_runs(filled: R
     view.search.value = "2 + 2"
     shell.events.trigger("pre_run_cell", None)
     assert updates and "widget-view" not in str(updates[-1]) and "search: 2 + 2" in updates[-1]["text/html"]
-    assert "1 runs, newest first" in updates[-1]["text/html"] and view.widget.comm is None  # closed
+    assert "1 run, newest first" in updates[-1]["text/html"] and view.widget.comm is None  # closed
+    assert updates[-1]["text/plain"] == "1 of 1 kept run"  # one run: said in the singular
 
 
 def test_a_watcher_that_fails_on_the_result_never_breaks_the_run(caplog: Any) -> None:

@@ -42,6 +42,10 @@ def _clip(text: Any) -> str:
     return text if len(text) <= CLIP else text[: CLIP - 1] + "…"
 
 
+def _runs(n: int) -> str:
+    return f"{n} run, newest first" if n == 1 else f"{n} runs, newest first"
+
+
 def table_html(rows: list[dict[str, Any]], total: int) -> str:
     """The rows as a static, sanitized HTML table (every value escaped), with how many match."""
     head = "".join(f"<th>{c}</th>" for c in _COLUMNS)
@@ -55,7 +59,7 @@ def table_html(rows: list[dict[str, Any]], total: int) -> str:
         cells = (i, r["date"], r["agent"], r["model"], _clip(r["prompt"]), _clip(r["answer"]), r["stop_reason"],
                  r["tools"], cost, r["tokens"], _clip(label))  # fmt: skip
         body.append("<tr>" + "".join(f"<td{mark if k == 10 else ''}>{esc(_clip(c))}</td>" for k, c in enumerate(cells)))
-    shown = f"{len(rows)} of {total} runs, newest first" if total > len(rows) else f"{total} runs, newest first"
+    shown = f"{len(rows)} of {_runs(total)}" if total > len(rows) else _runs(total)
     table = f'<table class="anb-runs"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     return static_view(f'<div class="anb-runs"><p>{esc(shown)}</p>{table}</div>', _CSS)
 
@@ -179,11 +183,13 @@ class RunsView:
         return static_view(f"{opened}{note}") + table_html(self.rows, self.total)
 
     def static_bundle(self) -> dict[str, Any]:
-        return {"text/html": self.static_html(), "text/plain": f"{len(self.rows)} of {self.total} kept runs"}
+        kept = "kept run" if self.total == 1 else "kept runs"
+        return {"text/html": self.static_html(), "text/plain": f"{len(self.rows)} of {self.total} {kept}"}
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         data, meta = _bundle(self.widget, **kwargs)
-        data["text/plain"] = f"{LIVE_MARKER}\n{self.total} kept runs in {self.runs.path}"
+        kept = "kept run" if self.total == 1 else "kept runs"
+        data["text/plain"] = f"{LIVE_MARKER}\n{self.total} {kept} in {self.runs.path}"
         data["text/html"] = self.static_html()
         return data, {**meta, STATIC_KEY: True}
 
