@@ -113,7 +113,7 @@ def fill(path: str, n: int) -> float:
             )
             batch.append((dataclasses.replace(base, events=(head, *base.events[1:]), output=f"answer {i}"), 1e9 + i))
         store.save(batch)
-    labels = [(f"{i:012x}", {"good": i % 20 == 0, "expected": f"answer {i}", "note": None, "at": "t"}, None)
+    labels = [(f"{i:012x}", {"good": i % 20 == 0, "expected": f"answer {i}", "note": None, "at": "2026-12-07T10:00:00+00:00"}, None)
               for i in range(0, n, 10)]  # fmt: skip
     store.save([], labels)
     store.close()

@@ -207,6 +207,9 @@ def _handler(server: ResponsesServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+            if not self.path.split("?")[0].endswith("/responses"):  # a window question (/api/show): not ours
+                self._send(404, "application/json", b'{"error": "not found"}', {})
+                return
             try:
                 body = json.loads(raw)
             except ValueError:

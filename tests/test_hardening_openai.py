@@ -65,8 +65,11 @@ class RawServer:
                     if not piece:
                         break
                     body += piece
-                self.requests.append(body)
-                reply = self.replies.popleft() if self.replies else _http(500, "text/plain", b"no reply scripted")
+                if b"/chat/completions" not in head.split(b"\r\n", 1)[0]:  # a window question (/props, ...)
+                    reply = _http(404, "text/plain", b"not found")  # as a real server answers it
+                else:
+                    self.requests.append(body)
+                    reply = self.replies.popleft() if self.replies else _http(500, "text/plain", b"no reply scripted")
                 try:
                     conn.sendall(reply)
                 except OSError:

@@ -220,7 +220,8 @@ def tool_chars(t: Any) -> int:
 def exact_counter(provider: Any) -> Provider | None:
     """The provider whose :meth:`~agentnb.providers.base.Provider.estimate_input_tokens` counts
     ``provider``'s requests exactly (``counts_tokens``), looking through wrappers that pass the
-    request on unchanged (a cassette, a retry); None: requests are estimated.
+    request on unchanged (a cassette, a retry; not a cassette that only replays: it never
+    reaches the model, whose tokenizer then stays unloaded); None: requests are estimated.
 
     >>> from agentnb.testing import ScriptedProvider
     >>> exact_counter(ScriptedProvider([])) is None
@@ -230,6 +231,8 @@ def exact_counter(provider: Any) -> Provider | None:
     for _ in range(_DEPTH):
         if getattr(p, "counts_tokens", False):
             return p  # type: ignore[no-any-return]
+        if not getattr(p, "counts_through", True):  # answers without the model (a replaying cassette)
+            return None
         if type(p).estimate_input_tokens is not Provider.estimate_input_tokens:
             return None  # it estimates in its own way: not exact
         p = getattr(p, "inner", None)

@@ -89,6 +89,18 @@ def runs(path: str | os.PathLike[str] | None = None, *, agent: Any = None) -> Ru
     ``.where(...)`` / ``.search(text)`` to narrow, ``.to_dataset(path)``; in a notebook, a table
     with search and filters. ``agent``: the agent a fork of a kept run continues with.
     Runs still being written by this process are waited for.
+
+    >>> import os, tempfile
+    >>> from agentnb import Agent
+    >>> from agentnb.testing import ScriptedProvider
+    >>> path = os.path.join(tempfile.mkdtemp(), "runs.sqlite")
+    >>> _ = keep_runs(path)
+    >>> Agent(ScriptedProvider(["Lyon."])).run("Capital of France?").label(good=False, expected="Paris.").good
+    False
+    >>> kept = runs()
+    >>> len(kept), len(kept.where(label="bad")), kept.table["answer"].tolist()
+    (1, 1, ['Lyon.'])
+    >>> keep_runs(None)
     """
     keeper = _KEEPER
     if path is None:

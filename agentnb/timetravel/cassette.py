@@ -286,6 +286,10 @@ class CassetteProvider(Provider):
         self._secrets = provider_secrets(inner)
         self.in_process = inner is None
         self.answers_summaries = inner is None  # a replay of a file answers a compaction's summariser too
+        # requests are counted by the model behind only when every call goes to it (recording);
+        # a cassette that may answer from the file estimates them, so an in-process model's
+        # tokenizer stays unloaded (agentnb.context.size.exact_counter)
+        self.counts_through = inner is not None and (tape.mode == "record" or (tape.mode == "once" and not tape.entries))
 
     def __repr__(self) -> str:
         return f"CassetteProvider({self.inner!r}, {self.tape!r})"
