@@ -85,7 +85,7 @@ def test_approve_deny_edit_and_a_blocking_run_in_the_browser(lab: Any, page: Any
         "getComputedStyle(e).overflowX !== 'visible').map(e => e.className)"
     )
     assert wide == [], wide
-    approve = panel.locator(".widget-button", has_text="Approve")
+    approve = panel.locator(".widget-button[title=\"Approve\"]")
     approve.click()
 
     # --- 2. deny with a reason the model reads ----------------------------------------------
@@ -143,7 +143,7 @@ def test_approve_deny_edit_and_a_blocking_run_in_the_browser(lab: Any, page: Any
     prompts = page.locator(".jp-CodeCell .jp-InputArea-prompt").all_inner_texts()
     assert prompts[3].strip() == "[*]:" and prompts[4].strip() == "[*]:", prompts  # held, and queued
     screenshot(sync, "approval_pending_run.png")
-    panel.locator(".widget-button", has_text="Approve").click()
+    panel.locator(".widget-button[title=\"Approve\"]").click()
     line = _output(page, "run() returned:")
     assert line == "run() returned: answer | Deleted /tmp/sync.txt. | /tmp/sync.txt", line
 

@@ -105,7 +105,7 @@ def test_forks_survive_a_save_at_any_moment(server: Lab, browser: Any) -> None:
     try:
         open_and_run_all(page, server, NAME)
         cell = page.locator(".jp-CodeCell").nth(1)
-        steps = cell.locator(".anb-fork-bar .widget-toggle-button")
+        steps = cell.locator(".anb-fork-bar .anb-fork-steps .widget-toggle-button")
         expect(steps).to_have_text(["[0] weather", "[1] weather", "[2] answer"], timeout=60_000)
 
         # Fork step [1] from the bar; save while the fork runs (its model waits for the flag).

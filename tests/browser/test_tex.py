@@ -80,7 +80,7 @@ def test_tex_is_never_typeset_live_with_a_fork_and_reopened_unsigned(lab: Any, p
     cell = page.locator(".jp-CodeCell").nth(2)  # the %%agent cell (the Markdown control is not a code cell)
     expect(cell.locator(".anb-static.anb-trace")).to_contain_text("PWNTEX8", timeout=60_000)
     bar = cell.locator(".anb-fork-bar")
-    steps = bar.locator(".widget-toggle-button")
+    steps = bar.locator(".anb-fork-steps .widget-toggle-button")
     # Item 9: the label is the tool name as the model wrote it, escaped once, not typeset.
     expect(steps).to_have_text(["[0] echo", f"[1] {ODD_TOOL}", "[2] answer"], timeout=30_000)
     steps.nth(2).click()
