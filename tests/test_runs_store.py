@@ -391,3 +391,24 @@ def test_a_label_given_in_python_reaches_the_store_and_reads_back(tmp_path: Path
         assert kept.table["prompt"].tolist() == ["Capital of France?"]
     finally:
         keep_runs(None)
+
+
+def test_a_steered_run_becomes_a_case_with_what_the_person_said(kept: Any, tmp_path: Path) -> None:
+    """A labelled run that a person steered is not its prompt alone: the case says both."""
+    inbox = agentnb.Inbox()
+    inbox.send("I meant Oslo, not Paris.")
+    model = ScriptedProvider([call("weather", city="Oslo"), "Snow in Oslo."])
+    result = Agent(model, tools=[weather]).run("Weather in Paris?", inbox=inbox)
+    result.label(good=True)
+    plain = Agent(ScriptedProvider(["Sunny."])).run("Weather in Rome?")
+    plain.label(good=False, expected="Rain.")
+    cases = {c["run_id"]: c for c in agentnb.runs().to_cases()}
+    assert cases[result.run_id]["input"] == "Weather in Paris?\n\nI meant Oslo, not Paris."
+    assert cases[result.run_id]["steered"] == ["I meant Oslo, not Paris."]
+    assert cases[plain.run_id]["input"] == "Weather in Rome?" and "steered" not in cases[plain.run_id]
+    path = tmp_path / "cases.jsonl"
+    assert agentnb.runs().to_dataset(path) == 2
+    assert {c.input for c in load_cases(str(path))} == {
+        "Weather in Paris?\n\nI meant Oslo, not Paris.",
+        "Weather in Rome?",
+    }

@@ -182,8 +182,18 @@ class Runs:
         """The labelled runs of the selection as cases (what :func:`agentnb.evaluate` reads):
         ``input`` the prompt, ``expected`` the label's expected answer (else the answer of a run
         labelled good), ``id`` and ``run_id`` the run's id, ``label`` and ``note`` the label.
-        A run labelled bad without an expected answer has nothing to compare with: left out."""
-        return [c for c in map(labelled_case, self.where(label="labelled").rows()) if c is not None]
+        A run labelled bad without an expected answer has nothing to compare with: left out.
+
+        A run a person steered (:class:`~agentnb.Inbox`) was asked more than its prompt: the
+        case's input is the prompt followed by what they said, in order, and ``steered`` lists it.
+        """
+        cases = [c for c in map(labelled_case, self.where(label="labelled").rows()) if c is not None]
+        for case in cases:
+            said = [e.text for e in self.get(case["run_id"]).events if e.kind == "user_interjected"]  # type: ignore[attr-defined]
+            if said:
+                case["input"] = "\n\n".join([case["input"], *said])
+                case["steered"] = said
+        return cases
 
     def to_dataset(self, path: str | os.PathLike[str], where: Mapping[str, Any] | None = None) -> int:
         """Write :meth:`to_cases` (of the runs that also match ``where``, :meth:`where`'s
