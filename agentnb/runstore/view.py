@@ -194,34 +194,15 @@ class RunsView:
         return data, {**meta, STATIC_KEY: True}
 
     def _ipython_display_(self) -> None:
-        from IPython import get_ipython
-        from IPython.display import display
+        from agentnb.notebook.trace.display import show_until_next_cell
 
-        data, meta = self._repr_mimebundle_()
-        handle = display(data, raw=True, metadata=meta, display_id=True)
-        shell = get_ipython()
-        if handle is None or shell is None:
-            return
-        self._handles.append(handle)
-        events = shell.events
-
-        def left(*_: Any) -> None:  # the next cell runs: the view becomes its static copy
-            events.unregister("pre_run_cell", left)
-            self.freeze()
-
-        events.register("pre_run_cell", left)
+        show_until_next_cell(self)
 
     def freeze(self) -> None:
         """Replace this view's displays by their static copy (what a saved notebook keeps)."""
-        from agentnb.notebook.trace.display import _as_current_cell
+        from agentnb.notebook.trace.display import replace_displays
 
-        data = self.static_bundle()
-        for handle in self._handles:
-            handle.update(data, raw=True)
-        with _as_current_cell() as moved:  # nbclient reads only the running cell's messages
-            if moved:
-                for handle in self._handles:
-                    handle.update(data, raw=True)
+        replace_displays(self._handles, self.static_bundle())
         self._handles = []
         for w in (self.search, self.agent, self.model, self.label, self.stop, self.picked, self.open, self.fork,
                   self.diff, self.html, self.out, self.widget):  # fmt: skip

@@ -176,3 +176,36 @@ def _as_current_cell() -> Iterator[bool]:
     finally:
         if token is not None:
             var.reset(token)
+
+
+def show_until_next_cell(view: Any) -> None:
+    """Display ``view`` (its ``_repr_mimebundle_``) with a display id kept in ``view._handles``,
+    and call ``view.freeze()`` when the next cell runs: a live view becomes its static copy,
+    which is what a saved notebook keeps (the evaluation view, the runs view)."""
+    from IPython import get_ipython
+    from IPython.display import display
+
+    data, meta = view._repr_mimebundle_()
+    handle = display(data, raw=True, metadata=meta, display_id=True)
+    shell = get_ipython()
+    if handle is None or shell is None:
+        return
+    view._handles.append(handle)
+    events = shell.events
+
+    def left(*_: Any) -> None:  # the next cell runs: the view becomes its static copy
+        events.unregister("pre_run_cell", left)
+        view.freeze()
+
+    events.register("pre_run_cell", left)
+
+
+def replace_displays(handles: list[Any], data: dict[str, Any]) -> None:
+    """Update each display of ``handles`` to ``data``, in the cell being run too (nbclient reads
+    only the running cell's messages: see :func:`_as_current_cell`)."""
+    for handle in handles:
+        handle.update(data, raw=True)
+    with _as_current_cell() as moved:
+        if moved:
+            for handle in handles:
+                handle.update(data, raw=True)
