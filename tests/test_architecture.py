@@ -203,7 +203,14 @@ LAYERS: list[tuple[str, ...]] = [
     ("agentnb.testing", "agentnb.printer"),  # fake models; the terminal's view of events
     ("agentnb.evaluation", "agentnb.notebook", "agentnb.runstore"),  # many runs; the notebook's views; runs kept
     # the face: the package's own names, the command, the demo's tools, documented old paths
-    ("agentnb", "agentnb.__main__", "agentnb.cli", "agentnb.terminal_approval", "agentnb.demo_tools"),
+    (
+        "agentnb",
+        "agentnb.__main__",
+        "agentnb.cli",
+        "agentnb.terminal_approval",
+        "agentnb.demo_tools",
+        "agentnb.datasets",
+    ),
     ("agentnb.cost", "agentnb.dedupe"),
 ]
 #: Imports that go up a layer, each with the reason it is allowed (keep this short).

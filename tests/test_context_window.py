@@ -166,7 +166,8 @@ def test_local_model_gguf_header_without_loading_weights() -> None:
 
     provider = local_provider(quiet=True)  # one per process: a test before may have loaded it
     was_loaded = provider.weights.loaded
-    assert window_of(provider) == Window(8192, "config" if was_loaded else "gguf")
+    window = window_of(provider)  # asked once per provider: a test before may have asked it
+    assert window.tokens == 8192 and window.source in ({"config", "gguf"} if was_loaded else {"gguf"}), window
     assert provider.weights.loaded == was_loaded
 
 

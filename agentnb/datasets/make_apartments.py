@@ -1,4 +1,4 @@
-"""Make ``apartments.csv``, the listings notebook 15 analyses (run from this folder).
+"""Make ``apartments.csv``, the listings notebook 15 analyses.
 
 The data are made up, with a fixed seed and the standard library only, so the file is the same
 on every machine: 360 flats for sale in five cities, with the gaps real listings have. Prices are
@@ -6,7 +6,7 @@ missing for about one listing in twelve, almost all of them from one agency ("Ca
 listings say "price on request"); the year built is missing for about one in ten, and the energy
 label for about one in six.
 
-    python make_apartments.py   # writes apartments.csv next to this file
+    python -m agentnb.datasets.make_apartments   # writes apartments.csv next to this file
 """
 
 from __future__ import annotations
