@@ -24,12 +24,6 @@ from typing import Any
 from agentnb.evaluation.report import summary_html, summary_text, table_html
 from agentnb.untrusted import NO_MATH, html_widget, untrusted_html
 
-#: First line of the text/plain of a view that is replaced in place (for nbval's sanitizer).
-LIVE_MARKER = "agentnb live trace"  # the marker notebooks/sanitize.cfg already knows
-#: Output metadata: the bundle's text/html is a static copy, shown where the widget cannot be live
-#: (agentnb.notebook.trace.display.STATIC_KEY; this layer does not import the notebook's).
-STATIC_KEY = "agentnb_static"
-
 
 class EvaluationView:
     """A widget: summary, table (sort by any column; failing rows first) and "open trace" for a row."""
@@ -110,10 +104,9 @@ class EvaluationView:
         return {"text/html": self.static_html(), "text/plain": summary_text(self.ev)}
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        data, meta = _bundle(self.widget, **kwargs)
-        data["text/plain"] = f"{LIVE_MARKER}\n{summary_text(self.ev)}"
-        data["text/html"] = self.static_html()  # for renderers without widgets (nbviewer, GitHub)
-        return data, {**meta, STATIC_KEY: True}
+        from agentnb.notebook.trace.display import view_bundle
+
+        return view_bundle(self.widget, summary_text(self.ev), self.static_html(), **kwargs)
 
     def _ipython_display_(self) -> None:
         from agentnb.notebook.trace.display import show_until_next_cell
@@ -131,15 +124,6 @@ class EvaluationView:
         for w in (self.changed, self.diff_button):
             if w is not None:
                 w.close()
-
-
-def _bundle(widget: Any, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    data = widget._repr_mimebundle_(**kwargs)
-    if isinstance(data, tuple):
-        data, meta = data
-    else:
-        meta = {}
-    return dict(data), dict(meta)
 
 
 def _changed_cases(ev: Any) -> list[Any]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentnb.evaluation.view import LIVE_MARKER, STATIC_KEY, _bundle
 from agentnb.runstore.schema import LABELS
 from agentnb.untrusted import html_widget, static_view
 from agentnb.untrusted import untrusted_html as esc
@@ -187,11 +186,10 @@ class RunsView:
         return {"text/html": self.static_html(), "text/plain": f"{len(self.rows)} of {self.total} {kept}"}
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        data, meta = _bundle(self.widget, **kwargs)
+        from agentnb.notebook.trace.display import view_bundle
+
         kept = "kept run" if self.total == 1 else "kept runs"
-        data["text/plain"] = f"{LIVE_MARKER}\n{self.total} {kept} in {self.runs.path}"
-        data["text/html"] = self.static_html()
-        return data, {**meta, STATIC_KEY: True}
+        return view_bundle(self.widget, f"{self.total} {kept} in {self.runs.path}", self.static_html(), **kwargs)
 
     def _ipython_display_(self) -> None:
         from agentnb.notebook.trace.display import show_until_next_cell

@@ -209,3 +209,12 @@ def replace_displays(handles: list[Any], data: dict[str, Any]) -> None:
         if moved:
             for handle in handles:
                 handle.update(data, raw=True)
+
+
+def view_bundle(widget: Any, plain: str, html: str, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A live view's display: ``widget``'s own bundle with ``plain`` after the live marker and
+    ``html`` (its static copy, for renderers without widgets: nbviewer, GitHub), marked static."""
+    data = widget._repr_mimebundle_(**kwargs)
+    data, meta = data if isinstance(data, tuple) else (data, {})
+    data = {**data, "text/plain": f"{LIVE_MARKER}\n{plain}", "text/html": html}
+    return data, {**meta, STATIC_KEY: True}
