@@ -412,3 +412,17 @@ def test_a_steered_run_becomes_a_case_with_what_the_person_said(kept: Any, tmp_p
         "Weather in Paris?\n\nI meant Oslo, not Paris.",
         "Weather in Rome?",
     }
+
+
+def test_a_label_s_texts_are_kept_redacted(kept: Any) -> None:
+    """A key pasted into a note or an expected answer is not written to the store."""
+    key = "sk-" + "a1B2" * 8
+    result = Agent(ScriptedProvider(["4"])).run("2+2?")
+    result.label(good=False, expected=f"use {key}", note=f"key {key}")
+    kept.flush(timeout=30)
+    raw = Path(kept.path).read_bytes() + b"".join(
+        json.dumps(row, default=str).encode() for row in agentnb.runs().where(label="bad").rows()
+    )
+    assert key.encode() not in raw
+    (back,) = list(agentnb.runs())
+    assert key not in (back.labels[-1].note or "") and "***" in (back.labels[-1].note or "")

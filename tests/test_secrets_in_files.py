@@ -12,8 +12,11 @@ every secret, and the redacted cassette is replayed.
 from __future__ import annotations
 
 import json
+import sqlite3
 import string
 import traceback
+import zlib
+from contextlib import closing
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -83,6 +86,9 @@ def _grep(tmp, s: dict[str, str]) -> dict[str, list[str]]:
     found = {}
     for path in sorted(p for p in tmp.rglob("*") if p.is_file()):
         raw = path.read_bytes()
+        if path.suffix == ".sqlite":  # the runs store: its columns as they are, its transcripts unzipped
+            with closing(sqlite3.connect(path)) as db:
+                raw += b"".join(zlib.decompress(blob) for (blob,) in db.execute("SELECT data FROM transcripts"))
         held = [f for f in forms if f.encode() in raw or json.dumps(f, ensure_ascii=True)[1:-1].encode() in raw]
         found[path.name] = held
     return found
@@ -103,6 +109,7 @@ def test_planted_secrets_are_in_no_file_written(tmp_path_factory, stream: bool, 
     everything = " ".join(values) + f" http://ann:{s['password']}@db.internal/v1"
     places = [data.draw(st.sampled_from(values), label=where) for where in ("name", "arg", "value", "raw")]
     prompt, system = f"please use {everything}", f"you may use {everything}"
+    agentnb.keep_runs(tmp / "runs.sqlite")  # every run below is kept in the store too
     with ScriptedServer() as server:
         agent = Agent(_provider(server, s), tools=[echo], system=system, stream=stream)
         _script(server, s, places, everything)
@@ -125,8 +132,11 @@ def test_planted_secrets_are_in_no_file_written(tmp_path_factory, stream: bool, 
         assert sorted(r["stop_reason"] for r in ev.rows) == ["answer", "error"]
         failed = next(r for r in ev.rows if r["stop_reason"] == "error")
         assert "refused" in failed["error"]
+    agentnb.keep_runs(None)  # written and closed
+    assert len(agentnb.runs(tmp / "runs.sqlite")) >= 4  # the run, the session's turn, the two cases
 
-    assert _grep(tmp, s) == {"calls.jsonl": [], "chat.json": [], "eval.jsonl": [], "run.json": []}
+    found = _grep(tmp, s)
+    assert found == {"calls.jsonl": [], "chat.json": [], "eval.jsonl": [], "run.json": [], "runs.sqlite": []}
 
     # The redacted cassette still replays: the server is gone, every answer comes from the file.
     with agentnb.cassette(tmp / "calls.jsonl", mode="replay"):

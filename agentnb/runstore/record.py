@@ -28,20 +28,22 @@ from agentnb.errors import TranscriptError, UserError
 from agentnb.messages import jsonfile
 from agentnb.run.labels import Label
 from agentnb.run.result import RunResult
+from agentnb.tracing.redact import Redactor
 
 #: The fields of a label (``agentnb.Label``), as stored.
 LABEL_FIELDS = ("good", "expected", "note", "at")
 
 
 def row_of(result: RunResult, started: float, labels: Iterable[Any] = ()) -> dict[str, Any]:
-    """The columns of ``result`` (all but the transcript), as the store keeps them."""
+    """The columns of ``result`` (all but the transcript), as the store keeps them: every text
+    redacted as the transcript is (:meth:`RunResult.to_dict <agentnb.RunResult.to_dict>`)."""
     first = result.events[0] if result.events else None
     lineage = result.lineage
     kept = [label_dict(x) for x in (*getattr(result, "labels", ()), *labels)]
     kept = list({json.dumps(x, sort_keys=True): x for x in kept}.values())  # each label once
     last = kept[-1] if kept else {}
     good = last.get("good")
-    return {
+    row = {
         "id": result.run_id or os.urandom(6).hex(),
         "started": started,
         "agent": getattr(first, "agent_name", None),
@@ -61,6 +63,8 @@ def row_of(result: RunResult, started: float, labels: Iterable[Any] = ()) -> dic
         "parent": getattr(lineage, "parent", None),
         "conversation": getattr(first, "conversation_id", None),
     }
+    redact = Redactor().redact  # as the transcript is: a provider's secrets, key-shaped strings
+    return {name: redact(value) if isinstance(value, str) else value for name, value in row.items()}
 
 
 def _tools(result: RunResult) -> list[str]:
@@ -90,7 +94,9 @@ def label_dict(label: Any) -> dict[str, Any]:
     if unknown:
         raise UserError(f"a label has the fields {LABEL_FIELDS}, not {unknown}")
     given = {name: label[name] for name in LABEL_FIELDS if label.get(name) is not None}
-    return Label(**given).to_dict()  # checked as agentnb.Label checks it (UserError naming the field)
+    data = Label(**given).to_dict()  # checked as agentnb.Label checks it (UserError naming the field)
+    redact = Redactor().redact  # kept redacted, as the run's texts are
+    return {name: redact(value) if isinstance(value, str) and name != "at" else value for name, value in data.items()}
 
 
 def transcript_blob(result: RunResult) -> bytes:
